@@ -1,0 +1,3 @@
+//! The README's main command: `cargo run --example quickstart`.
+
+fn main() {}

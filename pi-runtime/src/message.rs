@@ -1,0 +1,385 @@
+//! Messages, content blocks, usage and stop reasons: the transcript (SPEC §2.1–§2.3).
+//!
+//! Field names on the wire follow pi's camelCase spelling; key order of every JSON value a
+//! model sent is preserved (`serde_json` with `preserve_order`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Milliseconds since the Unix epoch, as pi stamps messages.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// One block of message content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ContentBlock {
+    /// Plain text.
+    Text(TextContent),
+    /// Model reasoning.
+    Thinking(ThinkingContent),
+    /// An image, base64-encoded.
+    Image(ImageContent),
+    /// A call of a tool by the model.
+    ToolCall(ToolCall),
+}
+
+impl ContentBlock {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text(TextContent {
+            text: text.into(),
+            text_signature: None,
+        })
+    }
+
+    /// An image block from base64 data and its MIME type.
+    pub fn image(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        ContentBlock::Image(ImageContent {
+            data: data.into(),
+            mime_type: mime_type.into(),
+        })
+    }
+
+    /// The text of a text block.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            ContentBlock::Text(t) => Some(&t.text),
+            _ => None,
+        }
+    }
+
+    /// The call of a tool-call block.
+    pub fn as_tool_call(&self) -> Option<&ToolCall> {
+        match self {
+            ContentBlock::ToolCall(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// `{"type":"text","text"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TextContent {
+    /// The text.
+    pub text: String,
+    /// Provider signature of the text, replayed to the same model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_signature: Option<String>,
+}
+
+/// `{"type":"thinking","thinking"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThinkingContent {
+    /// The reasoning text.
+    pub thinking: String,
+    /// Provider signature (for OpenAI-compatible APIs: the field it came from, e.g.
+    /// `reasoning_content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_signature: Option<String>,
+    /// Redacted reasoning (the signature carries it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<bool>,
+}
+
+/// `{"type":"image","data","mimeType"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageContent {
+    /// Base64 data.
+    pub data: String,
+    /// For example `image/png`.
+    pub mime_type: String,
+}
+
+/// One tool call of an assistant message (SPEC §2.1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    /// The provider's call id.
+    pub id: String,
+    /// The tool the model called.
+    pub name: String,
+    /// The arguments as the model sent them: a JSON object once the call is complete.
+    pub arguments: Value,
+    /// Gemini's thought signature, replayed to the same model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought_signature: Option<String>,
+    /// Set when the complete argument text was not a JSON object (SPEC §6.4); `arguments`
+    /// is then `{}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_error: Option<String>,
+}
+
+impl ToolCall {
+    /// A call with the given id, name and arguments.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+            thought_signature: None,
+            arguments_error: None,
+        }
+    }
+}
+
+/// Why a response ended (SPEC §2.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    /// Still streaming.
+    Pending,
+    /// The model finished.
+    #[default]
+    Stop,
+    /// The output token limit was hit.
+    Length,
+    /// The model wants its tool calls run.
+    ToolUse,
+    /// The request or the stream failed; see `error_message`.
+    Error,
+    /// The run was cancelled.
+    Aborted,
+    /// The provider deferred the response.
+    Deferred,
+}
+
+impl StopReason {
+    /// `error` or `aborted`: the response failed and its calls are never run.
+    pub fn is_failure(self) -> bool {
+        matches!(self, StopReason::Error | StopReason::Aborted)
+    }
+
+    /// The wire name (`toolUse`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Pending => "pending",
+            StopReason::Stop => "stop",
+            StopReason::Length => "length",
+            StopReason::ToolUse => "toolUse",
+            StopReason::Error => "error",
+            StopReason::Aborted => "aborted",
+            StopReason::Deferred => "deferred",
+        }
+    }
+}
+
+/// Money spent, per token class.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    /// Input tokens.
+    pub input: f64,
+    /// Output tokens.
+    pub output: f64,
+    /// Cache reads.
+    pub cache_read: f64,
+    /// Cache writes.
+    pub cache_write: f64,
+    /// The sum.
+    pub total: f64,
+}
+
+/// Token usage of a response or a tool (SPEC §2.2).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Input tokens.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+    /// Tokens read from the prompt cache.
+    pub cache_read: u64,
+    /// Tokens written to the prompt cache.
+    pub cache_write: u64,
+    /// All tokens.
+    pub total_tokens: u64,
+    /// Cost in dollars.
+    pub cost: Cost,
+}
+
+/// The content of a user message: a plain string or blocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum UserContent {
+    /// A plain string.
+    Text(String),
+    /// Text and image blocks.
+    Blocks(Vec<ContentBlock>),
+}
+
+/// A message from the user.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserMessage {
+    /// What the user said.
+    pub content: UserContent,
+    /// Milliseconds since the epoch.
+    #[serde(default)]
+    pub timestamp: u64,
+}
+
+impl UserMessage {
+    /// A user message with one text block, stamped now (SPEC §5.13).
+    pub fn text(text: impl Into<String>) -> Self {
+        UserMessage {
+            content: UserContent::Blocks(vec![ContentBlock::text(text)]),
+            timestamp: now_ms(),
+        }
+    }
+}
+
+/// A response of the model (SPEC §2.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantMessage {
+    /// Text, thinking and tool-call blocks in the order the model produced them.
+    pub content: Vec<ContentBlock>,
+    /// The wire API, e.g. `openai-completions`.
+    #[serde(default)]
+    pub api: String,
+    /// The provider, e.g. `deepseek`.
+    #[serde(default)]
+    pub provider: String,
+    /// The model id.
+    #[serde(default)]
+    pub model: String,
+    /// Tokens used.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Why the response ended.
+    pub stop_reason: StopReason,
+    /// What went wrong, for `error` and `aborted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    /// The provider's response id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    /// Milliseconds since the epoch.
+    #[serde(default)]
+    pub timestamp: u64,
+    /// How long the response took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+impl AssistantMessage {
+    /// An empty message of the given model, stamped now, with `stopReason: "pending"`.
+    pub fn empty(api: &str, provider: &str, model: &str) -> Self {
+        AssistantMessage {
+            content: Vec::new(),
+            api: api.to_owned(),
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            usage: Usage::default(),
+            stop_reason: StopReason::Pending,
+            error_message: None,
+            response_id: None,
+            timestamp: now_ms(),
+            duration_ms: None,
+        }
+    }
+
+    /// The tool calls, in source order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.content.iter().filter_map(ContentBlock::as_tool_call)
+    }
+
+    /// The text blocks, concatenated.
+    pub fn text(&self) -> String {
+        self.content.iter().filter_map(ContentBlock::as_text).collect()
+    }
+}
+
+/// The result of one tool call as it is stored in the transcript (SPEC §3.6).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultMessage {
+    /// The call this answers.
+    pub tool_call_id: String,
+    /// The tool the model called.
+    pub tool_name: String,
+    /// What the model sees.
+    pub content: Vec<ContentBlock>,
+    /// For UIs and logs; never sent to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    /// The tool's own usage (for example a sub-model call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// The call failed.
+    #[serde(default)]
+    pub is_error: bool,
+    /// How long `execute` took; absent when it never ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// Milliseconds since the epoch.
+    #[serde(default)]
+    pub timestamp: u64,
+}
+
+impl ToolResultMessage {
+    /// The text blocks joined with `\n`.
+    pub fn text(&self) -> String {
+        join_text(&self.content)
+    }
+}
+
+/// The text blocks of `content` joined with `\n`.
+pub fn join_text(content: &[ContentBlock]) -> String {
+    let mut out = String::new();
+    for (i, text) in content.iter().filter_map(ContentBlock::as_text).enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(text);
+    }
+    out
+}
+
+/// One message of the transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "camelCase")]
+pub enum Message {
+    /// From the user.
+    User(UserMessage),
+    /// From the model.
+    Assistant(AssistantMessage),
+    /// The result of a tool call.
+    ToolResult(ToolResultMessage),
+}
+
+impl Message {
+    /// `user`, `assistant` or `toolResult`.
+    pub fn role(&self) -> &'static str {
+        match self {
+            Message::User(_) => "user",
+            Message::Assistant(_) => "assistant",
+            Message::ToolResult(_) => "toolResult",
+        }
+    }
+}
+
+impl From<UserMessage> for Message {
+    fn from(m: UserMessage) -> Self {
+        Message::User(m)
+    }
+}
+
+impl From<AssistantMessage> for Message {
+    fn from(m: AssistantMessage) -> Self {
+        Message::Assistant(m)
+    }
+}
+
+impl From<ToolResultMessage> for Message {
+    fn from(m: ToolResultMessage) -> Self {
+        Message::ToolResult(m)
+    }
+}

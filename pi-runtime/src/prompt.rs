@@ -1,0 +1,1 @@
+//! The system prompt's tool section (SPEC §8).

@@ -1,0 +1,112 @@
+//! `Tool`: the provider-facing definition of a tool (SPEC §1.1).
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::args::{CompiledSchema, SchemaError};
+
+/// How strictly the provider should constrain sampling to the schema (SPEC §7.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Strictness {
+    /// Strict where the provider and the schema allow it, silently normal otherwise.
+    Prefer,
+    /// Strict, or the request fails.
+    Require,
+}
+
+/// Grammar variants of an OpenAI grammar ("custom") tool.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct GrammarVariants {
+    /// A Lark grammar.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openai_lark: Option<String>,
+    /// A regular expression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openai_regex: Option<String>,
+}
+
+/// Provider-side constrained decoding of a tool's arguments (SPEC §1.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ConstrainedSampling {
+    /// `{"type":"json_schema","strict":"prefer"|"require"}`.
+    JsonSchema {
+        /// Prefer or require strict mode.
+        strict: Strictness,
+    },
+    /// `{"type":"grammar","variants":{...}}`.
+    Grammar {
+        /// The grammar texts.
+        variants: GrammarVariants,
+    },
+}
+
+/// The provider-facing definition: name, description, parameter schema and constrained
+/// sampling. The schema is the single source of truth for the request, coercion and
+/// validation; its validator is compiled once, on first use or at registration.
+#[derive(Clone)]
+pub struct Tool {
+    /// The name the model calls, matched exactly.
+    pub name: String,
+    /// Shown to the model in the provider's `tools` field.
+    pub description: String,
+    /// The arguments' JSON Schema; key order is preserved.
+    pub parameters: Value,
+    /// Constrained sampling, if any.
+    pub constrained_sampling: Option<ConstrainedSampling>,
+    compiled: Arc<OnceLock<Result<Arc<CompiledSchema>, SchemaError>>>,
+}
+
+impl Tool {
+    /// A tool definition without constrained sampling.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+        Tool {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            constrained_sampling: None,
+            compiled: Arc::default(),
+        }
+    }
+
+    /// Ask for constrained sampling.
+    #[must_use]
+    pub fn with_constrained_sampling(mut self, sampling: ConstrainedSampling) -> Self {
+        self.constrained_sampling = Some(sampling);
+        self
+    }
+
+    /// The compiled validator of `parameters`, compiled on the first call and cached.
+    ///
+    /// # Errors
+    /// The schema is not an object or does not compile (SPEC §1.1 [RUST]).
+    pub fn compiled_schema(&self) -> Result<&Arc<CompiledSchema>, &SchemaError> {
+        self.compiled
+            .get_or_init(|| CompiledSchema::compile(&self.parameters).map(Arc::new))
+            .as_ref()
+    }
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("parameters", &self.parameters)
+            .field("constrained_sampling", &self.constrained_sampling)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for Tool {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.description == other.description
+            && self.parameters == other.parameters
+            && self.constrained_sampling == other.constrained_sampling
+    }
+}

@@ -1,0 +1,126 @@
+//! The execution layer (`AgentTool`, SPEC §1.2) and the application layer
+//! (`ToolDefinition`, SPEC §1.3).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Tool, ToolContext, ToolError, ToolResult};
+
+/// Whether a tool may run alongside others of its batch (SPEC §5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ExecutionMode {
+    /// Runs concurrently with the rest of the batch (the default).
+    #[default]
+    Parallel,
+    /// Makes the whole batch run one call at a time, in source order.
+    Sequential,
+}
+
+/// A tool the agent loop can run: a definition plus execution.
+///
+/// Object safe and `Send + Sync`: the loop stores tools as `Arc<dyn AgentTool>`. Most users
+/// never implement it by hand; `#[tool]` does (see the crate docs), and [`FnTool`](super::FnTool)
+/// builds one at run time from a schema and a closure.
+pub trait AgentTool: Send + Sync + 'static {
+    /// Name, description, parameter schema and constrained sampling.
+    fn definition(&self) -> &Tool;
+
+    /// A name for UIs; the tool name unless overridden.
+    fn label(&self) -> &str {
+        &self.definition().name
+    }
+
+    /// The shape shim of SPEC §3.3: raw model arguments in, arguments to validate out.
+    /// Returning `Cow::Borrowed` (the default) means "unchanged" and costs no copy. The
+    /// transcript always keeps the raw arguments.
+    ///
+    /// # Errors
+    /// A failure becomes the call's error text.
+    fn prepare_arguments<'a>(&self, raw: &'a Value) -> Result<Cow<'a, Value>, ToolError> {
+        Ok(Cow::Borrowed(raw))
+    }
+
+    /// Parallel by default.
+    fn execution_mode(&self) -> ExecutionMode {
+        ExecutionMode::Parallel
+    }
+
+    /// Run the tool with validated, coerced arguments.
+    ///
+    /// A failure is reported by returning `Err` or a result with `is_error: true`.
+    fn execute(
+        &self,
+        call_id: String,
+        params: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'_, Result<ToolResult, ToolError>>;
+}
+
+/// The application layer: what the system prompt and UIs need on top of [`AgentTool`].
+///
+/// Every method has a default, so `impl ToolDefinition for MyTool {}` is enough for a tool
+/// that has no snippet (it is then callable but not listed in the prompt, SPEC §8.2).
+pub trait ToolDefinition: AgentTool {
+    /// One line for the system prompt's `Available tools:` list.
+    fn prompt_snippet(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+
+    /// Bullets for the system prompt's `Guidelines:` section.
+    fn prompt_guidelines(&self) -> Vec<Cow<'_, str>> {
+        Vec::new()
+    }
+
+    /// A one-line rendering of a call for UIs; `None` means "use the default".
+    fn render_call(&self, _args: &Value) -> Option<String> {
+        None
+    }
+
+    /// A rendering of a result for UIs; `None` means "use the default".
+    fn render_result(&self, _result: &ToolResult) -> Option<String> {
+        None
+    }
+}
+
+impl<T: AgentTool + ?Sized> AgentTool for Arc<T> {
+    fn definition(&self) -> &Tool {
+        (**self).definition()
+    }
+    fn label(&self) -> &str {
+        (**self).label()
+    }
+    fn prepare_arguments<'a>(&self, raw: &'a Value) -> Result<Cow<'a, Value>, ToolError> {
+        (**self).prepare_arguments(raw)
+    }
+    fn execution_mode(&self) -> ExecutionMode {
+        (**self).execution_mode()
+    }
+    fn execute(
+        &self,
+        call_id: String,
+        params: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'_, Result<ToolResult, ToolError>> {
+        (**self).execute(call_id, params, ctx)
+    }
+}
+
+impl<T: ToolDefinition + ?Sized> ToolDefinition for Arc<T> {
+    fn prompt_snippet(&self) -> Option<Cow<'_, str>> {
+        (**self).prompt_snippet()
+    }
+    fn prompt_guidelines(&self) -> Vec<Cow<'_, str>> {
+        (**self).prompt_guidelines()
+    }
+    fn render_call(&self, args: &Value) -> Option<String> {
+        (**self).render_call(args)
+    }
+    fn render_result(&self, result: &ToolResult) -> Option<String> {
+        (**self).render_result(result)
+    }
+}

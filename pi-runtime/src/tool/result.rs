@@ -1,0 +1,209 @@
+//! `ToolResult` (what `execute` returns, SPEC §1.4), `ToolError` (a failure the model sees,
+//! SPEC §1.5) and the conversions a `#[tool]` fn's return value goes through.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::message::{ContentBlock, Usage};
+
+/// The result of a tool execution.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolResult {
+    /// Ordered text and image blocks for the model.
+    pub content: Vec<ContentBlock>,
+    /// Any JSON for UIs and logs; never sent to the model.
+    pub details: Option<Value>,
+    /// JSON for programmatic callers; never sent to the model.
+    pub structured_content: Option<Value>,
+    /// The tool's own usage, if it called a model.
+    pub usage: Option<Usage>,
+    /// The call failed (the details are kept).
+    pub is_error: bool,
+    /// Stop after this batch if every result of the batch agrees (SPEC §5.6).
+    pub terminate: bool,
+}
+
+impl ToolResult {
+    /// A result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolResult {
+            content: vec![ContentBlock::text(text)],
+            ..ToolResult::default()
+        }
+    }
+
+    /// The error result of SPEC §1.5: one text block, `details: {}`, `isError: true`.
+    pub fn error(message: impl Into<String>) -> Self {
+        ToolResult {
+            content: vec![ContentBlock::text(message)],
+            details: Some(Value::Object(serde_json::Map::new())),
+            is_error: true,
+            ..ToolResult::default()
+        }
+    }
+
+    /// Set `details`.
+    #[must_use]
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// Set `terminate`.
+    #[must_use]
+    pub fn with_terminate(mut self, terminate: bool) -> Self {
+        self.terminate = terminate;
+        self
+    }
+
+    /// Set `isError`.
+    #[must_use]
+    pub fn with_is_error(mut self, is_error: bool) -> Self {
+        self.is_error = is_error;
+        self
+    }
+
+    /// The text blocks joined with `\n`.
+    pub fn text_content(&self) -> String {
+        crate::message::join_text(&self.content)
+    }
+}
+
+/// A failure the model sees as an error result whose text is the message.
+///
+/// Any `std::error::Error` converts into it, so `?` works inside tools. Like `anyhow::Error`,
+/// it does not implement `std::error::Error` itself (that would conflict with the blanket
+/// conversion).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ToolError {
+    message: String,
+}
+
+impl ToolError {
+    /// An error with this exact text.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+        }
+    }
+
+    /// The text the model sees.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Consume into the text.
+    pub fn into_message(self) -> String {
+        self.message
+    }
+}
+
+impl fmt::Debug for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.message, f)
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl<E: std::error::Error> From<E> for ToolError {
+    fn from(error: E) -> Self {
+        ToolError::new(error.to_string())
+    }
+}
+
+impl From<ToolError> for ToolResult {
+    fn from(error: ToolError) -> Self {
+        ToolResult::error(error.message)
+    }
+}
+
+/// Wrap a `Serialize` value to return it as a tool's output: the model sees its compact
+/// JSON text, and `details` carries the value itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Json<T>(pub T);
+
+/// What a `#[tool]` fn may return on success: converted into the [`ToolResult`] the model
+/// sees.
+///
+/// Implemented for `String`, `&str`, `()`, [`ToolResult`], [`Json<T>`] and
+/// `Vec<ContentBlock>`. A `Result<T, E>` return value with `E: Display` maps `Err` to an
+/// error result with that text.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool's output",
+    label = "this type does not convert into a tool result",
+    note = "return `String`, `()`, `ToolResult`, `Json<T>` (for `T: Serialize`) or `Vec<ContentBlock>`, optionally inside `Result<_, E>` with `E: Display`"
+)]
+pub trait IntoToolResult {
+    /// The result the model sees.
+    fn into_tool_result(self) -> ToolResult;
+}
+
+impl IntoToolResult for ToolResult {
+    fn into_tool_result(self) -> ToolResult {
+        self
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> ToolResult {
+        ToolResult::text(self)
+    }
+}
+
+impl IntoToolResult for &str {
+    fn into_tool_result(self) -> ToolResult {
+        ToolResult::text(self)
+    }
+}
+
+impl IntoToolResult for () {
+    fn into_tool_result(self) -> ToolResult {
+        ToolResult::default()
+    }
+}
+
+impl IntoToolResult for Vec<ContentBlock> {
+    fn into_tool_result(self) -> ToolResult {
+        ToolResult {
+            content: self,
+            ..ToolResult::default()
+        }
+    }
+}
+
+impl<T: Serialize> IntoToolResult for Json<T> {
+    fn into_tool_result(self) -> ToolResult {
+        match serde_json::to_value(&self.0) {
+            Ok(value) => ToolResult {
+                content: vec![ContentBlock::text(value.to_string())],
+                details: Some(value),
+                ..ToolResult::default()
+            },
+            Err(error) => ToolResult::error(format!("could not serialize the tool output: {error}")),
+        }
+    }
+}
+
+/// The error side of a `#[tool]` fn's `Result`: anything `Display`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool's error",
+    label = "tool errors must implement `Display`",
+    note = "the error's `Display` text is what the model sees"
+)]
+pub trait IntoToolError {
+    /// The error the model sees.
+    fn into_tool_error(self) -> ToolError;
+}
+
+impl<E: fmt::Display> IntoToolError for E {
+    fn into_tool_error(self) -> ToolError {
+        ToolError::new(self.to_string())
+    }
+}

@@ -1,0 +1,4 @@
+//! The conformance runner: JSON Lines requests on stdin, answers on stdout
+//! (`../shared/conformance/PROTOCOL.md`).
+
+fn main() {}

@@ -1,0 +1,1 @@
+//! Tools written by a crate that depends on pi-runtime alone.
