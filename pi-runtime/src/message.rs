@@ -293,7 +293,10 @@ impl AssistantMessage {
 
     /// The text blocks, concatenated.
     pub fn text(&self) -> String {
-        self.content.iter().filter_map(ContentBlock::as_text).collect()
+        self.content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect()
     }
 }
 

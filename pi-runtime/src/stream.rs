@@ -8,7 +8,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::json::{ArgumentChange, apply_changes};
-use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, ThinkingContent, ToolCall};
+use crate::message::{
+    AssistantMessage, ContentBlock, Message, StopReason, ThinkingContent, ToolCall,
+};
 use crate::tool::Tool;
 
 /// One event of a streaming response.
@@ -144,12 +146,18 @@ impl AssistantMessage {
             AssistantMessageEvent::TextStart { content_index } => {
                 self.put_block(*content_index, ContentBlock::text(""));
             }
-            AssistantMessageEvent::TextDelta { content_index, delta } => {
+            AssistantMessageEvent::TextDelta {
+                content_index,
+                delta,
+            } => {
                 if let Some(ContentBlock::Text(t)) = self.content.get_mut(*content_index) {
                     t.text.push_str(delta);
                 }
             }
-            AssistantMessageEvent::TextEnd { content_index, content } => {
+            AssistantMessageEvent::TextEnd {
+                content_index,
+                content,
+            } => {
                 if let Some(ContentBlock::Text(t)) = self.content.get_mut(*content_index) {
                     t.text.clone_from(content);
                 }
@@ -162,25 +170,41 @@ impl AssistantMessage {
                 });
                 self.put_block(*content_index, block);
             }
-            AssistantMessageEvent::ThinkingDelta { content_index, delta } => {
+            AssistantMessageEvent::ThinkingDelta {
+                content_index,
+                delta,
+            } => {
                 if let Some(ContentBlock::Thinking(t)) = self.content.get_mut(*content_index) {
                     t.thinking.push_str(delta);
                 }
             }
-            AssistantMessageEvent::ThinkingEnd { content_index, content } => {
+            AssistantMessageEvent::ThinkingEnd {
+                content_index,
+                content,
+            } => {
                 if let Some(ContentBlock::Thinking(t)) = self.content.get_mut(*content_index) {
                     t.thinking.clone_from(content);
                 }
             }
-            AssistantMessageEvent::ToolCallStart { content_index, tool_call } => {
+            AssistantMessageEvent::ToolCallStart {
+                content_index,
+                tool_call,
+            } => {
                 self.put_block(*content_index, ContentBlock::ToolCall(tool_call.clone()));
             }
-            AssistantMessageEvent::ToolCallDelta { content_index, changes, .. } => {
+            AssistantMessageEvent::ToolCallDelta {
+                content_index,
+                changes,
+                ..
+            } => {
                 if let Some(ContentBlock::ToolCall(c)) = self.content.get_mut(*content_index) {
                     apply_changes(&mut c.arguments, changes);
                 }
             }
-            AssistantMessageEvent::ToolCallEnd { content_index, tool_call } => {
+            AssistantMessageEvent::ToolCallEnd {
+                content_index,
+                tool_call,
+            } => {
                 self.put_block(*content_index, ContentBlock::ToolCall(tool_call.clone()));
             }
             AssistantMessageEvent::Done { message, .. } => *self = message.clone(),
@@ -209,7 +233,9 @@ pub struct Context {
 }
 
 /// Reasoning effort requested from a model that reasons.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ThinkingLevel {
     /// No reasoning.

@@ -38,7 +38,9 @@ impl CompiledSchema {
     /// The schema is not an object or does not compile.
     pub fn compile(schema: &Value) -> Result<Self, SchemaError> {
         if !schema.is_object() {
-            return Err(SchemaError::new("the parameter schema must be a JSON object"));
+            return Err(SchemaError::new(
+                "the parameter schema must be a JSON object",
+            ));
         }
         Ok(CompiledSchema {
             schema: schema.clone(),
@@ -62,7 +64,11 @@ impl CompiledSchema {
 ///
 /// # Errors
 /// The text the model sees.
-pub fn validate_prepared(tool: &Tool, call: &ToolCall, prepared: &Value) -> Result<Value, ToolError> {
+pub fn validate_prepared(
+    tool: &Tool,
+    call: &ToolCall,
+    prepared: &Value,
+) -> Result<Value, ToolError> {
     if let Some(error) = &call.arguments_error {
         return Err(ToolError::new(format!(
             "Invalid arguments for tool \"{}\": {error}",

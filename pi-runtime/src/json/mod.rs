@@ -88,10 +88,10 @@ impl PartialJsonParser {
 /// Apply changes produced by [`PartialJsonParser::push`] to a copy of the value.
 pub fn apply_changes(target: &mut Value, changes: &[ArgumentChange]) {
     for change in changes {
-        if let ArgumentChange::Set { path, value } = change {
-            if path.is_empty() {
-                *target = value.clone();
-            }
+        if let ArgumentChange::Set { path, value } = change
+            && path.is_empty()
+        {
+            *target = value.clone();
         }
     }
 }

@@ -167,6 +167,9 @@ impl ToolDefinition for FnTool {
     }
 
     fn prompt_guidelines(&self) -> Vec<Cow<'_, str>> {
-        self.guidelines.iter().map(|g| Cow::Borrowed(g.as_str())).collect()
+        self.guidelines
+            .iter()
+            .map(|g| Cow::Borrowed(g.as_str()))
+            .collect()
     }
 }

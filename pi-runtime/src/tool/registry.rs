@@ -84,7 +84,13 @@ impl std::fmt::Debug for ToolRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolRegistry")
             .field("tools", &self.names().collect::<Vec<_>>())
-            .field("active", &self.active().map(|t| t.definition().name.clone()).collect::<Vec<_>>())
+            .field(
+                "active",
+                &self
+                    .active()
+                    .map(|t| t.definition().name.clone())
+                    .collect::<Vec<_>>(),
+            )
             .finish()
     }
 }

@@ -186,7 +186,9 @@ impl<T: Serialize> IntoToolResult for Json<T> {
                 details: Some(value),
                 ..ToolResult::default()
             },
-            Err(error) => ToolResult::error(format!("could not serialize the tool output: {error}")),
+            Err(error) => {
+                ToolResult::error(format!("could not serialize the tool output: {error}"))
+            }
         }
     }
 }

@@ -1,0 +1,106 @@
+//! `Model`: which API, which server, which model, and the compatibility flags that change
+//! the wire format (SPEC §7.3–§7.6).
+
+use serde::{Deserialize, Serialize};
+
+/// The wire API of a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Api {
+    /// OpenAI Chat Completions and every compatible server (DeepSeek, vLLM, llama.cpp,
+    /// Ollama).
+    #[serde(rename = "openai-completions")]
+    OpenAiCompletions,
+    /// Anthropic Messages.
+    #[serde(rename = "anthropic-messages")]
+    AnthropicMessages,
+    /// Google Gemini API.
+    #[serde(rename = "google-generative-ai")]
+    GoogleGenerativeAi,
+}
+
+impl Api {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::OpenAiCompletions => "openai-completions",
+            Api::AnthropicMessages => "anthropic-messages",
+            Api::GoogleGenerativeAi => "google-generative-ai",
+        }
+    }
+}
+
+/// Compatibility flags. `None` means "detect from the provider and base URL" (SPEC §7.3,
+/// §7.4); `Some` overrides the detection.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Compat {
+    /// Send `strict` on OpenAI function tools.
+    pub supports_strict_mode: Option<bool>,
+    /// OpenAI grammar ("custom") tools.
+    #[serde(rename = "supportsOpenAIGrammarTools")]
+    pub supports_openai_grammar_tools: Option<bool>,
+    /// Send `tools: []` when there are no tools but tool history.
+    pub requires_tools_with_tool_history: Option<bool>,
+    /// Z.ai's `tool_stream: true`.
+    pub zai_tool_stream: Option<bool>,
+    /// `stream_options.include_usage`.
+    pub supports_usage_in_streaming: Option<bool>,
+    /// `store: false`.
+    pub supports_store: Option<bool>,
+    /// `max_tokens` or `max_completion_tokens`.
+    pub max_tokens_field: Option<String>,
+    /// The `developer` role for reasoning models.
+    pub supports_developer_role: Option<bool>,
+    /// A synthetic assistant message between tool results and a user message.
+    pub requires_assistant_after_tool_result: Option<bool>,
+    /// `""` instead of `null` assistant content.
+    pub requires_non_null_assistant_content: Option<bool>,
+    /// Replay thinking as text.
+    pub requires_thinking_as_text: Option<bool>,
+    /// `name` on tool results.
+    pub requires_tool_result_name: Option<bool>,
+    /// The reasoning parameter format (`deepseek`, ...).
+    pub thinking_format: Option<String>,
+    /// DeepSeek: `reasoning_content` on every replayed assistant message.
+    pub requires_reasoning_content_on_assistant_messages: Option<bool>,
+    /// `reasoning_effort`.
+    pub supports_reasoning_effort: Option<bool>,
+    /// Maps requested levels to provider levels (`null`: unsupported level).
+    pub thinking_level_map: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The server sends `finish_reason`.
+    pub supports_finish_reason: Option<bool>,
+    /// Anthropic strict tools.
+    pub supports_strict_tools: Option<bool>,
+    /// Anthropic `eager_input_streaming` on tools.
+    pub supports_eager_tool_input_streaming: Option<bool>,
+}
+
+/// A model on a server: everything a provider adapter needs to build and send a request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Model {
+    /// The model id sent to the server.
+    pub id: String,
+    /// The provider (`openai`, `deepseek`, `anthropic`, `google`, or any name).
+    pub provider: String,
+    /// The wire API.
+    pub api: Api,
+    /// The server's base URL; point it at any compatible server.
+    pub base_url: String,
+    /// The model reasons (thinking).
+    #[serde(default)]
+    pub reasoning: bool,
+    /// The model accepts images.
+    #[serde(default)]
+    pub supports_images: bool,
+    /// Output token limit when the request gives none.
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+    /// Compatibility flags.
+    #[serde(default)]
+    pub compat: Compat,
+}
+
+fn default_max_tokens() -> u32 {
+    8192
+}

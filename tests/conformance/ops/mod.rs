@@ -1,0 +1,8 @@
+//! One module per op of PROTOCOL.md.
+
+pub(crate) mod build_request;
+pub(crate) mod parse_stream;
+pub(crate) mod partial_json;
+pub(crate) mod scenario;
+pub(crate) mod system_prompt_tools;
+pub(crate) mod validate;
