@@ -88,3 +88,22 @@ pub fn validate_prepared(
 pub fn validate_tool_arguments(tool: &Tool, call: &ToolCall) -> Result<Value, ToolError> {
     validate_prepared(tool, call, &call.arguments)
 }
+
+/// Deserialize validated arguments into a tool's parameter type (SPEC §11.3.3). A failure
+/// (schema and type disagree, or a hook changed the arguments) is reported in the validation
+/// format: `Validation failed for tool "<name>":\n  - <path>: <serde message>\n\nReceived
+/// arguments:\n<json>`.
+///
+/// # Errors
+/// The text the model sees.
+pub fn deserialize_arguments<T: serde::de::DeserializeOwned>(
+    tool_name: &str,
+    arguments: Value,
+) -> Result<T, ToolError> {
+    serde_json::from_value::<T>(arguments.clone()).map_err(|error| {
+        let pretty = serde_json::to_string_pretty(&arguments).unwrap_or_default();
+        ToolError::new(format!(
+            "Validation failed for tool \"{tool_name}\":\n  - root: {error}\n\nReceived arguments:\n{pretty}"
+        ))
+    })
+}

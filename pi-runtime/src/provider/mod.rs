@@ -3,4 +3,19 @@
 
 mod model;
 
+pub mod anthropic;
+pub mod faux;
+pub mod google;
+pub mod openai;
+
+pub(crate) mod compat;
+pub(crate) mod http;
+pub(crate) mod strict;
+pub(crate) mod transform;
+
+mod presets;
+
+#[allow(unused_imports, reason = "filled in as the presets land")]
+pub use presets::*;
+
 pub use model::{Api, Compat, Model};

@@ -1,0 +1,1 @@
+//! HTTP transport: reqwest, SSE, retry with backoff, timeouts, failures as messages.

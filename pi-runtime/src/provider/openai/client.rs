@@ -1,0 +1,1 @@
+//! The client: build the request, send it, parse the stream.

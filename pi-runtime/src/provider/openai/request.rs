@@ -1,0 +1,1 @@
+//! Request conversion (context -> the JSON body POSTed).

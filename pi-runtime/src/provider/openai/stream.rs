@@ -1,0 +1,1 @@
+//! Stream parsing (SSE events -> assistant-message events).

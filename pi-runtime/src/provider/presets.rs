@@ -1,0 +1,1 @@
+//! Model presets (OpenAI, DeepSeek, Anthropic, Google) and API keys from the environment.

@@ -1,0 +1,1 @@
+//! Constrained sampling: the strict-schema rewrite and its reasons (SPEC §7.2).

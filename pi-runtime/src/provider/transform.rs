@@ -1,0 +1,1 @@
+//! History transformation shared by all providers (SPEC §7.1).
