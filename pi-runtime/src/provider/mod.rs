@@ -13,9 +13,6 @@ pub(crate) mod http;
 pub(crate) mod strict;
 pub(crate) mod transform;
 
-mod presets;
-
-#[allow(unused_imports, reason = "filled in as the presets land")]
-pub use presets::*;
+pub mod presets;
 
 pub use model::{Api, Compat, Model};

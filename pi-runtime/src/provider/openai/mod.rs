@@ -3,7 +3,4 @@
 pub(crate) mod request;
 pub(crate) mod stream;
 
-mod client;
-
-#[allow(unused_imports, reason = "filled in as the client lands")]
-pub use client::*;
+pub mod client;
