@@ -1,0 +1,281 @@
+//! The built-in `edit` tool (SPEC §9.5): targeted replacements in one file, all or nothing,
+//! inside the file's mutation queue.
+
+mod diff;
+mod engine;
+
+use std::borrow::Cow;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tokio::io::AsyncReadExt;
+use tokio_util::sync::CancellationToken;
+
+pub use engine::Replacement;
+
+use super::atomic::write_atomic;
+use super::{ABORTED, FileMutationQueue, parse_args, path::resolve_to_cwd, prefer_strict};
+use crate::tool::{AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
+
+const DESCRIPTION: &str = "Edit a single file using exact text replacement. Every edits[].oldText must match a unique, non-overlapping region of the original file. If two changes affect the same block or nearby lines, merge them into one edit instead of emitting overlapping edits. Do not include large unchanged regions just to connect distant changes.";
+/// **[SEED]** wording; pi 1.6.0 says `Make precise file edits with exact text replacement,
+/// including multiple disjoint edits in one call` (SPEC §8.3).
+const SNIPPET: &str = "Edit files via targeted text replacements";
+const GUIDELINES: [&str; 2] = [
+    "Use edit for targeted changes. Batch changes to one file in a single call.",
+    "Each edits[].oldText must exactly and uniquely match the original file. Keep matches short and non-overlapping; merge nearby changes without including large unchanged regions.",
+];
+const BOM: char = '\u{FEFF}';
+
+/// The arguments of `edit` (after [`prepare_edit_arguments`]).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct EditArgs {
+    /// Path to the file to edit (relative or absolute).
+    pub path: String,
+    /// One or more targeted replacements, each matched against the original file.
+    #[serde(default)]
+    pub edits: Vec<Replacement>,
+}
+
+/// The `edit` tool, editing relative paths against its working directory.
+#[derive(Debug, Clone)]
+pub struct EditTool {
+    cwd: PathBuf,
+    definition: Tool,
+}
+
+impl EditTool {
+    /// An `edit` tool for files under (or relative to) `cwd`.
+    pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        let parameters = json!({
+            "type": "object",
+            "required": ["path", "edits"],
+            "properties": {
+                "path": {"type": "string", "description": "Path to the file to edit (relative or absolute)"},
+                "edits": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["oldText", "newText"],
+                        "properties": {
+                            "oldText": {"type": "string", "description": "Exact text for one targeted replacement. It must be unique in the original file and must not overlap with any other edits[].oldText in the same call."},
+                            "newText": {"type": "string", "description": "Replacement text for this targeted edit."}
+                        }
+                    },
+                    "description": "One or more targeted replacements. Each edit is matched against the original file, not incrementally. Do not include overlapping or nested edits. If two changes touch the same block or nearby lines, merge them into one edit instead."
+                }
+            }
+        });
+        EditTool {
+            cwd: cwd.into(),
+            definition: prefer_strict(Tool::new("edit", DESCRIPTION, parameters)),
+        }
+    }
+}
+
+impl AgentTool for EditTool {
+    fn definition(&self) -> &Tool {
+        &self.definition
+    }
+
+    fn prepare_arguments<'a>(&self, raw: &'a Value) -> Result<Cow<'a, Value>, ToolError> {
+        Ok(prepare_edit_arguments(raw))
+    }
+
+    fn execute(
+        &self,
+        _call_id: String,
+        params: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'_, Result<ToolResult, ToolError>> {
+        Box::pin(async move {
+            let args: EditArgs = parse_args(params)?;
+            edit(&self.cwd, &args, ctx.signal()).await
+        })
+    }
+}
+
+impl ToolDefinition for EditTool {
+    fn prompt_snippet(&self) -> Option<Cow<'_, str>> {
+        Some(SNIPPET.into())
+    }
+
+    fn prompt_guidelines(&self) -> Vec<Cow<'_, str>> {
+        GUIDELINES.iter().map(|g| Cow::Borrowed(*g)).collect()
+    }
+}
+
+/// The shape shim of `edit` (SPEC §9.5, §3.3), for models that send the edits in another
+/// shape: `edits` as a JSON string (an array, or one `{oldText,newText}` object), `edits` as
+/// one object, and the legacy top-level `oldText`/`newText` pair, appended as one more edit.
+/// Anything else is returned unchanged (borrowed), for validation to report.
+///
+/// ```
+/// use pi_runtime::tools::prepare_edit_arguments;
+/// use serde_json::json;
+///
+/// let raw = json!({"path": "a", "oldText": "x", "newText": "y"});
+/// assert_eq!(
+///     *prepare_edit_arguments(&raw),
+///     json!({"path": "a", "edits": [{"oldText": "x", "newText": "y"}]})
+/// );
+/// ```
+pub fn prepare_edit_arguments(raw: &Value) -> Cow<'_, Value> {
+    let Some(args) = raw.as_object() else {
+        return Cow::Borrowed(raw);
+    };
+    let edits = match args.get("edits") {
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Array(items)) => Some(Value::Array(items)),
+            Ok(single) if is_single_edit(&single) => Some(Value::Array(vec![single])),
+            _ => None,
+        },
+        Some(single) if is_single_edit(single) => Some(Value::Array(vec![single.clone()])),
+        _ => None,
+    };
+    let legacy = match (args.get("oldText"), args.get("newText")) {
+        (Some(Value::String(old)), Some(Value::String(new))) => Some((old, new)),
+        _ => None,
+    };
+    if edits.is_none() && legacy.is_none() {
+        return Cow::Borrowed(raw);
+    }
+    let mut out: Map<String, Value> = args.clone();
+    if let Some(edits) = edits {
+        out.insert("edits".into(), edits);
+    }
+    if let Some((old, new)) = legacy {
+        let mut edits = match out.get("edits") {
+            Some(Value::Array(items)) => items.clone(),
+            _ => Vec::new(),
+        };
+        edits.push(json!({"oldText": old, "newText": new}));
+        out.shift_remove("oldText");
+        out.shift_remove("newText");
+        out.insert("edits".into(), Value::Array(edits));
+    }
+    Cow::Owned(Value::Object(out))
+}
+
+fn is_single_edit(value: &Value) -> bool {
+    value.get("oldText").is_some_and(Value::is_string)
+        && value.get("newText").is_some_and(Value::is_string)
+        && value.is_object()
+}
+
+/// Run `edit`: `Successfully replaced <N> block(s) in <path>.` with
+/// `details: {diff, patch, firstChangedLine}`. Nothing is written on any error.
+///
+/// The signal is checked after each file-system step, never in the middle of one, so the
+/// file's queue slot is held until the step in flight has settled (SPEC §9.1).
+///
+/// # Errors
+/// The model-facing texts of SPEC §9.5, or `Operation aborted`.
+///
+/// ```
+/// use pi_runtime::tools::{EditArgs, Replacement, edit};
+/// use tokio_util::sync::CancellationToken;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("a.txt"), "alpha\nbeta\n").unwrap();
+/// let args = EditArgs {
+///     path: "a.txt".into(),
+///     edits: vec![Replacement { old_text: "beta".into(), new_text: "BETA".into() }],
+/// };
+/// let result = edit(dir.path(), &args, &CancellationToken::new()).await.unwrap();
+/// assert_eq!(result.text_content(), "Successfully replaced 1 block(s) in a.txt.");
+/// assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "alpha\nBETA\n");
+/// # });
+/// ```
+pub async fn edit(
+    cwd: &Path,
+    args: &EditArgs,
+    signal: &CancellationToken,
+) -> Result<ToolResult, ToolError> {
+    if args.edits.is_empty() {
+        return Err(ToolError::new(
+            "Edit tool input is invalid. edits must contain at least one replacement.",
+        ));
+    }
+    let path = &args.path;
+    let absolute = resolve_to_cwd(path, cwd);
+    let _turn = FileMutationQueue::global().lock(&absolute).await?;
+    let check = || {
+        if signal.is_cancelled() {
+            Err(ToolError::new(ABORTED))
+        } else {
+            Ok(())
+        }
+    };
+    check()?;
+    // Opening for reading and writing checks both permissions, like pi's access(R_OK | W_OK).
+    let opened = tokio::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&absolute)
+        .await;
+    let mut file = match opened {
+        Ok(file) => file,
+        Err(error) => {
+            check()?;
+            return Err(ToolError::new(format!(
+                "Could not edit file: {path}. {}.",
+                describe_io_error(&error)
+            )));
+        }
+    };
+    check()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).await?;
+    drop(file);
+    check()?;
+
+    let (path_owned, edits) = (path.clone(), args.edits.clone());
+    let (contents, details) =
+        tokio::task::spawn_blocking(move || apply(&bytes, &edits, &path_owned))
+            .await
+            .map_err(|error| ToolError::new(format!("edit failed: {error}")))??;
+    check()?;
+    write_atomic(&absolute, contents.into_bytes()).await?;
+    check()?;
+    Ok(ToolResult::text(format!(
+        "Successfully replaced {} block(s) in {path}.",
+        args.edits.len()
+    ))
+    .with_details(details))
+}
+
+/// Match, apply and diff: the new file contents and the result details.
+fn apply(bytes: &[u8], edits: &[Replacement], path: &str) -> Result<(String, Value), ToolError> {
+    let raw = String::from_utf8_lossy(bytes);
+    // The model never includes the invisible BOM in oldText; it is put back on write.
+    let (bom, text) = match raw.strip_prefix(BOM) {
+        Some(text) => (Some(BOM), text),
+        None => (None, raw.as_ref()),
+    };
+    let normalized = engine::normalize_to_lf(text);
+    let applied = engine::apply_edits(&normalized, edits, path).map_err(ToolError::new)?;
+    let details = diff::edit_diff(path, &applied.before, &applied.after);
+    let body = if text == normalized {
+        applied.after
+    } else {
+        engine::splice_into_original(text, &applied.splices)
+    };
+    let mut contents = String::with_capacity(body.len() + 3);
+    contents.extend(bom);
+    contents.push_str(&body);
+    let details = serde_json::to_value(details).map_err(|e| ToolError::new(e.to_string()))?;
+    Ok((contents, details))
+}
+
+/// `Error code: ENOENT` for an OS error, `Error: <message>` otherwise (SPEC §9.5 step 2).
+fn describe_io_error(error: &io::Error) -> String {
+    match error.raw_os_error() {
+        Some(code) => format!("Error code: {:?}", nix::errno::Errno::from_raw(code)),
+        None => format!("Error: {error}"),
+    }
+}

@@ -1,0 +1,165 @@
+//! The per-file mutation queue (SPEC §9.1): operations on one file run one after another in
+//! call order, operations on different files run concurrently.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex as StdMutex, PoisonError};
+use std::task::Poll;
+
+use tokio::sync::{Mutex, OwnedMutexGuard};
+
+/// Serialises the operations that modify one file.
+///
+/// Each file is keyed by its real path (symlinks resolved), so a symlink and its target share
+/// one queue; a path that does not exist yet is keyed by its absolute form. Operations on one
+/// key run one at a time in the order the calls were made (keys are resolved and places
+/// reserved under one registration lock, a global FIFO), a failed operation releases its place
+/// like a successful one, and a key is forgotten when its last operation finishes.
+///
+/// Built-in `edit` and `write` use [`FileMutationQueue::global`]; any tool that rewrites files
+/// should do the same so that parallel calls on one file never lose an update.
+///
+/// ```
+/// use pi_runtime::tools::FileMutationQueue;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("notes.txt");
+/// let written = FileMutationQueue::global()
+///     .run(&path, async { std::fs::write(&path, "hello\n") })
+///     .await??;
+/// assert_eq!(std::fs::read_to_string(&path)?, "hello\n");
+/// # std::io::Result::Ok(()) }).unwrap();
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct FileMutationQueue {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// Held while a key is resolved and its place reserved, so that places are taken in call
+    /// order even though resolving is asynchronous. tokio's mutex is fair (FIFO).
+    registration: Mutex<()>,
+    /// One fair mutex per key; an entry lives while an operation holds or awaits it.
+    files: StdMutex<HashMap<PathBuf, Arc<Mutex<()>>>>,
+}
+
+/// A held place in a [`FileMutationQueue`]: the file is this operation's until the guard is
+/// dropped.
+#[derive(Debug)]
+pub struct FileMutationGuard {
+    queue: Arc<Inner>,
+    key: PathBuf,
+    slot: Option<OwnedMutexGuard<()>>,
+}
+
+impl FileMutationQueue {
+    /// A queue of its own, independent of [`global`](Self::global) (for tests and for tools
+    /// that own a private set of files).
+    pub fn new() -> Self {
+        FileMutationQueue::default()
+    }
+
+    /// The process-wide queue the built-in tools share.
+    pub fn global() -> &'static FileMutationQueue {
+        static GLOBAL: LazyLock<FileMutationQueue> = LazyLock::new(FileMutationQueue::new);
+        &GLOBAL
+    }
+
+    /// Wait for this file's turn and hold it until the returned guard is dropped.
+    ///
+    /// `path` should be absolute; a relative path is taken against the process's current
+    /// directory.
+    ///
+    /// # Errors
+    /// Resolving the real path failed for a reason other than a missing file or parent
+    /// (`ENOENT`, `ENOTDIR`), for example `EACCES` or a symlink loop.
+    pub async fn lock(&self, path: impl AsRef<Path>) -> io::Result<FileMutationGuard> {
+        let registration = self.inner.registration.lock().await;
+        let key = queue_key(path.as_ref()).await?;
+        let file = self.inner.entry(&key);
+        // Declared before `acquire` so that it drops after it: a call cancelled while waiting
+        // must give up its reference before the guard checks whether the key is still used.
+        let mut guard = FileMutationGuard {
+            queue: Arc::clone(&self.inner),
+            key,
+            slot: None,
+        };
+        let mut acquire = Box::pin(file.lock_owned());
+        // The first poll enqueues this call in the file's FIFO while the registration lock
+        // still orders it behind every earlier call.
+        let first = futures::poll!(acquire.as_mut());
+        drop(registration);
+        guard.slot = Some(match first {
+            Poll::Ready(slot) => slot,
+            Poll::Pending => acquire.await,
+        });
+        Ok(guard)
+    }
+
+    /// Run `operation` in this file's turn, `withFileMutationQueue` of SPEC §9.1. The place is
+    /// released when the operation settles, whatever its result.
+    ///
+    /// # Errors
+    /// Resolving the key failed (see [`lock`](Self::lock)); `operation` did not run.
+    pub async fn run<F: Future>(
+        &self,
+        path: impl AsRef<Path>,
+        operation: F,
+    ) -> io::Result<F::Output> {
+        let _guard = self.lock(path).await?;
+        Ok(operation.await)
+    }
+
+    /// The number of files with an operation running or waiting (for tests and metrics).
+    pub fn active_files(&self) -> usize {
+        self.inner.files().len()
+    }
+}
+
+impl Inner {
+    fn files(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Arc<Mutex<()>>>> {
+        // The map holds no invariant a panic could break halfway; keep using it.
+        self.files.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn entry(&self, key: &Path) -> Arc<Mutex<()>> {
+        let mut files = self.files();
+        Arc::clone(files.entry(key.to_path_buf()).or_default())
+    }
+}
+
+impl Drop for FileMutationGuard {
+    fn drop(&mut self) {
+        // Release first, so the strong count below only counts holders and waiters.
+        drop(self.slot.take());
+        let mut files = self.queue.files();
+        // Clones are only made under this lock, so a count of one (the map's own) means no
+        // operation holds or awaits this file any more.
+        if files
+            .get(&self.key)
+            .is_some_and(|file| Arc::strong_count(file) == 1)
+        {
+            files.remove(&self.key);
+        }
+    }
+}
+
+/// The real path of `path` (made absolute), or the absolute path when it does not exist.
+async fn queue_key(path: &Path) -> io::Result<PathBuf> {
+    let absolute = std::path::absolute(path)?;
+    match tokio::fs::canonicalize(&absolute).await {
+        Ok(real) => Ok(real),
+        Err(error) if is_missing(&error) => Ok(absolute),
+        Err(error) => Err(error),
+    }
+}
+
+fn is_missing(error: &io::Error) -> bool {
+    error.kind() == io::ErrorKind::NotFound
+        || error.kind() == io::ErrorKind::NotADirectory
+        || error.raw_os_error() == Some(nix::errno::Errno::ENOTDIR as i32)
+}
