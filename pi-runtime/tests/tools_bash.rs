@@ -1,0 +1,205 @@
+//! The built-in `bash` tool (SPEC §9.6): results, exit codes, timeouts, truncation, progress
+//! updates, and that cancelling kills the whole process group.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use pi_runtime::tools::{BashArgs, BashTool, bash};
+use pi_runtime::{AgentTool, ToolContext, ToolError, ToolResult};
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+async fn run(cwd: &Path, command: &str, timeout: Option<f64>) -> Result<ToolResult, ToolError> {
+    let args = BashArgs { command: command.into(), timeout };
+    bash(cwd, &args, &ToolContext::detached("c1")).await
+}
+
+fn tmp() -> std::path::PathBuf {
+    std::env::temp_dir()
+}
+
+#[tokio::test]
+async fn merged_output_and_exit_code() {
+    let result = run(&tmp(), "echo out; echo err 1>&2; exit 3", None).await.unwrap();
+    assert!(result.is_error);
+    assert_eq!(result.text_content(), "out\nerr\n\n\nCommand exited with code 3");
+    let structured = result.structured_content.unwrap();
+    assert_eq!(structured["exit_code"], 3);
+    assert_eq!(structured["output"], "out\nerr\n");
+    assert_eq!(structured["truncated"], false);
+}
+
+#[tokio::test]
+async fn no_output() {
+    let failed = run(&tmp(), "exit 2", None).await.unwrap();
+    assert_eq!(failed.text_content(), "(no output)\n\nCommand exited with code 2");
+    let ok = run(&tmp(), "true", None).await.unwrap();
+    assert!(!ok.is_error);
+    assert_eq!(ok.text_content(), "(no output)");
+    assert_eq!(ok.details, None);
+}
+
+#[tokio::test]
+async fn a_signal_reports_128_plus_its_number() {
+    let result = run(&tmp(), "kill -9 $$", None).await.unwrap();
+    assert_eq!(result.text_content(), "(no output)\n\nCommand exited with code 137");
+}
+
+#[tokio::test]
+async fn timeout_keeps_the_output_and_kills_the_command() {
+    let started = Instant::now();
+    let error = run(&tmp(), "echo before; sleep 3", Some(0.5)).await.unwrap_err();
+    assert_eq!(error.message(), "before\n\n\nCommand timed out after 0.5 seconds");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let silent = run(&tmp(), "sleep 3", Some(0.2)).await.unwrap_err();
+    assert_eq!(silent.message(), "Command timed out after 0.2 seconds");
+}
+
+#[tokio::test]
+async fn invalid_timeouts() {
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let error = run(&tmp(), "true", Some(bad)).await.unwrap_err();
+        assert_eq!(error.message(), "Invalid timeout: must be a finite number of seconds");
+    }
+    let error = run(&tmp(), "true", Some(2_147_484.0)).await.unwrap_err();
+    assert_eq!(error.message(), "Invalid timeout: maximum is 2147483.647 seconds");
+}
+
+#[tokio::test]
+async fn missing_working_directory() {
+    let error = run(Path::new("/no/such/dir"), "true", None).await.unwrap_err();
+    assert_eq!(error.message(), "Working directory does not exist: /no/such/dir\nCannot execute bash commands.");
+}
+
+#[tokio::test]
+async fn tail_truncation_by_lines_keeps_the_full_log() {
+    let result = run(&tmp(), "seq 1 4000", None).await.unwrap();
+    let text = result.text_content();
+    let expected: String = (2001..=4000).map(|i| format!("{i}\n")).collect();
+    let (shown, footer) = text.split_once("\n\n[").unwrap();
+    assert_eq!(format!("{shown}\n"), expected);
+    let path = result.details.as_ref().unwrap()["fullOutputPath"].as_str().unwrap().to_owned();
+    assert_eq!(footer, format!("Showing lines 2001-4000 of 4000. Full output: {path}]"));
+    let full: String = (1..=4000).map(|i| format!("{i}\n")).collect();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), full);
+    std::fs::remove_file(path).unwrap();
+}
+
+#[tokio::test]
+async fn tail_truncation_by_bytes() {
+    // 1000 lines of 99 characters: 512 of them (plus the 511 newlines between) fit in 50 KB.
+    let result = run(&tmp(), "for i in $(seq 1 1000); do printf '%099d\\n' $i; done", None).await.unwrap();
+    let text = result.text_content();
+    let path = result.details.as_ref().unwrap()["fullOutputPath"].as_str().unwrap().to_owned();
+    assert!(text.starts_with(&format!("{:099}\n", 489)));
+    assert!(text.ends_with(&format!("{:099}\n\n[Showing lines 489-1000 of 1000 (50.0KB limit). Full output: {path}]", 1000)));
+    std::fs::remove_file(path).unwrap();
+}
+
+#[tokio::test]
+async fn one_overlong_line_shows_its_end() {
+    let result = run(&tmp(), "head -c 60000 /dev/zero | tr '\\0' z; echo", None).await.unwrap();
+    let text = result.text_content();
+    let path = result.details.as_ref().unwrap()["fullOutputPath"].as_str().unwrap().to_owned();
+    assert_eq!(
+        text,
+        format!(
+            "{}\n\n[Showing last 50.0KB of line 1 (line is 58.6KB). Full output: {path}]",
+            "z".repeat(51_200)
+        )
+    );
+    std::fs::remove_file(path).unwrap();
+}
+
+/// A process is gone once it is reaped or a zombie (it can no longer run).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_kills_the_whole_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let command = "sleep 30 & echo $! > pids; (sleep 30; echo late) & echo $! >> pids; echo $$ >> pids; echo started; wait";
+    let signal = CancellationToken::new();
+    let ctx = ToolContext::new("c1", signal.clone(), None);
+    let args = BashArgs { command: command.into(), timeout: None };
+    let pids_file = dir.path().join("pids");
+    let canceller = async {
+        while std::fs::read_to_string(&pids_file).map_or(true, |s| s.lines().count() < 3) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        signal.cancel();
+    };
+    let (result, ()) = tokio::join!(bash(dir.path(), &args, &ctx), canceller);
+    assert_eq!(result.unwrap_err().message(), "started\n\n\nCommand aborted");
+    let pids: Vec<i32> = std::fs::read_to_string(&pids_file)
+        .unwrap()
+        .lines()
+        .map(|line| line.parse().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 3);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !pids.iter().all(|&pid| gone(pid)) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for pid in pids {
+        assert!(gone(pid), "process {pid} survived the cancellation");
+    }
+}
+
+#[tokio::test]
+async fn an_aborted_signal_never_starts_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let signal = CancellationToken::new();
+    signal.cancel();
+    let ctx = ToolContext::new("c1", signal, None);
+    let args = BashArgs { command: "touch ran".into(), timeout: None };
+    assert_eq!(bash(dir.path(), &args, &ctx).await.unwrap_err().message(), "Command aborted");
+    assert!(!dir.path().join("ran").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_updates_are_throttled() {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let ctx = ToolContext::new("c1", CancellationToken::new(), Some(tx));
+    let args = BashArgs {
+        command: "for i in $(seq 1 30); do echo $i; sleep 0.02; done".into(),
+        timeout: None,
+    };
+    let started = Instant::now();
+    let result = bash(&tmp(), &args, &ctx).await.unwrap();
+    let elapsed = started.elapsed();
+    drop(ctx);
+    let mut updates = Vec::new();
+    while let Some(update) = rx.recv().await {
+        updates.push(update);
+    }
+    assert_eq!(updates[0], ToolResult::default(), "an empty update comes first");
+    let later = &updates[1..];
+    assert!(!later.is_empty());
+    // At most one update per 100 ms, plus the final flush.
+    let bound = usize::try_from(elapsed.as_millis() / 100).unwrap() + 2;
+    assert!(later.len() <= bound, "{} updates in {elapsed:?}", later.len());
+    let expected: String = (1..=30).map(|i| format!("{i}\n")).collect();
+    assert_eq!(later.last().unwrap().text_content(), expected);
+    assert_eq!(result.text_content(), expected);
+}
+
+#[tokio::test]
+async fn as_an_agent_tool() {
+    let tool = BashTool::new(tmp());
+    assert_eq!(
+        serde_json::to_string(&tool.definition().parameters).unwrap(),
+        r#"{"type":"object","required":["command"],"properties":{"command":{"type":"string","description":"Shell command to execute"},"timeout":{"type":"number","description":"Timeout in seconds (optional, no default timeout)"}}}"#
+    );
+    let result = tool
+        .execute("c1".into(), json!({"command": "printf hi"}), ToolContext::detached("c1"))
+        .await
+        .unwrap();
+    assert_eq!(result.text_content(), "hi");
+}
