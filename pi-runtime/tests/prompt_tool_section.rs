@@ -75,10 +75,17 @@ fn shell_rule_variants() {
             section.tool(name, None, [""; 0]);
         }
         let text = section.to_string();
-        let guidelines = text.split("Guidelines:\n").nth(1).unwrap_or_default().to_owned();
+        let guidelines = text
+            .split("Guidelines:\n")
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
         guidelines.lines().next().unwrap_or_default().to_owned()
     };
-    assert_eq!(first_rule(&["bash"]), "- Use bash for file operations like ls, rg, find");
+    assert_eq!(
+        first_rule(&["bash"]),
+        "- Use bash for file operations like ls, rg, find"
+    );
     assert_eq!(
         first_rule(&["powershell"]),
         "- Use PowerShell for file operations like listing, searching, and finding files"
@@ -87,16 +94,24 @@ fn shell_rule_variants() {
         first_rule(&["powershell", "bash"]),
         "- Use bash or PowerShell for file operations like listing, searching, and finding files"
     );
-    assert_eq!(first_rule(&["bash", "ls"]), "- Be concise in your responses");
-    assert_eq!(first_rule(&["grep", "bash"]), "- Be concise in your responses");
+    assert_eq!(
+        first_rule(&["bash", "ls"]),
+        "- Be concise in your responses"
+    );
+    assert_eq!(
+        first_rule(&["grep", "bash"]),
+        "- Be concise in your responses"
+    );
 }
 
 #[test]
 fn snippets_collapse_and_blank_ones_are_not_listed() {
     let mut section = ToolSection::new();
-    section
-        .tool("x", Some("   \n  "), [""; 0])
-        .tool("search", Some("  Search the web\n  for pages\r\n\tand   summarize  "), [""; 0]);
+    section.tool("x", Some("   \n  "), [""; 0]).tool(
+        "search",
+        Some("  Search the web\n  for pages\r\n\tand   summarize  "),
+        [""; 0],
+    );
     assert!(section.to_string().starts_with(
         "Available tools:\n- search: Search the web for pages and summarize\n\nAdditional"
     ));
@@ -106,7 +121,16 @@ fn snippets_collapse_and_blank_ones_are_not_listed() {
 fn closing_rules_are_not_repeated() {
     let mut section = ToolSection::new();
     section
-        .tool("a", Some("A"), ["  Same rule  ", "Same rule", "", "Be concise in your responses"])
+        .tool(
+            "a",
+            Some("A"),
+            [
+                "  Same rule  ",
+                "Same rule",
+                "",
+                "Be concise in your responses",
+            ],
+        )
         .guideline("Same rule")
         .guideline("   ");
     assert!(section.to_string().ends_with(

@@ -11,7 +11,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 async fn run(cwd: &Path, command: &str, timeout: Option<f64>) -> Result<ToolResult, ToolError> {
-    let args = BashArgs { command: command.into(), timeout };
+    let args = BashArgs {
+        command: command.into(),
+        timeout,
+    };
     bash(cwd, &args, &ToolContext::detached("c1")).await
 }
 
@@ -21,9 +24,14 @@ fn tmp() -> std::path::PathBuf {
 
 #[tokio::test]
 async fn merged_output_and_exit_code() {
-    let result = run(&tmp(), "echo out; echo err 1>&2; exit 3", None).await.unwrap();
+    let result = run(&tmp(), "echo out; echo err 1>&2; exit 3", None)
+        .await
+        .unwrap();
     assert!(result.is_error);
-    assert_eq!(result.text_content(), "out\nerr\n\n\nCommand exited with code 3");
+    assert_eq!(
+        result.text_content(),
+        "out\nerr\n\n\nCommand exited with code 3"
+    );
     let structured = result.structured_content.unwrap();
     assert_eq!(structured["exit_code"], 3);
     assert_eq!(structured["output"], "out\nerr\n");
@@ -33,7 +41,10 @@ async fn merged_output_and_exit_code() {
 #[tokio::test]
 async fn no_output() {
     let failed = run(&tmp(), "exit 2", None).await.unwrap();
-    assert_eq!(failed.text_content(), "(no output)\n\nCommand exited with code 2");
+    assert_eq!(
+        failed.text_content(),
+        "(no output)\n\nCommand exited with code 2"
+    );
     let ok = run(&tmp(), "true", None).await.unwrap();
     assert!(!ok.is_error);
     assert_eq!(ok.text_content(), "(no output)");
@@ -43,14 +54,22 @@ async fn no_output() {
 #[tokio::test]
 async fn a_signal_reports_128_plus_its_number() {
     let result = run(&tmp(), "kill -9 $$", None).await.unwrap();
-    assert_eq!(result.text_content(), "(no output)\n\nCommand exited with code 137");
+    assert_eq!(
+        result.text_content(),
+        "(no output)\n\nCommand exited with code 137"
+    );
 }
 
 #[tokio::test]
 async fn timeout_keeps_the_output_and_kills_the_command() {
     let started = Instant::now();
-    let error = run(&tmp(), "echo before; sleep 3", Some(0.5)).await.unwrap_err();
-    assert_eq!(error.message(), "before\n\n\nCommand timed out after 0.5 seconds");
+    let error = run(&tmp(), "echo before; sleep 3", Some(0.5))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.message(),
+        "before\n\n\nCommand timed out after 0.5 seconds"
+    );
     assert!(started.elapsed() < Duration::from_secs(2));
     let silent = run(&tmp(), "sleep 3", Some(0.2)).await.unwrap_err();
     assert_eq!(silent.message(), "Command timed out after 0.2 seconds");
@@ -60,16 +79,27 @@ async fn timeout_keeps_the_output_and_kills_the_command() {
 async fn invalid_timeouts() {
     for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
         let error = run(&tmp(), "true", Some(bad)).await.unwrap_err();
-        assert_eq!(error.message(), "Invalid timeout: must be a finite number of seconds");
+        assert_eq!(
+            error.message(),
+            "Invalid timeout: must be a finite number of seconds"
+        );
     }
     let error = run(&tmp(), "true", Some(2_147_484.0)).await.unwrap_err();
-    assert_eq!(error.message(), "Invalid timeout: maximum is 2147483.647 seconds");
+    assert_eq!(
+        error.message(),
+        "Invalid timeout: maximum is 2147483.647 seconds"
+    );
 }
 
 #[tokio::test]
 async fn missing_working_directory() {
-    let error = run(Path::new("/no/such/dir"), "true", None).await.unwrap_err();
-    assert_eq!(error.message(), "Working directory does not exist: /no/such/dir\nCannot execute bash commands.");
+    let error = run(Path::new("/no/such/dir"), "true", None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.message(),
+        "Working directory does not exist: /no/such/dir\nCannot execute bash commands."
+    );
 }
 
 #[tokio::test]
@@ -79,8 +109,14 @@ async fn tail_truncation_by_lines_keeps_the_full_log() {
     let expected: String = (2001..=4000).map(|i| format!("{i}\n")).collect();
     let (shown, footer) = text.split_once("\n\n[").unwrap();
     assert_eq!(format!("{shown}\n"), expected);
-    let path = result.details.as_ref().unwrap()["fullOutputPath"].as_str().unwrap().to_owned();
-    assert_eq!(footer, format!("Showing lines 2001-4000 of 4000. Full output: {path}]"));
+    let path = result.details.as_ref().unwrap()["fullOutputPath"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        footer,
+        format!("Showing lines 2001-4000 of 4000. Full output: {path}]")
+    );
     let full: String = (1..=4000).map(|i| format!("{i}\n")).collect();
     assert_eq!(std::fs::read_to_string(&path).unwrap(), full);
     std::fs::remove_file(path).unwrap();
@@ -89,19 +125,36 @@ async fn tail_truncation_by_lines_keeps_the_full_log() {
 #[tokio::test]
 async fn tail_truncation_by_bytes() {
     // 1000 lines of 99 characters: 512 of them (plus the 511 newlines between) fit in 50 KB.
-    let result = run(&tmp(), "for i in $(seq 1 1000); do printf '%099d\\n' $i; done", None).await.unwrap();
+    let result = run(
+        &tmp(),
+        "for i in $(seq 1 1000); do printf '%099d\\n' $i; done",
+        None,
+    )
+    .await
+    .unwrap();
     let text = result.text_content();
-    let path = result.details.as_ref().unwrap()["fullOutputPath"].as_str().unwrap().to_owned();
+    let path = result.details.as_ref().unwrap()["fullOutputPath"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(text.starts_with(&format!("{:099}\n", 489)));
-    assert!(text.ends_with(&format!("{:099}\n\n[Showing lines 489-1000 of 1000 (50.0KB limit). Full output: {path}]", 1000)));
+    assert!(text.ends_with(&format!(
+        "{:099}\n\n[Showing lines 489-1000 of 1000 (50.0KB limit). Full output: {path}]",
+        1000
+    )));
     std::fs::remove_file(path).unwrap();
 }
 
 #[tokio::test]
 async fn one_overlong_line_shows_its_end() {
-    let result = run(&tmp(), "head -c 60000 /dev/zero | tr '\\0' z; echo", None).await.unwrap();
+    let result = run(&tmp(), "head -c 60000 /dev/zero | tr '\\0' z; echo", None)
+        .await
+        .unwrap();
     let text = result.text_content();
-    let path = result.details.as_ref().unwrap()["fullOutputPath"].as_str().unwrap().to_owned();
+    let path = result.details.as_ref().unwrap()["fullOutputPath"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(
         text,
         format!(
@@ -116,7 +169,9 @@ async fn one_overlong_line_shows_its_end() {
 fn gone(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
-        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
     }
 }
 
@@ -126,7 +181,10 @@ async fn cancelling_kills_the_whole_process_group() {
     let command = "sleep 30 & echo $! > pids; (sleep 30; echo late) & echo $! >> pids; echo $$ >> pids; echo started; wait";
     let signal = CancellationToken::new();
     let ctx = ToolContext::new("c1", signal.clone(), None);
-    let args = BashArgs { command: command.into(), timeout: None };
+    let args = BashArgs {
+        command: command.into(),
+        timeout: None,
+    };
     let pids_file = dir.path().join("pids");
     let canceller = async {
         while std::fs::read_to_string(&pids_file).map_or(true, |s| s.lines().count() < 3) {
@@ -136,7 +194,10 @@ async fn cancelling_kills_the_whole_process_group() {
         signal.cancel();
     };
     let (result, ()) = tokio::join!(bash(dir.path(), &args, &ctx), canceller);
-    assert_eq!(result.unwrap_err().message(), "started\n\n\nCommand aborted");
+    assert_eq!(
+        result.unwrap_err().message(),
+        "started\n\n\nCommand aborted"
+    );
     let pids: Vec<i32> = std::fs::read_to_string(&pids_file)
         .unwrap()
         .lines()
@@ -158,8 +219,14 @@ async fn an_aborted_signal_never_starts_the_command() {
     let signal = CancellationToken::new();
     signal.cancel();
     let ctx = ToolContext::new("c1", signal, None);
-    let args = BashArgs { command: "touch ran".into(), timeout: None };
-    assert_eq!(bash(dir.path(), &args, &ctx).await.unwrap_err().message(), "Command aborted");
+    let args = BashArgs {
+        command: "touch ran".into(),
+        timeout: None,
+    };
+    assert_eq!(
+        bash(dir.path(), &args, &ctx).await.unwrap_err().message(),
+        "Command aborted"
+    );
     assert!(!dir.path().join("ran").exists());
 }
 
@@ -179,12 +246,20 @@ async fn progress_updates_are_throttled() {
     while let Some(update) = rx.recv().await {
         updates.push(update);
     }
-    assert_eq!(updates[0], ToolResult::default(), "an empty update comes first");
+    assert_eq!(
+        updates[0],
+        ToolResult::default(),
+        "an empty update comes first"
+    );
     let later = &updates[1..];
     assert!(!later.is_empty());
     // At most one update per 100 ms, plus the final flush.
     let bound = usize::try_from(elapsed.as_millis() / 100).unwrap() + 2;
-    assert!(later.len() <= bound, "{} updates in {elapsed:?}", later.len());
+    assert!(
+        later.len() <= bound,
+        "{} updates in {elapsed:?}",
+        later.len()
+    );
     let expected: String = (1..=30).map(|i| format!("{i}\n")).collect();
     assert_eq!(later.last().unwrap().text_content(), expected);
     assert_eq!(result.text_content(), expected);
@@ -198,7 +273,11 @@ async fn as_an_agent_tool() {
         r#"{"type":"object","required":["command"],"properties":{"command":{"type":"string","description":"Shell command to execute"},"timeout":{"type":"number","description":"Timeout in seconds (optional, no default timeout)"}}}"#
     );
     let result = tool
-        .execute("c1".into(), json!({"command": "printf hi"}), ToolContext::detached("c1"))
+        .execute(
+            "c1".into(),
+            json!({"command": "printf hi"}),
+            ToolContext::detached("c1"),
+        )
         .await
         .unwrap();
     assert_eq!(result.text_content(), "hi");

@@ -9,15 +9,29 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 fn r(old: &str, new: &str) -> Replacement {
-    Replacement { old_text: old.into(), new_text: new.into() }
+    Replacement {
+        old_text: old.into(),
+        new_text: new.into(),
+    }
 }
 
 async fn run(cwd: &Path, path: &str, edits: Vec<Replacement>) -> Result<ToolResult, ToolError> {
-    edit(cwd, &EditArgs { path: path.into(), edits }, &CancellationToken::new()).await
+    edit(
+        cwd,
+        &EditArgs {
+            path: path.into(),
+            edits,
+        },
+        &CancellationToken::new(),
+    )
+    .await
 }
 
 /// A file with `content`, an edit, and the file afterwards.
-async fn edited(content: &[u8], edits: Vec<Replacement>) -> (Result<ToolResult, ToolError>, Vec<u8>) {
+async fn edited(
+    content: &[u8],
+    edits: Vec<Replacement>,
+) -> (Result<ToolResult, ToolError>, Vec<u8>) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("f.txt"), content).unwrap();
     let result = run(dir.path(), "f.txt", edits).await;
@@ -32,9 +46,13 @@ async fn error(content: &str, edits: Vec<Replacement>) -> String {
 
 #[tokio::test]
 async fn success_text_and_details() {
-    let (result, after) = edited(b"one\ntwo\nthree\n", vec![r("two", "TWO"), r("three", "3")]).await;
+    let (result, after) =
+        edited(b"one\ntwo\nthree\n", vec![r("two", "TWO"), r("three", "3")]).await;
     let result = result.unwrap();
-    assert_eq!(result.text_content(), "Successfully replaced 2 block(s) in f.txt.");
+    assert_eq!(
+        result.text_content(),
+        "Successfully replaced 2 block(s) in f.txt."
+    );
     assert_eq!(after, b"one\nTWO\n3\n");
     let details = result.details.unwrap();
     assert_eq!(details["firstChangedLine"], 2);
@@ -49,21 +67,35 @@ async fn success_text_and_details() {
 async fn empty_edits() {
     let dir = tempfile::tempdir().unwrap();
     let error = run(dir.path(), "f.txt", vec![]).await.unwrap_err();
-    assert_eq!(error.message(), "Edit tool input is invalid. edits must contain at least one replacement.");
+    assert_eq!(
+        error.message(),
+        "Edit tool input is invalid. edits must contain at least one replacement."
+    );
 }
 
 #[tokio::test]
 async fn missing_file_reports_the_error_code() {
     let dir = tempfile::tempdir().unwrap();
-    let error = run(dir.path(), "nope.txt", vec![r("a", "b")]).await.unwrap_err();
-    assert_eq!(error.message(), "Could not edit file: nope.txt. Error code: ENOENT.");
+    let error = run(dir.path(), "nope.txt", vec![r("a", "b")])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.message(),
+        "Could not edit file: nope.txt. Error code: ENOENT."
+    );
     let error = run(dir.path(), ".", vec![r("a", "b")]).await.unwrap_err();
-    assert_eq!(error.message(), "Could not edit file: .. Error code: EISDIR.");
+    assert_eq!(
+        error.message(),
+        "Could not edit file: .. Error code: EISDIR."
+    );
 }
 
 #[tokio::test]
 async fn empty_old_text() {
-    assert_eq!(error("abc", vec![r("", "x")]).await, "oldText must not be empty in f.txt.");
+    assert_eq!(
+        error("abc", vec![r("", "x")]).await,
+        "oldText must not be empty in f.txt."
+    );
     assert_eq!(
         error("abc", vec![r("a", "x"), r("", "y")]).await,
         "edits[1].oldText must not be empty in f.txt."
@@ -116,7 +148,11 @@ async fn no_change() {
 
 #[tokio::test]
 async fn bom_and_crlf_are_kept() {
-    let (result, after) = edited(b"\xEF\xBB\xBFfirst\r\nsecond\r\nthird\r\n", vec![r("second\n", "2a\n2b\n")]).await;
+    let (result, after) = edited(
+        b"\xEF\xBB\xBFfirst\r\nsecond\r\nthird\r\n",
+        vec![r("second\n", "2a\n2b\n")],
+    )
+    .await;
     result.unwrap();
     assert_eq!(after, b"\xEF\xBB\xBFfirst\r\n2a\r\n2b\r\nthird\r\n");
 }
@@ -126,7 +162,10 @@ async fn fuzzy_match_keeps_untouched_lines_byte_for_byte() {
     let content = "say \u{201C}hi\u{201D}  \nkeep \u{2014} this  \n";
     let (result, after) = edited(content.as_bytes(), vec![r("say \"hi\"", "say \"bye\"")]).await;
     result.unwrap();
-    assert_eq!(String::from_utf8(after).unwrap(), "say \"bye\"\nkeep \u{2014} this  \n");
+    assert_eq!(
+        String::from_utf8(after).unwrap(),
+        "say \"bye\"\nkeep \u{2014} this  \n"
+    );
 }
 
 #[tokio::test]
@@ -142,9 +181,21 @@ async fn abort_leaves_the_file_alone() {
     std::fs::write(dir.path().join("f.txt"), "abc").unwrap();
     let signal = CancellationToken::new();
     signal.cancel();
-    let args = EditArgs { path: "f.txt".into(), edits: vec![r("b", "B")] };
-    assert_eq!(edit(dir.path(), &args, &signal).await.unwrap_err().message(), "Operation aborted");
-    assert_eq!(std::fs::read_to_string(dir.path().join("f.txt")).unwrap(), "abc");
+    let args = EditArgs {
+        path: "f.txt".into(),
+        edits: vec![r("b", "B")],
+    };
+    assert_eq!(
+        edit(dir.path(), &args, &signal)
+            .await
+            .unwrap_err()
+            .message(),
+        "Operation aborted"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        "abc"
+    );
 }
 
 #[test]
@@ -152,11 +203,15 @@ fn argument_shim() {
     let edit = json!({"oldText": "a", "newText": "b"});
     // `edits` as a JSON string holding an array or one object.
     assert_eq!(
-        *prepare_edit_arguments(&json!({"path": "p", "edits": "[{\"oldText\":\"a\",\"newText\":\"b\"}]"})),
+        *prepare_edit_arguments(
+            &json!({"path": "p", "edits": "[{\"oldText\":\"a\",\"newText\":\"b\"}]"})
+        ),
         json!({"path": "p", "edits": [edit]})
     );
     assert_eq!(
-        *prepare_edit_arguments(&json!({"path": "p", "edits": "{\"oldText\":\"a\",\"newText\":\"b\"}"})),
+        *prepare_edit_arguments(
+            &json!({"path": "p", "edits": "{\"oldText\":\"a\",\"newText\":\"b\"}"})
+        ),
         json!({"path": "p", "edits": [edit]})
     );
     // Unparseable text stays for validation to report.
@@ -169,7 +224,9 @@ fn argument_shim() {
     );
     // Legacy top-level fields are appended after the existing edits.
     assert_eq!(
-        *prepare_edit_arguments(&json!({"path": "p", "edits": [{"oldText": "x", "newText": "y"}], "oldText": "a", "newText": "b"})),
+        *prepare_edit_arguments(
+            &json!({"path": "p", "edits": [{"oldText": "x", "newText": "y"}], "oldText": "a", "newText": "b"})
+        ),
         json!({"path": "p", "edits": [{"oldText": "x", "newText": "y"}, edit]})
     );
     // Non-objects pass through.
@@ -187,7 +244,16 @@ async fn as_an_agent_tool() {
     );
     let raw = json!({"path": "f.txt", "oldText": "old", "newText": "new"});
     let prepared = tool.prepare_arguments(&raw).unwrap().into_owned();
-    let result = tool.execute("c1".into(), prepared, ToolContext::detached("c1")).await.unwrap();
-    assert_eq!(result.text_content(), "Successfully replaced 1 block(s) in f.txt.");
-    assert_eq!(std::fs::read_to_string(dir.path().join("f.txt")).unwrap(), "new\n");
+    let result = tool
+        .execute("c1".into(), prepared, ToolContext::detached("c1"))
+        .await
+        .unwrap();
+    assert_eq!(
+        result.text_content(),
+        "Successfully replaced 1 block(s) in f.txt."
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        "new\n"
+    );
 }

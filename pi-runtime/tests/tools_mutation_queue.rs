@@ -33,7 +33,10 @@ async fn same_path_runs_in_call_order() {
         op(&queue, &path, "first", 50, &log),
         op(&queue, &path, "second", 0, &log)
     );
-    assert_eq!(*log.lock().unwrap(), ["first:start", "first:end", "second:start", "second:end"]);
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["first:start", "first:end", "second:start", "second:end"]
+    );
     assert_eq!(queue.active_files(), 0, "entries are removed when unused");
 }
 
@@ -43,7 +46,10 @@ async fn different_paths_overlap() {
     let (queue, log) = (FileMutationQueue::new(), Log::default());
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     tokio::join!(op(&queue, &a, "a", 80, &log), op(&queue, &b, "b", 10, &log));
-    assert_eq!(*log.lock().unwrap(), ["a:start", "b:start", "b:end", "a:end"]);
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["a:start", "b:start", "b:end", "a:end"]
+    );
 }
 
 #[tokio::test]
@@ -54,8 +60,14 @@ async fn symlink_and_target_share_a_queue() {
     let link = dir.path().join("link.txt");
     std::os::unix::fs::symlink(&target, &link).unwrap();
     let (queue, log) = (FileMutationQueue::new(), Log::default());
-    tokio::join!(op(&queue, &link, "link", 50, &log), op(&queue, &target, "target", 0, &log));
-    assert_eq!(*log.lock().unwrap(), ["link:start", "link:end", "target:start", "target:end"]);
+    tokio::join!(
+        op(&queue, &link, "link", 50, &log),
+        op(&queue, &target, "target", 0, &log)
+    );
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["link:start", "link:end", "target:start", "target:end"]
+    );
 }
 
 #[tokio::test]
@@ -84,7 +96,11 @@ async fn many_calls_keep_global_call_order() {
     let calls = (0..32).map(|i| {
         let (queue, order) = (queue.clone(), Arc::clone(&order));
         // Two spellings of one file share its key.
-        let path = if i % 2 == 0 { path.clone() } else { dir.path().join(".").join("f.txt") };
+        let path = if i % 2 == 0 {
+            path.clone()
+        } else {
+            dir.path().join(".").join("f.txt")
+        };
         async move {
             queue
                 .run(&path, async {
@@ -106,11 +122,17 @@ async fn a_cancelled_waiter_gives_up_its_place_cleanly() {
     let path = dir.path().join("f.txt");
     let (queue, log) = (FileMutationQueue::new(), Log::default());
     let holder = op(&queue, &path, "holder", 60, &log);
-    let dropped = tokio::time::timeout(Duration::from_millis(10), op(&queue, &path, "dropped", 0, &log));
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(10),
+        op(&queue, &path, "dropped", 0, &log),
+    );
     let last = op(&queue, &path, "last", 0, &log);
     let (_, timed_out, _) = tokio::join!(holder, dropped, last);
     assert!(timed_out.is_err());
-    assert_eq!(*log.lock().unwrap(), ["holder:start", "holder:end", "last:start", "last:end"]);
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["holder:start", "holder:end", "last:start", "last:end"]
+    );
     assert_eq!(queue.active_files(), 0);
 }
 
@@ -124,7 +146,12 @@ async fn resolution_errors_other_than_missing_fail_the_operation() {
     let error = queue.run(&a, async {}).await.unwrap_err();
     assert_eq!(error.raw_os_error(), Some(nix::errno::Errno::ELOOP as i32));
     // A missing file (and a missing parent) is keyed by its path and runs.
-    assert!(queue.run(dir.path().join("missing/f"), async {}).await.is_ok());
+    assert!(
+        queue
+            .run(dir.path().join("missing/f"), async {})
+            .await
+            .is_ok()
+    );
     assert_eq!(queue.active_files(), 0);
 }
 
@@ -135,20 +162,32 @@ async fn parallel_edits_of_one_file_all_apply() {
     let signal = CancellationToken::new();
     let one = |old: &str, new: &str| EditArgs {
         path: "f.txt".into(),
-        edits: vec![Replacement { old_text: old.into(), new_text: new.into() }],
+        edits: vec![Replacement {
+            old_text: old.into(),
+            new_text: new.into(),
+        }],
     };
     let (a, b) = (one("alpha", "ALPHA"), one("beta", "BETA"));
     let (ra, rb) = tokio::join!(edit(dir.path(), &a, &signal), edit(dir.path(), &b, &signal));
     ra.unwrap();
     rb.unwrap();
-    assert_eq!(std::fs::read_to_string(dir.path().join("f.txt")).unwrap(), "ALPHA\nBETA\ngamma\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        "ALPHA\nBETA\ngamma\n"
+    );
 
-    let many: Vec<EditArgs> = (0..20).map(|i| one(&format!("line{i}\n"), &format!("LINE{i}\n"))).collect();
+    let many: Vec<EditArgs> = (0..20)
+        .map(|i| one(&format!("line{i}\n"), &format!("LINE{i}\n")))
+        .collect();
     let original: String = (0..20).map(|i| format!("line{i}\n")).collect();
     std::fs::write(dir.path().join("f.txt"), &original).unwrap();
-    let results = futures::future::join_all(many.iter().map(|args| edit(dir.path(), args, &signal))).await;
+    let results =
+        futures::future::join_all(many.iter().map(|args| edit(dir.path(), args, &signal))).await;
     assert!(results.iter().all(Result::is_ok));
-    assert_eq!(std::fs::read_to_string(dir.path().join("f.txt")).unwrap(), original.to_uppercase());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        original.to_uppercase()
+    );
 }
 
 #[tokio::test]
@@ -158,11 +197,23 @@ async fn an_edit_then_a_write_on_one_file_the_write_wins() {
     let signal = CancellationToken::new();
     let e = EditArgs {
         path: "f.txt".into(),
-        edits: vec![Replacement { old_text: "original".into(), new_text: "edited".into() }],
+        edits: vec![Replacement {
+            old_text: "original".into(),
+            new_text: "edited".into(),
+        }],
     };
-    let w = WriteArgs { path: "f.txt".into(), content: "replacement\n".into() };
-    let (re, rw) = tokio::join!(edit(dir.path(), &e, &signal), write(dir.path(), &w, &signal));
+    let w = WriteArgs {
+        path: "f.txt".into(),
+        content: "replacement\n".into(),
+    };
+    let (re, rw) = tokio::join!(
+        edit(dir.path(), &e, &signal),
+        write(dir.path(), &w, &signal)
+    );
     re.unwrap();
     rw.unwrap();
-    assert_eq!(std::fs::read_to_string(dir.path().join("f.txt")).unwrap(), "replacement\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        "replacement\n"
+    );
 }

@@ -7,24 +7,50 @@ use pi_runtime::{AgentTool, ContentBlock, ToolContext, ToolError, ToolResult};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-async fn run(cwd: &Path, path: &str, offset: Option<f64>, limit: Option<f64>) -> Result<ToolResult, ToolError> {
-    let args = ReadArgs { path: path.into(), offset, limit };
+async fn run(
+    cwd: &Path,
+    path: &str,
+    offset: Option<f64>,
+    limit: Option<f64>,
+) -> Result<ToolResult, ToolError> {
+    let args = ReadArgs {
+        path: path.into(),
+        offset,
+        limit,
+    };
     read(cwd, &args, &CancellationToken::new()).await
 }
 
 fn numbered(n: usize) -> String {
-    (1..=n).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n")
+    (1..=n)
+        .map(|i| format!("line {i}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[tokio::test]
 async fn line_limit_footer() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("big.txt"), numbered(2500)).unwrap();
-    let text = run(dir.path(), "big.txt", None, None).await.unwrap().text_content();
+    let text = run(dir.path(), "big.txt", None, None)
+        .await
+        .unwrap()
+        .text_content();
     assert!(text.starts_with("line 1\nline 2\n"));
-    assert!(text.ends_with("line 2000\n\n[Showing lines 1-2000 of 2500. Use offset=2001 to continue.]"));
-    let rest = run(dir.path(), "big.txt", Some(2001.0), None).await.unwrap().text_content();
-    assert_eq!(rest, (2001..=2500).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n"));
+    assert!(
+        text.ends_with("line 2000\n\n[Showing lines 1-2000 of 2500. Use offset=2001 to continue.]")
+    );
+    let rest = run(dir.path(), "big.txt", Some(2001.0), None)
+        .await
+        .unwrap()
+        .text_content();
+    assert_eq!(
+        rest,
+        (2001..=2500)
+            .map(|i| format!("line {i}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }
 
 #[tokio::test]
@@ -32,10 +58,18 @@ async fn user_limit_footer() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "alpha\nbeta\ngamma\n").unwrap();
     let result = run(dir.path(), "a.txt", None, Some(1.0)).await.unwrap();
-    assert_eq!(result.text_content(), "alpha\n\n[3 more lines in file. Use offset=2 to continue.]");
+    assert_eq!(
+        result.text_content(),
+        "alpha\n\n[3 more lines in file. Use offset=2 to continue.]"
+    );
     assert_eq!(result.details, None);
-    let middle = run(dir.path(), "a.txt", Some(2.0), Some(1.0)).await.unwrap();
-    assert_eq!(middle.text_content(), "beta\n\n[2 more lines in file. Use offset=3 to continue.]");
+    let middle = run(dir.path(), "a.txt", Some(2.0), Some(1.0))
+        .await
+        .unwrap();
+    assert_eq!(
+        middle.text_content(),
+        "beta\n\n[2 more lines in file. Use offset=3 to continue.]"
+    );
     let whole = run(dir.path(), "a.txt", Some(0.0), None).await.unwrap();
     assert_eq!(whole.text_content(), "alpha\nbeta\ngamma\n");
 }
@@ -44,10 +78,18 @@ async fn user_limit_footer() {
 async fn byte_limit_footer() {
     let dir = tempfile::tempdir().unwrap();
     let line = "x".repeat(1000);
-    std::fs::write(dir.path().join("wide.txt"), vec![line.as_str(); 100].join("\n")).unwrap();
+    std::fs::write(
+        dir.path().join("wide.txt"),
+        vec![line.as_str(); 100].join("\n"),
+    )
+    .unwrap();
     let result = run(dir.path(), "wide.txt", None, None).await.unwrap();
     let text = result.text_content();
-    assert!(text.ends_with("\n\n[Showing lines 1-51 of 100 (50.0KB limit). Use offset=52 to continue.]"));
+    assert!(
+        text.ends_with(
+            "\n\n[Showing lines 1-51 of 100 (50.0KB limit). Use offset=52 to continue.]"
+        )
+    );
     assert_eq!(text.matches(&line).count(), 51);
     let details = result.details.unwrap();
     assert_eq!(details["truncation"]["truncatedBy"], "bytes");
@@ -57,10 +99,23 @@ async fn byte_limit_footer() {
 #[tokio::test]
 async fn first_line_over_the_byte_limit() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("long1.txt"), format!("{}\nb\nc\nd", "y".repeat(60_000))).unwrap();
-    let text = run(dir.path(), "long1.txt", None, None).await.unwrap().text_content();
-    assert_eq!(text, "[Line 1 is 58.6KB, exceeds 50.0KB limit. Use bash: sed -n '1p' long1.txt | head -c 51200]");
-    let second = run(dir.path(), "long1.txt", Some(2.0), None).await.unwrap().text_content();
+    std::fs::write(
+        dir.path().join("long1.txt"),
+        format!("{}\nb\nc\nd", "y".repeat(60_000)),
+    )
+    .unwrap();
+    let text = run(dir.path(), "long1.txt", None, None)
+        .await
+        .unwrap()
+        .text_content();
+    assert_eq!(
+        text,
+        "[Line 1 is 58.6KB, exceeds 50.0KB limit. Use bash: sed -n '1p' long1.txt | head -c 51200]"
+    );
+    let second = run(dir.path(), "long1.txt", Some(2.0), None)
+        .await
+        .unwrap()
+        .text_content();
     assert_eq!(second, "b\nc\nd");
 }
 
@@ -68,8 +123,13 @@ async fn first_line_over_the_byte_limit() {
 async fn offset_beyond_the_end() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("long1.txt"), "a\nb\nc\nd").unwrap();
-    let error = run(dir.path(), "long1.txt", Some(100.0), None).await.unwrap_err();
-    assert_eq!(error.message(), "Offset 100 is beyond end of file (4 lines total)");
+    let error = run(dir.path(), "long1.txt", Some(100.0), None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.message(),
+        "Offset 100 is beyond end of file (4 lines total)"
+    );
 }
 
 #[tokio::test]
@@ -79,7 +139,10 @@ async fn missing_file() {
     let absolute = dir.path().join("nope.txt");
     assert_eq!(
         error.message(),
-        format!("ENOENT: no such file or directory, access '{}'", absolute.display())
+        format!(
+            "ENOENT: no such file or directory, access '{}'",
+            absolute.display()
+        )
     );
 }
 
@@ -89,7 +152,11 @@ async fn abort() {
     std::fs::write(dir.path().join("a.txt"), "a").unwrap();
     let signal = CancellationToken::new();
     signal.cancel();
-    let args = ReadArgs { path: "a.txt".into(), offset: None, limit: None };
+    let args = ReadArgs {
+        path: "a.txt".into(),
+        offset: None,
+        limit: None,
+    };
     let error = read(dir.path(), &args, &signal).await.unwrap_err();
     assert_eq!(error.message(), "Operation aborted");
 }
@@ -125,7 +192,11 @@ async fn as_an_agent_tool() {
         json!({"type": "json_schema", "strict": "prefer"})
     );
     let result = tool
-        .execute("c1".into(), json!({"path": "a.txt"}), ToolContext::detached("c1"))
+        .execute(
+            "c1".into(),
+            json!({"path": "a.txt"}),
+            ToolContext::detached("c1"),
+        )
         .await
         .unwrap();
     assert_eq!(result.text_content(), "hello\n");

@@ -27,7 +27,7 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let dir = tempfile::tempdir()?;
 /// let path = dir.path().join("notes.txt");
-/// let written = FileMutationQueue::global()
+/// FileMutationQueue::global()
 ///     .run(&path, async { std::fs::write(&path, "hello\n") })
 ///     .await??;
 /// assert_eq!(std::fs::read_to_string(&path)?, "hello\n");
