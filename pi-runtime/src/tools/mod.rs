@@ -1,7 +1,7 @@
 //! Built-in coding tools (read, write, edit, bash) and the per-file mutation queue (SPEC §9).
 //!
-//! Each tool is a plain async function holding its logic ([`read`], [`write`], [`edit`],
-//! [`bash`]) plus a type that implements [`AgentTool`](crate::AgentTool) and
+//! Each tool is a plain async function holding its logic ([`read()`], [`write()`], [`edit()`],
+//! [`bash()`]) plus a type that implements [`AgentTool`](crate::AgentTool) and
 //! [`ToolDefinition`](crate::ToolDefinition) with pi's exact schema, description, prompt
 //! snippet and guidelines, constructed with the working directory relative paths resolve
 //! against:

@@ -107,7 +107,7 @@ impl Output {
 
     /// Bytes of the last line as lines are counted (a final newline does not start one):
     /// the line a partial tail shows the end of. pi reports 0 for a newline-terminated line
-    /// (SPEC §9.6 [RUST]); this is its real size.
+    /// (SPEC §9.6 \[RUST\]); this is its real size.
     pub(crate) fn last_line_bytes(&self) -> usize {
         if self.open_line {
             self.last_line_bytes

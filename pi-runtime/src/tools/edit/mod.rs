@@ -21,7 +21,7 @@ use super::{ABORTED, FileMutationQueue, parse_args, path::resolve_to_cwd, prefer
 use crate::tool::{AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
 
 const DESCRIPTION: &str = "Edit a single file using exact text replacement. Every edits[].oldText must match a unique, non-overlapping region of the original file. If two changes affect the same block or nearby lines, merge them into one edit instead of emitting overlapping edits. Do not include large unchanged regions just to connect distant changes.";
-/// **[SEED]** wording; pi 1.6.0 says `Make precise file edits with exact text replacement,
+/// The seed's wording (SPEC §8.3, a \[SEED\] rule); pi 1.6.0 says `Make precise file edits with exact text replacement,
 /// including multiple disjoint edits in one call` (SPEC §8.3).
 const SNIPPET: &str = "Edit files via targeted text replacements";
 const GUIDELINES: [&str; 2] = [
