@@ -14,6 +14,7 @@ mod ids;
 mod request;
 pub(crate) mod strict;
 mod thinking;
+mod tokens;
 pub(crate) mod transform;
 
 pub mod presets;

@@ -26,6 +26,7 @@ use crate::stream::{Context, StreamOptions};
 ///     reasoning: false,
 ///     supports_images: false,
 ///     max_tokens: 1024,
+///     context_window: 128_000,
 ///     compat: Compat::default(),
 /// };
 /// let context = Context {

@@ -478,10 +478,8 @@ mod tests {
                 input_property: "input"
             }))
         );
-        let bad = Tool {
-            parameters: json!({"type":"object","properties":{}}),
-            ..g
-        };
+        let mut bad = g.clone();
+        bad.parameters = json!({"type":"object","properties":{}});
         assert_eq!(
             resolve_grammar(&bad, true),
             Err("Tool \"g\" cannot use grammar constrained sampling: grammar constrained sampling requires exactly one required string property.".into())

@@ -107,11 +107,6 @@ pub(crate) fn requested(options: &StreamOptions) -> Option<ThinkingLevel> {
     options.reasoning.filter(|&l| l != ThinkingLevel::Off)
 }
 
-/// The output token limit of a request: the option, else the model's.
-pub(crate) fn max_tokens(model: &Model, options: &StreamOptions) -> u32 {
-    options.max_tokens.unwrap_or(model.max_tokens)
-}
-
 /// The default thinking budget of a level (`xhigh` and `max` count as `high`).
 pub(crate) fn default_budget(level: ThinkingLevel) -> u32 {
     match level {
@@ -155,6 +150,7 @@ mod tests {
             reasoning,
             supports_images: false,
             max_tokens: 8192,
+            context_window: 128_000,
             compat: Compat {
                 thinking_level_map: map.and_then(|m| m.as_object().cloned()),
                 ..Compat::default()

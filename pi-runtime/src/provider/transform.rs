@@ -259,6 +259,7 @@ mod tests {
             reasoning: true,
             supports_images: false,
             max_tokens: 8192,
+            context_window: 128_000,
             compat: Compat::default(),
         }
     }

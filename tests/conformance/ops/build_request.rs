@@ -77,6 +77,13 @@ pub(crate) fn parse_model(request: &Map<String, Value>) -> Result<Model, String>
                 .and_then(|n| u32::try_from(n).ok())
                 .ok_or("bad request: `model.maxTokens` must be a positive integer")?,
         },
+        context_window: match fields.get("contextWindow") {
+            None => 128_000,
+            Some(n) => n
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or("bad request: `model.contextWindow` must be a non-negative integer")?,
+        },
         compat,
     })
 }

@@ -15,7 +15,7 @@ use crate::message::{ContentBlock, ImageContent, Message, ToolResultMessage, Use
 use crate::provider::Model;
 use crate::provider::compat::AnthropicCompat;
 use crate::provider::thinking::{self, MIN_ANSWER_TOKENS, Mapped};
-use crate::provider::{ids, strict, transform};
+use crate::provider::{ids, strict, tokens, transform};
 use crate::stream::{CacheRetention, Context, StreamOptions, ThinkingLevel};
 use crate::tool::Tool;
 
@@ -54,11 +54,12 @@ pub(crate) fn build_request(
     // Budget-based thinking: the budget is added to the output limit, so the answer keeps
     // its room (pi's `adjustMaxTokensForThinking`).
     let requested = thinking::requested(options);
-    let base_max = thinking::max_tokens(model, options);
+    let base_max = tokens::max_tokens(model, context, options);
     let (max_tokens, budget) = match requested {
         Some(level) => {
             let (max, budget) =
                 thinking::max_tokens_with_thinking(base_max, model.max_tokens, level);
+            let max = tokens::fit_to_context(model, context, max);
             (max, budget.min(max.saturating_sub(MIN_ANSWER_TOKENS)))
         }
         None => (base_max, 0),

@@ -17,7 +17,7 @@ use crate::message::{ContentBlock, ImageContent, Message, ToolResultMessage, Use
 use crate::provider::Model;
 use crate::provider::compat::gemini_major_version;
 use crate::provider::thinking::{self, Mapped};
-use crate::provider::{ids, strict, transform};
+use crate::provider::{ids, strict, tokens, transform};
 use crate::stream::{Context, StreamOptions, ThinkingLevel};
 use crate::tool::Tool;
 
@@ -122,7 +122,7 @@ fn convert<'a>(
         tool_config,
         generation: GenerationConfig {
             temperature: options.temperature,
-            max_output_tokens: Some(thinking::max_tokens(model, options)),
+            max_output_tokens: Some(tokens::max_tokens(model, context, options)),
             thinking_config,
         },
     })

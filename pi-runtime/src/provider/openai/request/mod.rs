@@ -18,7 +18,7 @@ use crate::message::{ContentBlock, Message, ThinkingContent, ToolResultMessage, 
 use crate::provider::Model;
 use crate::provider::compat::{MaxTokensField, OpenAiCompat, ThinkingFormat};
 use crate::provider::thinking::{self, Mapped};
-use crate::provider::{ids, strict, transform};
+use crate::provider::{ids, strict, tokens, transform};
 use crate::stream::{Context, StreamOptions, ThinkingLevel};
 use crate::tool::Tool;
 
@@ -46,7 +46,7 @@ pub(crate) fn build_request(
     } else {
         Some(convert_tools(&context.tools, &compat)?)
     };
-    let max_tokens = Some(thinking::max_tokens(model, options)).filter(|&n| n > 0);
+    let max_tokens = Some(tokens::max_tokens(model, context, options)).filter(|&n| n > 0);
     let (max_tokens, max_completion_tokens) = match compat.max_tokens_field {
         MaxTokensField::MaxTokens => (max_tokens, None),
         MaxTokensField::MaxCompletionTokens => (None, max_tokens),
