@@ -122,7 +122,7 @@ fn convert<'a>(
         tool_config,
         generation: GenerationConfig {
             temperature: options.temperature,
-            max_output_tokens: Some(tokens::max_tokens(model, context, options)),
+            max_output_tokens: Some(tokens::max_tokens(model, context, options)).filter(|&n| n > 0),
             thinking_config,
         },
     })

@@ -3,11 +3,11 @@
 
 use std::borrow::Cow;
 
-use serde::Serialize;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 /// The REST body POSTed to `models/<id>:streamGenerateContent` (the model is in the URL).
-#[derive(Debug, Serialize)]
+#[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct GenerateContentRequest<'a> {
     pub(super) contents: &'a [Content<'a>],
@@ -22,22 +22,112 @@ pub(super) struct GenerateContentRequest<'a> {
 }
 
 /// The system prompt as a content (the REST API has no plain-string form).
-#[derive(Debug, Serialize)]
+#[derive(Debug, serde::Serialize)]
 pub(super) struct SystemInstruction<'a> {
     pub(super) parts: [Part<'a>; 1],
     pub(super) role: &'static str,
 }
 
 /// `@google/genai`'s `GenerateContentParameters` as pi builds it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, serde::Serialize)]
 pub(super) struct SdkParameters<'a> {
     pub(super) model: &'a str,
+    #[serde(serialize_with = "sdk_contents")]
     pub(super) contents: &'a [Content<'a>],
     pub(super) config: SdkConfig<'a>,
 }
 
+/// pi writes `role` before `parts`, and parts in its own key order (the SDK reorders both
+/// for the REST body).
+fn sdk_contents<S: Serializer>(
+    contents: &&[Content<'_>],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(contents.iter().map(SdkContent))
+}
+
+struct SdkContent<'a>(&'a Content<'a>);
+
+impl Serialize for SdkContent<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("role", self.0.role)?;
+        map.serialize_entry("parts", &SdkParts(&self.0.parts))?;
+        map.end()
+    }
+}
+
+struct SdkParts<'a>(&'a [Part<'a>]);
+
+impl Serialize for SdkParts<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(SdkPart))
+    }
+}
+
+struct SdkPart<'a>(&'a Part<'a>);
+
+impl Serialize for SdkPart<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let part = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(call) = &part.function_call {
+            map.serialize_entry("functionCall", &SdkFunctionCall(call))?;
+        }
+        if let Some(response) = &part.function_response {
+            map.serialize_entry("functionResponse", &SdkFunctionResponse(response))?;
+        }
+        if let Some(data) = &part.inline_data {
+            map.serialize_entry("inlineData", data)?;
+        }
+        if let Some(thought) = part.thought {
+            map.serialize_entry("thought", &thought)?;
+        }
+        if let Some(text) = &part.text {
+            map.serialize_entry("text", text)?;
+        }
+        if let Some(signature) = part.thought_signature {
+            map.serialize_entry("thoughtSignature", signature)?;
+        }
+        map.end()
+    }
+}
+
+struct SdkFunctionCall<'a>(&'a FunctionCall<'a>);
+
+impl Serialize for SdkFunctionCall<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let call = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", call.name)?;
+        map.serialize_entry("args", call.args)?;
+        if let Some(id) = call.id {
+            map.serialize_entry("id", id)?;
+        }
+        map.end()
+    }
+}
+
+struct SdkFunctionResponse<'a>(&'a FunctionResponse<'a>);
+
+impl Serialize for SdkFunctionResponse<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let response = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", response.name)?;
+        map.serialize_entry("response", &response.response)?;
+        if let Some(parts) = &response.parts {
+            map.serialize_entry("parts", &SdkParts(parts))?;
+        }
+        if let Some(id) = response.id {
+            map.serialize_entry("id", id)?;
+        }
+        map.end()
+    }
+}
+
 /// The SDK's flat `config`: generation settings, system prompt and tools side by side.
-#[derive(Debug, Serialize)]
+#[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct SdkConfig<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -55,7 +145,7 @@ pub(super) struct SdkConfig<'a> {
     pub(super) thinking_config: Option<&'a ThinkingConfig>,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct GenerationConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -75,7 +165,7 @@ impl GenerationConfig {
 }
 
 /// `{"includeThoughts"?, "thinkingLevel"?, "thinkingBudget"?}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct ThinkingConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -88,14 +178,14 @@ pub(super) struct ThinkingConfig {
 }
 
 /// One turn: `user` or `model`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, serde::Serialize)]
 pub(super) struct Content<'a> {
     pub(super) parts: Vec<Part<'a>>,
     pub(super) role: &'static str,
 }
 
 /// One part; exactly one of the data fields is set.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Part<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -112,14 +202,14 @@ pub(super) struct Part<'a> {
     pub(super) thought_signature: Option<&'a str>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct InlineData<'a> {
     pub(super) mime_type: &'a str,
     pub(super) data: &'a str,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, serde::Serialize)]
 pub(super) struct FunctionCall<'a> {
     pub(super) args: &'a Value,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -127,7 +217,7 @@ pub(super) struct FunctionCall<'a> {
     pub(super) name: &'a str,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, serde::Serialize)]
 pub(super) struct FunctionResponse<'a> {
     pub(super) name: &'a str,
     pub(super) response: FunctionOutput,
@@ -138,20 +228,20 @@ pub(super) struct FunctionResponse<'a> {
 }
 
 /// `{"output": text}`, or `{"error": text}` for an error result.
-#[derive(Debug, Serialize)]
+#[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub(super) enum FunctionOutput {
     Output(String),
     Error(String),
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct ToolDeclarations<'a> {
     pub(super) function_declarations: Vec<FunctionDeclaration<'a>>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct FunctionDeclaration<'a> {
     pub(super) name: &'a str,
@@ -159,13 +249,13 @@ pub(super) struct FunctionDeclaration<'a> {
     pub(super) parameters_json_schema: Value,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct ToolConfig {
     pub(super) function_calling_config: FunctionCallingConfig,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, serde::Serialize)]
 pub(super) struct FunctionCallingConfig {
     /// `AUTO`, `ANY`, `NONE` or `VALIDATED`.
     pub(super) mode: &'static str,
