@@ -216,7 +216,9 @@ mod tests {
     fn a_nearly_full_window_keeps_the_fixed_margin_only() {
         let text = "x".repeat(350_000); // 100,000 tokens
         let got = fit_to_context(&model(128_000), &context(&text), 384_000);
-        assert_eq!(got, 32768.min(128_000 - 100_001 - 4096));
+        // room with the ratio margin: 128,000 - 100,001 - 15,001 < 32,768, so only the fixed
+        // margin is kept.
+        assert_eq!(got, 128_000 - 100_001 - 4096);
     }
 
     #[test]

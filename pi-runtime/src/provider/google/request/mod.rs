@@ -202,12 +202,8 @@ fn uses_thinking_level(model_id: &str) -> bool {
         rest.starts_with("-pro") || rest.starts_with("-flash")
     });
     let gemini_4_or_later = id.match_indices("gemini-").any(|(at, _)| {
-        let rest = id[at + "gemini-".len()..].as_bytes();
-        match rest {
-            [b'4'..=b'9', ..] => true,
-            [b'1'..=b'9', b'0'..=b'9', ..] => true,
-            _ => false,
-        }
+        let rest = &id.as_bytes()[at + "gemini-".len()..];
+        matches!(rest, [b'4'..=b'9', ..] | [b'1'..=b'9', b'0'..=b'9', ..])
     });
     let gemma_4 = id.contains("gemma4") || id.contains("gemma-4");
     gemini_3_pro_or_flash
@@ -312,7 +308,7 @@ fn thinking_budget(model_id: &str, level: &str) -> i64 {
 fn is_valid_signature(signature: &str) -> bool {
     let body = signature.trim_end_matches('=');
     !signature.is_empty()
-        && signature.len() % 4 == 0
+        && signature.len().is_multiple_of(4)
         && signature.len() - body.len() <= 2
         && !body.is_empty()
         && body

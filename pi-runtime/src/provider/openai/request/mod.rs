@@ -382,7 +382,7 @@ fn convert_assistant<'a>(
     let empty_content =
         compat.requires_assistant_after_tool_result || compat.requires_non_null_assistant_content;
     let mut content = if texts.is_empty() {
-        empty_content.then(|| AssistantContent::Text(Cow::Borrowed("")))
+        empty_content.then_some(AssistantContent::Text(Cow::Borrowed("")))
     } else {
         Some(AssistantContent::Text(Cow::Owned(texts.concat())))
     };
