@@ -268,6 +268,24 @@ pub struct StreamOptions {
     pub max_tokens: Option<u32>,
     /// Sampling temperature.
     pub temperature: Option<f64>,
+    /// Prompt caching of providers that mark cache breakpoints (Anthropic); `None` means
+    /// [`CacheRetention::Short`].
+    pub cache_retention: Option<CacheRetention>,
+}
+
+/// How long a provider should keep the request's prompt prefix cached.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheRetention {
+    /// No cache breakpoints.
+    None,
+    /// The provider's default lifetime (Anthropic: 5 minutes).
+    #[default]
+    Short,
+    /// The long lifetime (Anthropic: one hour).
+    Long,
 }
 
 /// A stream of events that ends with `Done` or `Error`.

@@ -10,9 +10,16 @@ pub mod openai;
 
 pub(crate) mod compat;
 pub(crate) mod http;
+mod ids;
+mod request;
 pub(crate) mod strict;
+mod thinking;
+mod tokens;
 pub(crate) mod transform;
 
 pub mod presets;
 
 pub use model::{Api, Compat, Model};
+pub use request::request_body;
+#[doc(hidden)]
+pub use request::request_payload;

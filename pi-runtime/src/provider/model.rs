@@ -96,6 +96,10 @@ pub struct Model {
     /// Output token limit when the request gives none.
     #[serde(default = "default_max_tokens")]
     pub max_tokens: u32,
+    /// Input plus output tokens the model can hold; a request's output limit is lowered to
+    /// fit the estimated input into it. `0` means unknown (no lowering).
+    #[serde(default = "default_context_window")]
+    pub context_window: u32,
     /// Compatibility flags.
     #[serde(default)]
     pub compat: Compat,
@@ -103,4 +107,8 @@ pub struct Model {
 
 fn default_max_tokens() -> u32 {
     8192
+}
+
+fn default_context_window() -> u32 {
+    128_000
 }

@@ -1,9 +1,216 @@
-//! The `build_request` op.
+//! The `build_request` op: the JSON body a provider request would POST (PROTOCOL.md;
+//! pi-ref D4 model defaults, D5 message defaults, D6 `capture`).
 
-use serde_json::{Map, Value};
+use pi_runtime::provider::{Api, Compat, Model, request_body, request_payload};
+use pi_runtime::stream::CacheRetention;
+use pi_runtime::{ConstrainedSampling, Context, Message, StreamOptions, ThinkingLevel, Tool};
+use serde_json::{Map, Value, json};
 
-use crate::protocol::Prepared;
+use crate::protocol::{Answer, Prepared};
 
-pub(crate) fn prepare(_request: &Map<String, Value>) -> Result<Prepared, String> {
-    Err("build_request is not implemented yet".into())
+pub(crate) fn prepare(request: &Map<String, Value>) -> Result<Prepared, String> {
+    let model = parse_model(request)?;
+    let context = parse_context(request.get("context"), &model)?;
+    let options = parse_options(request.get("options"))?;
+    let payload = match request.get("capture") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(capture)) if capture == "payload" => true,
+        Some(other) => return Err(format!("unsupported capture {other}")),
+    };
+    Ok(Box::new(move || {
+        let body = if payload {
+            request_payload(&model, &context, &options)
+        } else {
+            request_body(&model, &context, &options)
+        };
+        match body {
+            Ok(body) => Answer::Ok(body),
+            Err(error) => Answer::Err(error),
+        }
+    }))
+}
+
+/// The request's `api` and `model`, laid over pi-ref's fixed defaults (D4).
+pub(crate) fn parse_model(request: &Map<String, Value>) -> Result<Model, String> {
+    let api = match request.get("api").and_then(Value::as_str) {
+        Some("openai-completions") => Api::OpenAiCompletions,
+        Some("anthropic-messages") => Api::AnthropicMessages,
+        Some("google-generative-ai") => Api::GoogleGenerativeAi,
+        Some(other) => return Err(format!("unsupported api {other:?}")),
+        None => return Err("bad request: `api` must be a string".into()),
+    };
+    let empty = Map::new();
+    let fields = match request.get("model") {
+        None => &empty,
+        Some(Value::Object(fields)) => fields,
+        Some(_) => return Err("bad request: `model` must be an object".into()),
+    };
+    let text = |key: &str, default: &str| match fields.get(key) {
+        None => Ok(default.to_owned()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(_) => Err(format!("bad request: `model.{key}` must be a string")),
+    };
+    let mut compat: Compat = match fields.get("compat") {
+        None | Some(Value::Null) => Compat::default(),
+        Some(compat) => serde_json::from_value(compat.clone())
+            .map_err(|error| format!("bad request: `model.compat`: {error}"))?,
+    };
+    // pi keeps the level map on the model; this crate keeps it with the other compat flags.
+    if let Some(Value::Object(map)) = fields.get("thinkingLevelMap") {
+        compat.thinking_level_map = Some(map.clone());
+    }
+    let input = fields.get("input").and_then(Value::as_array);
+    Ok(Model {
+        id: text("id", "test-model")?,
+        provider: text("provider", "test")?,
+        api,
+        base_url: text("baseUrl", "http://127.0.0.1:9")?,
+        reasoning: fields
+            .get("reasoning")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        supports_images: input.is_some_and(|input| input.iter().any(|i| i == "image")),
+        max_tokens: match fields.get("maxTokens") {
+            None => 8192,
+            Some(n) => n
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or("bad request: `model.maxTokens` must be a positive integer")?,
+        },
+        context_window: match fields.get("contextWindow") {
+            None => 128_000,
+            Some(n) => n
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or("bad request: `model.contextWindow` must be a non-negative integer")?,
+        },
+        compat,
+    })
+}
+
+fn parse_context(context: Option<&Value>, model: &Model) -> Result<Context, String> {
+    let empty = Map::new();
+    let context = match context {
+        None => &empty,
+        Some(Value::Object(context)) => context,
+        Some(_) => return Err("bad request: `context` must be an object".into()),
+    };
+    let system_prompt = match context.get("systemPrompt") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(prompt)) => prompt.clone(),
+        Some(_) => return Err("bad request: `context.systemPrompt` must be a string".into()),
+    };
+    let messages = match context.get("messages") {
+        None => Vec::new(),
+        Some(Value::Array(messages)) => messages
+            .iter()
+            .enumerate()
+            .map(|(index, message)| parse_message(index, message, model))
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("bad request: `context.messages` must be an array".into()),
+    };
+    let tools = match context.get("tools") {
+        None => Vec::new(),
+        Some(Value::Array(tools)) => tools.iter().map(parse_tool).collect::<Result<_, _>>()?,
+        Some(_) => return Err("bad request: `context.tools` must be an array".into()),
+    };
+    Ok(Context {
+        system_prompt,
+        messages,
+        tools,
+    })
+}
+
+/// A pi message object with the fields a case may leave out filled in (D5).
+fn parse_message(index: usize, message: &Value, model: &Model) -> Result<Message, String> {
+    let Value::Object(fields) = message else {
+        return Err(format!("bad request: message {index} must be an object"));
+    };
+    let mut fields = fields.clone();
+    fields.entry("timestamp").or_insert(json!(index + 1));
+    match fields.get("role").and_then(Value::as_str) {
+        Some("user") => {
+            fields.entry("content").or_insert(json!(""));
+        }
+        Some("assistant") => {
+            fields.entry("content").or_insert(json!([]));
+            fields.entry("api").or_insert(json!(model.api.as_str()));
+            fields.entry("provider").or_insert(json!(model.provider));
+            fields.entry("model").or_insert(json!(model.id));
+            let has_call = fields["content"]
+                .as_array()
+                .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "toolCall"));
+            fields
+                .entry("stopReason")
+                .or_insert(json!(if has_call { "toolUse" } else { "stop" }));
+        }
+        Some("toolResult") => {
+            fields.entry("content").or_insert(json!([]));
+            fields.entry("toolName").or_insert(json!(""));
+            fields.entry("isError").or_insert(json!(false));
+        }
+        _ => return Err(format!("bad request: message {index} has an unknown role")),
+    }
+    serde_json::from_value(Value::Object(fields))
+        .map_err(|error| format!("bad request: message {index}: {error}"))
+}
+
+/// `{name, description?, parameters?, constrainedSampling?}` (D5 defaults).
+fn parse_tool(tool_json: &Value) -> Result<Tool, String> {
+    let tool = tool_json;
+    let name = tool
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or("bad request: a tool needs a string `name`")?;
+    let description = tool
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let parameters = tool
+        .get("parameters")
+        .cloned()
+        .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+    let tool = Tool::new(name, description, parameters);
+    Ok(match tool_field(tool_json, "constrainedSampling") {
+        None | Some(Value::Bool(false)) => tool,
+        Some(config) => {
+            let sampling = serde_json::from_value::<ConstrainedSampling>(config.clone())
+                .map_err(|error| format!("unsupported constrainedSampling: {error}"))?;
+            tool.with_constrained_sampling(sampling)
+        }
+    })
+}
+
+fn parse_options(options: Option<&Value>) -> Result<StreamOptions, String> {
+    let empty = Map::new();
+    let options = match options {
+        None => &empty,
+        Some(Value::Object(options)) => options,
+        Some(_) => return Err("bad request: `options` must be an object".into()),
+    };
+    let field = |key: &str| options.get(key).filter(|v| !v.is_null());
+    let reasoning = field("reasoning")
+        .map(|level| serde_json::from_value::<ThinkingLevel>(level.clone()))
+        .transpose()
+        .map_err(|error| format!("unsupported reasoning level: {error}"))?;
+    let cache_retention = field("cacheRetention")
+        .map(|retention| serde_json::from_value::<CacheRetention>(retention.clone()))
+        .transpose()
+        .map_err(|error| format!("unsupported cacheRetention: {error}"))?;
+    let max_tokens = field("maxTokens")
+        .map(|n| n.as_u64().and_then(|n| u32::try_from(n).ok()))
+        .map(|n| n.ok_or("bad request: `options.maxTokens` must be a positive integer"))
+        .transpose()?;
+    Ok(StreamOptions {
+        reasoning,
+        tool_choice: field("toolChoice").cloned(),
+        max_tokens,
+        temperature: field("temperature").and_then(Value::as_f64),
+        cache_retention,
+        ..StreamOptions::default()
+    })
+}
+
+fn tool_field<'a>(tool: &'a Value, key: &str) -> Option<&'a Value> {
+    tool.get(key).filter(|value| !value.is_null())
 }

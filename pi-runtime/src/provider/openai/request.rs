@@ -1,1 +1,0 @@
-//! Request conversion (context -> the JSON body POSTed).

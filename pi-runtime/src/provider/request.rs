@@ -1,0 +1,67 @@
+//! The JSON body a provider request would POST, built without sending it (SPEC §7).
+
+use serde_json::Value;
+
+use super::{Api, Model, anthropic, google, openai};
+use crate::stream::{Context, StreamOptions};
+
+/// The JSON body a request for `model` would POST: what the provider's client sends, key
+/// order included. Useful for logging, dry runs and tests.
+///
+/// # Errors
+/// The request must fail before the network, for example
+/// `Tool "pick" requires JSON-schema constrained sampling, but oneOf schemas are unsupported.`
+///
+/// # Examples
+///
+/// ```
+/// use pi_runtime::provider::{Api, Compat, Model, request_body};
+/// use pi_runtime::{Context, StreamOptions, UserMessage};
+///
+/// let model = Model {
+///     id: "gpt-test".into(),
+///     provider: "openai".into(),
+///     api: Api::OpenAiCompletions,
+///     base_url: "https://api.openai.com/v1".into(),
+///     reasoning: false,
+///     supports_images: false,
+///     max_tokens: 1024,
+///     context_window: 128_000,
+///     compat: Compat::default(),
+/// };
+/// let context = Context {
+///     system_prompt: "Be brief.".into(),
+///     messages: vec![UserMessage::text("hi").into()],
+///     tools: vec![],
+/// };
+/// let body = request_body(&model, &context, &StreamOptions::default()).unwrap();
+/// assert_eq!(body["messages"][0], serde_json::json!({"role": "system", "content": "Be brief."}));
+/// assert_eq!(body["max_completion_tokens"], 1024);
+/// ```
+pub fn request_body(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+) -> Result<Value, String> {
+    match model.api {
+        Api::OpenAiCompletions => openai::request::build_request(model, context, options),
+        Api::AnthropicMessages => anthropic::request::build_request(model, context, options),
+        Api::GoogleGenerativeAi => google::request::build_request(model, context, options),
+    }
+}
+
+/// The parameters pi hands its provider SDK (pi's `onPayload`): the same as
+/// [`request_body`] except for Google, where it is the `@google/genai` parameter object
+/// (`model`, `contents`, `config`) before the SDK turns it into the REST body. Only the
+/// conformance runner needs this.
+#[doc(hidden)]
+pub fn request_payload(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+) -> Result<Value, String> {
+    match model.api {
+        Api::GoogleGenerativeAi => google::request::build_payload(model, context, options),
+        _ => request_body(model, context, options),
+    }
+}
