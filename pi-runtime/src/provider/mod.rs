@@ -9,10 +9,11 @@ pub mod google;
 pub mod openai;
 
 pub(crate) mod compat;
-pub(crate) mod http;
+pub(crate) mod output;
 pub(crate) mod strict;
 pub(crate) mod transform;
 
+pub mod http;
 pub mod presets;
 
 pub use model::{Api, Compat, Model};

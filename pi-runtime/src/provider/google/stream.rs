@@ -1,1 +1,346 @@
-//! Stream parsing (SSE events -> assistant-message events).
+//! Stream parsing (SSE events -> assistant-message events) for Gemini
+//! `streamGenerateContent` chunks (SPEC §6.5, `google-generative-ai`).
+//!
+//! A `functionCall` part is normally complete: `toolcall_start`, one `toolcall_delta` with
+//! the compact JSON of its args, and `toolcall_end`, back to back. Vertex AI's streamed
+//! arguments (`willContinue` + `partialArgs`, closed by an empty `functionCall`) are read
+//! too: each piece becomes a `toolcall_delta` whose changes set or extend one argument.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Map, Value};
+
+use crate::json::{ArgumentChange, PathSegment};
+use crate::message::{StopReason, ToolCall, Usage};
+use crate::provider::output::{Output, StreamParser};
+
+/// Numbers synthesized call ids across the process, so they never repeat in a transcript.
+static GENERATED_IDS: AtomicU64 = AtomicU64::new(0);
+
+/// The open text or thinking block.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Open {
+    Text(usize),
+    Thinking(usize),
+}
+
+/// A Vertex call whose arguments are still streaming.
+#[derive(Debug)]
+struct StreamedCall {
+    content_index: usize,
+    arguments: Value,
+    /// The string argument the last piece left open (`willContinue`).
+    continuing: Option<Vec<PathSegment>>,
+}
+
+/// The parser of one Gemini response.
+#[derive(Debug, Default)]
+pub(crate) struct ChunkParser {
+    open: Option<Open>,
+    streamed: Option<StreamedCall>,
+    finish: Option<Result<StopReason, String>>,
+}
+
+impl ChunkParser {
+    pub(crate) fn new() -> Self {
+        ChunkParser::default()
+    }
+
+    fn chunk(&mut self, out: &mut Output, chunk: &Value) -> Result<(), String> {
+        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
+            return Err(match error.get("message").and_then(Value::as_str) {
+                Some(message) => message.to_owned(),
+                None => error.to_string(),
+            });
+        }
+        if out.message().response_id.is_none()
+            && let Some(id) = chunk.get("responseId").and_then(Value::as_str)
+        {
+            out.message_mut().response_id = Some(id.to_owned());
+        }
+        let candidate = chunk.pointer("/candidates/0");
+        let parts = candidate
+            .and_then(|c| c.pointer("/content/parts"))
+            .and_then(Value::as_array);
+        for part in parts.into_iter().flatten() {
+            if let Some(text) = part.get("text").and_then(Value::as_str) {
+                self.text(out, text, part.get("thought") == Some(&Value::Bool(true)));
+            }
+            if let Some(call) = part.get("functionCall").filter(|c| c.is_object()) {
+                self.function_call(out, call, part.get("thoughtSignature"));
+            }
+        }
+        if let Some(reason) = candidate
+            .and_then(|c| c.get("finishReason"))
+            .and_then(Value::as_str)
+        {
+            let has_call = out.message().tool_calls().next().is_some();
+            self.finish = Some(match map_finish_reason(reason) {
+                Ok(StopReason::Stop) if has_call => Ok(StopReason::ToolUse),
+                mapped => mapped,
+            });
+        }
+        if let Some(usage) = chunk.get("usageMetadata").filter(|u| u.is_object()) {
+            out.message_mut().usage = parse_usage(usage);
+        }
+        Ok(())
+    }
+
+    /// Text or thought text: joins the open block of its kind, else closes the other kind
+    /// and opens a new block. Empty pieces (Gemini ends with `{"text":""}`) add nothing.
+    fn text(&mut self, out: &mut Output, text: &str, thought: bool) {
+        if text.is_empty() {
+            return;
+        }
+        let index = match (self.open, thought) {
+            (Some(Open::Thinking(index)), true) | (Some(Open::Text(index)), false) => index,
+            _ => {
+                self.close_open(out);
+                if thought {
+                    let index = out.open_thinking("", None, false);
+                    self.open = Some(Open::Thinking(index));
+                    index
+                } else {
+                    let index = out.open_text("");
+                    self.open = Some(Open::Text(index));
+                    index
+                }
+            }
+        };
+        out.append(index, text);
+    }
+
+    fn close_open(&mut self, out: &mut Output) {
+        if let Some(Open::Text(index) | Open::Thinking(index)) = self.open.take() {
+            out.close(index);
+        }
+    }
+
+    fn function_call(&mut self, out: &mut Output, call: &Value, signature: Option<&Value>) {
+        let name = call
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty());
+        let continues = call.get("willContinue") == Some(&Value::Bool(true));
+        if self.streamed.is_some() && name.is_none() {
+            match call.get("partialArgs").and_then(Value::as_array) {
+                Some(pieces) => self.partial_args(out, pieces),
+                None if !continues => self.finish_streamed(out),
+                None => {}
+            }
+            return;
+        }
+        // A new call while one still streams: the old one is as complete as it will get.
+        self.finish_streamed(out);
+        self.close_open(out);
+        let id = self.call_id(
+            out,
+            call.get("id").and_then(Value::as_str),
+            name.unwrap_or(""),
+        );
+        let mut tool_call = ToolCall::new(id, name.unwrap_or(""), Value::Object(Map::new()));
+        tool_call.thought_signature = signature.and_then(Value::as_str).map(str::to_owned);
+        if continues {
+            let content_index = out.open_tool_call(tool_call);
+            self.streamed = Some(StreamedCall {
+                content_index,
+                arguments: Value::Object(Map::new()),
+                continuing: None,
+            });
+            if let Some(pieces) = call.get("partialArgs").and_then(Value::as_array) {
+                self.partial_args(out, pieces);
+            }
+            return;
+        }
+        let arguments = call
+            .get("args")
+            .filter(|args| args.is_object())
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        let content_index = out.open_tool_call(tool_call);
+        let text = arguments.to_string();
+        let changes = vec![ArgumentChange::Set {
+            path: Vec::new(),
+            value: arguments.clone(),
+        }];
+        out.tool_call_changes(content_index, &text, changes);
+        out.finish_tool_call_with(content_index, arguments, None);
+    }
+
+    /// `functionCall.id`, unless missing or already used in this message: then
+    /// `<name>_<ms timestamp>_<counter>` (SPEC §6.5; any unique id, SPEC §11.2 item 12).
+    fn call_id(&self, out: &Output, given: Option<&str>, name: &str) -> String {
+        if let Some(id) = given.filter(|id| !id.is_empty())
+            && !out.message().tool_calls().any(|call| call.id == id)
+        {
+            return id.to_owned();
+        }
+        let n = GENERATED_IDS.fetch_add(1, Ordering::Relaxed) + 1;
+        format!("{name}_{}_{n}", crate::message::now_ms())
+    }
+
+    /// Vertex `partialArgs`: each piece sets the value at its `jsonPath`; a string piece
+    /// after one marked `willContinue` extends that string.
+    fn partial_args(&mut self, out: &mut Output, pieces: &[Value]) {
+        let Some(streamed) = &mut self.streamed else {
+            return;
+        };
+        for piece in pieces {
+            let Some(path) = piece
+                .get("jsonPath")
+                .and_then(Value::as_str)
+                .and_then(parse_json_path)
+            else {
+                continue;
+            };
+            let continues = piece.get("willContinue") == Some(&Value::Bool(true));
+            let change = if let Some(text) = piece.get("stringValue").and_then(Value::as_str) {
+                if streamed.continuing.as_ref() == Some(&path) {
+                    ArgumentChange::Append {
+                        path: path.clone(),
+                        text: text.to_owned(),
+                    }
+                } else {
+                    ArgumentChange::Set {
+                        path: path.clone(),
+                        value: Value::String(text.to_owned()),
+                    }
+                }
+            } else if let Some(value) = piece.get("numberValue").or_else(|| piece.get("boolValue"))
+            {
+                ArgumentChange::Set {
+                    path: path.clone(),
+                    value: value.clone(),
+                }
+            } else if piece.get("nullValue").is_some() {
+                ArgumentChange::Set {
+                    path: path.clone(),
+                    value: Value::Null,
+                }
+            } else {
+                continue;
+            };
+            apply(&mut streamed.arguments, &change);
+            streamed.continuing = continues.then_some(path);
+            out.tool_call_changes(streamed.content_index, "", vec![change]);
+        }
+    }
+
+    /// Close a streamed call: one last delta carries its compact JSON, so the deltas of
+    /// every call still concatenate to its argument text.
+    fn finish_streamed(&mut self, out: &mut Output) {
+        if let Some(call) = self.streamed.take() {
+            out.tool_call_changes(call.content_index, &call.arguments.to_string(), Vec::new());
+            out.finish_tool_call_with(call.content_index, call.arguments, None);
+        }
+    }
+}
+
+impl StreamParser for ChunkParser {
+    fn event(&mut self, out: &mut Output, _name: &str, data: &str) -> Result<(), String> {
+        let chunk: Value = serde_json::from_str(data)
+            .map_err(|error| format!("Malformed SSE data: {error}; data={data}"))?;
+        self.chunk(out, &chunk)
+    }
+
+    fn end(&mut self, out: &mut Output) -> Result<StopReason, String> {
+        self.finish_streamed(out);
+        self.close_open(out);
+        self.finish
+            .take()
+            .unwrap_or_else(|| Err("Google stream ended without a finish reason".to_owned()))
+    }
+}
+
+fn map_finish_reason(reason: &str) -> Result<StopReason, String> {
+    match reason {
+        "STOP" => Ok(StopReason::Stop),
+        // pi does not resume with the continuation token either.
+        "MAX_TOKENS" | "CONTINUATION" => Ok(StopReason::Length),
+        other => Err(format!("Provider stopped with: {other}")),
+    }
+}
+
+/// `$.a.b[0]` / `$['a']` -> path segments; `None` for anything else.
+fn parse_json_path(path: &str) -> Option<Vec<PathSegment>> {
+    let mut rest = path.strip_prefix('$')?;
+    let mut segments = Vec::new();
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('.') {
+            let end = after.find(['.', '[']).unwrap_or(after.len());
+            segments.push(PathSegment::Key(after[..end].to_owned()));
+            rest = &after[end..];
+        } else if let Some(after) = rest.strip_prefix("['") {
+            let end = after.find("']")?;
+            segments.push(PathSegment::Key(after[..end].to_owned()));
+            rest = &after[end + 2..];
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let end = after.find(']')?;
+            segments.push(PathSegment::Index(after[..end].parse().ok()?));
+            rest = &after[end + 1..];
+        } else {
+            return None;
+        }
+    }
+    Some(segments)
+}
+
+/// Apply one change to the call's own copy of its arguments: the final arguments must not
+/// depend on how a consumer mirrors the partial ones.
+fn apply(arguments: &mut Value, change: &ArgumentChange) -> Option<()> {
+    let path = match change {
+        ArgumentChange::Set { path, .. } | ArgumentChange::Append { path, .. } => path,
+        ArgumentChange::Remove { .. } => return None,
+    };
+    let mut slot = arguments;
+    for segment in path {
+        slot = child(slot, segment)?;
+    }
+    match (change, slot) {
+        (ArgumentChange::Set { value, .. }, slot) => *slot = value.clone(),
+        (ArgumentChange::Append { text, .. }, Value::String(existing)) => existing.push_str(text),
+        (ArgumentChange::Append { text, .. }, slot) => *slot = Value::String(text.clone()),
+        (ArgumentChange::Remove { .. }, _) => {}
+    }
+    Some(())
+}
+
+/// The member or item at `segment`, created (and its parent made a container) if missing.
+fn child<'a>(value: &'a mut Value, segment: &PathSegment) -> Option<&'a mut Value> {
+    match segment {
+        PathSegment::Key(key) => {
+            if !value.is_object() {
+                *value = Value::Object(Map::new());
+            }
+            Some(
+                value
+                    .as_object_mut()?
+                    .entry(key.clone())
+                    .or_insert(Value::Null),
+            )
+        }
+        PathSegment::Index(i) => {
+            if !value.is_array() {
+                *value = Value::Array(Vec::new());
+            }
+            let items = value.as_array_mut()?;
+            if items.len() <= *i {
+                items.resize(*i + 1, Value::Null);
+            }
+            items.get_mut(*i)
+        }
+    }
+}
+
+fn parse_usage(usage: &Value) -> Usage {
+    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let cached = count("cachedContentTokenCount");
+    Usage {
+        input: count("promptTokenCount").saturating_sub(cached),
+        output: count("candidatesTokenCount") + count("thoughtsTokenCount"),
+        cache_read: cached,
+        cache_write: 0,
+        total_tokens: count("totalTokenCount"),
+        ..Usage::default()
+    }
+}
