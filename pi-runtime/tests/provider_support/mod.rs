@@ -128,10 +128,13 @@ async fn answer(
             response.body(Body::from(text)).expect("response")
         }
         Some(Reply::DropAfter(text)) => {
-            let pieces = futures::stream::iter([
-                Ok(Bytes::from(text)),
-                Err(std::io::Error::other("connection reset by the test server")),
-            ]);
+            // The pause lets hyper flush the head and the first bytes before the break.
+            let pieces = futures::stream::iter([Ok(Bytes::from(text))]).chain(
+                futures::stream::once(async {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    Err(std::io::Error::other("connection reset by the test server"))
+                }),
+            );
             sse(Body::from_stream(pieces))
         }
         Some(Reply::StallAfter(text)) => {
