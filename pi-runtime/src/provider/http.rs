@@ -445,7 +445,13 @@ fn stream_request<P: StreamParser>(
 
 /// Parse a recorded body as if a server had just sent it (no timeouts, no cancellation).
 fn replay_body<P: StreamParser>(body: String, parser: P, output: Output) -> AssistantEventStream {
-    let body = stream::iter([Ok::<_, std::io::Error>(body.into_bytes())]);
+    // Line by line: the SSE decoder copies its unread buffer after every line, so one big
+    // piece would make the replay quadratic in the body's size.
+    let lines: Vec<Result<String, std::io::Error>> = body
+        .split_inclusive('\n')
+        .map(|line| Ok(line.to_owned()))
+        .collect();
+    let body = stream::iter(lines);
     let mut output = output;
     output.start();
     drive(Run {
