@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::json::PartialJsonParser;
-use crate::message::{StopReason, ToolCall, Usage};
+use crate::message::{StopReason, ToolCall};
 use crate::provider::Model;
 use crate::provider::output::{Output, StreamParser};
 
@@ -51,82 +51,67 @@ impl ChunkParser {
         }
     }
 
-    fn chunk(&mut self, out: &mut Output, chunk: &Value) -> Result<(), String> {
-        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
-            return Err(provider_error(error));
+    fn chunk(&mut self, out: &mut Output, chunk: wire::Chunk<'_>) -> Result<(), String> {
+        if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
+            return Err(provider_error(&error));
         }
         let message = out.message_mut();
         if message.response_id.is_none()
-            && let Some(id) = chunk
-                .get("id")
-                .and_then(Value::as_str)
-                .filter(|id| !id.is_empty())
+            && let Some(id) = chunk.id.filter(|id| !id.is_empty())
         {
-            message.response_id = Some(id.to_owned());
+            message.response_id = Some(id.into_owned());
         }
-        let choice = chunk
-            .get("choices")
-            .and_then(Value::as_array)
-            .and_then(|choices| choices.first());
+        let mut choice = chunk.choices.into_iter().next();
         // Some servers (Moonshot) put usage on the choice instead of the chunk.
-        let usage = chunk.get("usage").filter(|u| u.is_object()).or_else(|| {
-            choice
-                .and_then(|c| c.get("usage"))
-                .filter(|u| u.is_object())
-        });
+        let usage = chunk
+            .usage
+            .or_else(|| choice.as_mut().and_then(|c| c.usage.take()));
         if let Some(usage) = usage {
-            out.message_mut().usage = parse_usage(usage);
+            out.message_mut().usage = usage.into();
         }
         let Some(choice) = choice else {
             return Ok(());
         };
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-            self.finish = Some(map_finish_reason(reason));
+        if let Some(reason) = choice.finish_reason {
+            self.finish = Some(map_finish_reason(&reason));
         }
-        if let Some(delta) = choice.get("delta").filter(|d| d.is_object()) {
+        if let Some(delta) = choice.delta {
             self.delta(out, delta);
         }
         Ok(())
     }
 
-    fn delta(&mut self, out: &mut Output, delta: &Value) {
+    fn delta(&mut self, out: &mut Output, delta: wire::Delta<'_>) {
         // Reasoning first: a proxy may put reasoning and answer in one delta, and the
         // thinking block must come before the text block.
-        let reasoning = REASONING_FIELDS.iter().find_map(|&field| {
-            let text = delta.get(field)?.as_str()?;
-            (!text.is_empty()).then_some((field, text))
-        });
+        let reasoning = [
+            (REASONING_FIELDS[0], &delta.reasoning_content),
+            (REASONING_FIELDS[1], &delta.reasoning),
+            (REASONING_FIELDS[2], &delta.reasoning_text),
+        ]
+        .into_iter()
+        .find_map(|(field, text)| Some((field, text.as_deref().filter(|t| !t.is_empty())?)));
         if let Some((field, text)) = reasoning {
             let index = *self
                 .thinking
                 .get_or_insert_with(|| out.open_thinking("", Some(field.to_owned()), false));
             out.append(index, text);
         }
-        if let Some(text) = delta.get("content").and_then(Value::as_str)
-            && !text.is_empty()
-        {
+        if let Some(text) = delta.content.as_deref().filter(|t| !t.is_empty()) {
             let index = *self.text.get_or_insert_with(|| out.open_text(""));
             out.append(index, text);
         }
-        if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-            for call in calls {
-                self.tool_call(out, call);
-            }
+        for call in delta.tool_calls.into_iter().flatten() {
+            self.tool_call(out, call);
         }
     }
 
     /// One `tool_calls` entry: find its block by `index`, then by `id`, or start one.
-    fn tool_call(&mut self, out: &mut Output, entry: &Value) {
-        let stream_index = entry.get("index").and_then(Value::as_u64);
-        let id = entry
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|id| !id.is_empty());
-        let function = entry.get("function");
-        let name = function
-            .and_then(|f| f.get("name"))
-            .and_then(Value::as_str)
-            .filter(|name| !name.is_empty());
+    fn tool_call(&mut self, out: &mut Output, entry: wire::ToolCallDelta<'_>) {
+        let stream_index = entry.index;
+        let id = entry.id.as_deref().filter(|id| !id.is_empty());
+        let function = entry.function.unwrap_or_default();
+        let name = function.name.as_deref().filter(|name| !name.is_empty());
         let known = stream_index
             .and_then(|i| self.by_index.get(&i))
             .or_else(|| id.and_then(|id| self.by_id.get(id)))
@@ -175,10 +160,7 @@ impl ChunkParser {
                 name.clone_into(&mut block.name);
             }
         }
-        let delta = function
-            .and_then(|f| f.get("arguments"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        let delta = function.arguments.as_deref().unwrap_or("");
         out.tool_call_delta(content_index, delta, &mut self.calls[slot].arguments);
     }
 }
@@ -188,12 +170,9 @@ impl StreamParser for ChunkParser {
         if data.trim() == "[DONE]" {
             return Ok(());
         }
-        let chunk: Value = serde_json::from_str(data)
+        let chunk: wire::Chunk<'_> = serde_json::from_str(data)
             .map_err(|error| format!("Malformed SSE data: {error}; data={data}"))?;
-        if chunk.is_object() {
-            self.chunk(out, &chunk)?;
-        }
-        Ok(())
+        self.chunk(out, chunk)
     }
 
     fn end(&mut self, out: &mut Output) -> Result<StopReason, String> {
@@ -233,27 +212,128 @@ fn provider_error(error: &Value) -> String {
     }
 }
 
-/// Chat Completions usage. Cached prompt tokens are reported apart from `input`: OpenAI puts
-/// them in `prompt_tokens_details.cached_tokens`, DeepSeek in `prompt_cache_hit_tokens`,
-/// Kimi in `cached_tokens`.
-fn parse_usage(usage: &Value) -> Usage {
-    let count = |value: Option<&Value>| value.and_then(Value::as_u64).unwrap_or(0);
-    let prompt = count(usage.get("prompt_tokens"));
-    let cache_read = usage
-        .pointer("/prompt_tokens_details/cached_tokens")
-        .or_else(|| usage.get("prompt_cache_hit_tokens"))
-        .or_else(|| usage.get("cached_tokens"))
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    let cache_write = count(usage.pointer("/prompt_tokens_details/cache_write_tokens"));
-    let input = prompt.saturating_sub(cache_read + cache_write);
-    let output = count(usage.get("completion_tokens"));
-    Usage {
-        input,
-        output,
-        cache_read,
-        cache_write,
-        total_tokens: input + output + cache_read + cache_write,
-        ..Usage::default()
+/// The chunk fields this parser reads; everything else is skipped unparsed. Strings borrow
+/// from the event data unless they hold escapes.
+mod wire {
+    use std::borrow::Cow;
+
+    use serde::Deserialize;
+    use serde_json::Value;
+
+    use crate::message::Usage;
+
+    /// One `chat.completion.chunk`.
+    #[derive(Debug, Deserialize)]
+    pub(super) struct Chunk<'a> {
+        #[serde(borrow, default)]
+        pub(super) id: Option<Cow<'a, str>>,
+        #[serde(borrow, default, deserialize_with = "null_as_empty")]
+        pub(super) choices: Vec<Choice<'a>>,
+        #[serde(default)]
+        pub(super) usage: Option<WireUsage>,
+        /// An error some servers send inside a 200 stream.
+        #[serde(default)]
+        pub(super) error: Option<Value>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    pub(super) struct Choice<'a> {
+        #[serde(borrow, default)]
+        pub(super) delta: Option<Delta<'a>>,
+        #[serde(borrow, default)]
+        pub(super) finish_reason: Option<Cow<'a, str>>,
+        #[serde(default)]
+        pub(super) usage: Option<WireUsage>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    pub(super) struct Delta<'a> {
+        #[serde(borrow, default)]
+        pub(super) content: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub(super) reasoning_content: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub(super) reasoning: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub(super) reasoning_text: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub(super) tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    pub(super) struct ToolCallDelta<'a> {
+        #[serde(default)]
+        pub(super) index: Option<u64>,
+        #[serde(borrow, default)]
+        pub(super) id: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub(super) function: Option<FunctionDelta<'a>>,
+    }
+
+    #[derive(Debug, Default, Deserialize)]
+    pub(super) struct FunctionDelta<'a> {
+        #[serde(borrow, default)]
+        pub(super) name: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub(super) arguments: Option<Cow<'a, str>>,
+    }
+
+    /// Cached prompt tokens are reported apart from `input`: OpenAI puts them in
+    /// `prompt_tokens_details.cached_tokens`, DeepSeek in `prompt_cache_hit_tokens`, Kimi in
+    /// `cached_tokens`.
+    #[derive(Debug, Deserialize)]
+    pub(super) struct WireUsage {
+        #[serde(default)]
+        prompt_tokens: Option<u64>,
+        #[serde(default)]
+        completion_tokens: Option<u64>,
+        #[serde(default)]
+        prompt_tokens_details: Option<PromptDetails>,
+        #[serde(default)]
+        prompt_cache_hit_tokens: Option<u64>,
+        #[serde(default)]
+        cached_tokens: Option<u64>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    struct PromptDetails {
+        #[serde(default)]
+        cached_tokens: Option<u64>,
+        #[serde(default)]
+        cache_write_tokens: Option<u64>,
+    }
+
+    impl From<WireUsage> for Usage {
+        fn from(usage: WireUsage) -> Self {
+            let details = usage.prompt_tokens_details.as_ref();
+            let cache_read = details
+                .and_then(|d| d.cached_tokens)
+                .or(usage.prompt_cache_hit_tokens)
+                .or(usage.cached_tokens)
+                .unwrap_or(0);
+            let cache_write = details.and_then(|d| d.cache_write_tokens).unwrap_or(0);
+            let input = usage
+                .prompt_tokens
+                .unwrap_or(0)
+                .saturating_sub(cache_read + cache_write);
+            let output = usage.completion_tokens.unwrap_or(0);
+            Usage {
+                input,
+                output,
+                cache_read,
+                cache_write,
+                total_tokens: input + output + cache_read + cache_write,
+                ..Usage::default()
+            }
+        }
+    }
+
+    /// `"choices": null` reads as no choices.
+    fn null_as_empty<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+    where
+        D: serde::Deserializer<'de>,
+        T: Deserialize<'de>,
+    {
+        Ok(Option::<Vec<T>>::deserialize(deserializer)?.unwrap_or_default())
     }
 }
