@@ -6,10 +6,11 @@
 
 use std::collections::HashMap;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::json::{PartialJsonParser, parse_tool_call_arguments};
-use crate::message::{StopReason, ToolCall};
+use crate::message::{StopReason, ToolCall, Usage};
 use crate::provider::output::{Output, StreamParser};
 
 /// A block between its `content_block_start` and `content_block_stop`.
@@ -41,59 +42,71 @@ impl EventParser {
         EventParser::default()
     }
 
-    fn message_start(&mut self, out: &mut Output, event: &Value) {
+    fn apply(
+        &mut self,
+        out: &mut Output,
+        event: wire::Event<'_>,
+        data: &str,
+    ) -> Result<(), String> {
+        match event {
+            wire::Event::MessageStart { message } => self.message_start(out, message),
+            wire::Event::ContentBlockStart {
+                index,
+                content_block,
+            } => self.block_start(out, index, content_block),
+            wire::Event::ContentBlockDelta { index, delta } => self.block_delta(out, index, delta),
+            wire::Event::ContentBlockStop { index } => self.block_stop(out, index),
+            wire::Event::MessageDelta { delta, usage } => self.message_delta(out, delta, usage)?,
+            wire::Event::MessageStop => self.saw_stop = true,
+            wire::Event::Error => return Err(data.to_owned()),
+            wire::Event::Other => {}
+        }
+        Ok(())
+    }
+
+    fn message_start(&mut self, out: &mut Output, start: wire::MessageStart<'_>) {
         self.saw_start = true;
         let message = out.message_mut();
-        if let Some(id) = event.pointer("/message/id").and_then(Value::as_str) {
-            message.response_id = Some(id.to_owned());
+        if let Some(id) = start.id {
+            message.response_id = Some(id.into_owned());
         }
-        if let Some(usage) = event.pointer("/message/usage") {
-            let usage_of = |key: &str| usage.get(key).and_then(Value::as_u64);
-            let totals = &mut message.usage;
-            totals.input = usage_of("input_tokens").unwrap_or(0);
-            totals.output = usage_of("output_tokens").unwrap_or(0);
-            totals.cache_read = usage_of("cache_read_input_tokens").unwrap_or(0);
-            totals.cache_write = usage_of("cache_creation_input_tokens").unwrap_or(0);
-            totals.total_tokens =
-                totals.input + totals.output + totals.cache_read + totals.cache_write;
+        if let Some(usage) = start.usage {
+            message.usage = Usage::default();
+            usage.update(&mut message.usage);
         }
     }
 
-    fn block_start(&mut self, out: &mut Output, event: &Value) {
-        let (Some(index), Some(block)) = (
-            event.get("index").and_then(Value::as_u64),
-            event.get("content_block"),
-        ) else {
-            return;
-        };
-        let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or("");
-        let (content_index, call) = match block.get("type").and_then(Value::as_str) {
-            Some("text") => (out.open_text(text("text")), None),
-            Some("thinking") => {
-                let signature = Some(text("signature").to_owned());
-                (out.open_thinking(text("thinking"), signature, false), None)
+    fn block_start(&mut self, out: &mut Output, index: u64, block: wire::Block<'_>) {
+        let (content_index, call) = match block {
+            wire::Block::Text { text } => (out.open_text(&text), None),
+            wire::Block::Thinking {
+                thinking,
+                signature,
+            } => {
+                let signature = Some(signature.into_owned());
+                (out.open_thinking(&thinking, signature, false), None)
             }
-            Some("redacted_thinking") => {
-                let signature = Some(text("data").to_owned());
+            wire::Block::RedactedThinking { data } => {
+                let signature = Some(data.into_owned());
                 (
                     out.open_thinking("[Reasoning redacted]", signature, true),
                     None,
                 )
             }
-            Some("tool_use") => {
-                let input = block
-                    .get("input")
-                    .filter(|input| input.is_object())
-                    .cloned()
+            wire::Block::ToolUse { id, name, input } => {
+                let input = input
+                    .filter(Value::is_object)
                     .unwrap_or_else(|| Value::Object(Default::default()));
-                let call = ToolCall::new(text("id"), text("name"), input);
                 let state = CallState {
                     arguments: PartialJsonParser::new(),
                     streamed: false,
                 };
-                (out.open_tool_call(call), Some(state))
+                (
+                    out.open_tool_call(ToolCall::new(id, name, input)),
+                    Some(state),
+                )
             }
-            _ => return,
+            wire::Block::Other => return,
         };
         self.open.insert(
             index,
@@ -104,42 +117,30 @@ impl EventParser {
         );
     }
 
-    fn block_delta(&mut self, out: &mut Output, event: &Value) {
-        let Some(open) = event
-            .get("index")
-            .and_then(Value::as_u64)
-            .and_then(|index| self.open.get_mut(&index))
-        else {
+    fn block_delta(&mut self, out: &mut Output, index: u64, delta: wire::BlockDelta<'_>) {
+        let Some(open) = self.open.get_mut(&index) else {
             return;
         };
-        let Some(delta) = event.get("delta") else {
-            return;
-        };
-        let field = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or("");
-        match delta.get("type").and_then(Value::as_str) {
-            Some("text_delta") => out.append(open.content_index, field("text")),
-            Some("thinking_delta") => out.append(open.content_index, field("thinking")),
-            Some("signature_delta") => out.append_signature(open.content_index, field("signature")),
-            Some("input_json_delta") => {
+        match delta {
+            wire::BlockDelta::TextDelta { text } => out.append(open.content_index, &text),
+            wire::BlockDelta::ThinkingDelta { thinking } => {
+                out.append(open.content_index, &thinking);
+            }
+            wire::BlockDelta::SignatureDelta { signature } => {
+                out.append_signature(open.content_index, &signature);
+            }
+            wire::BlockDelta::InputJsonDelta { partial_json } => {
                 if let Some(call) = &mut open.call {
                     call.streamed = true;
-                    out.tool_call_delta(
-                        open.content_index,
-                        field("partial_json"),
-                        &mut call.arguments,
-                    );
+                    out.tool_call_delta(open.content_index, &partial_json, &mut call.arguments);
                 }
             }
-            _ => {}
+            wire::BlockDelta::Other => {}
         }
     }
 
-    fn block_stop(&mut self, out: &mut Output, event: &Value) {
-        let Some(open) = event
-            .get("index")
-            .and_then(Value::as_u64)
-            .and_then(|index| self.open.remove(&index))
-        else {
+    fn block_stop(&mut self, out: &mut Output, index: u64) {
+        let Some(open) = self.open.remove(&index) else {
             return;
         };
         match open.call {
@@ -159,53 +160,57 @@ impl EventParser {
         }
     }
 
-    fn message_delta(&mut self, out: &mut Output, event: &Value) -> Result<(), String> {
-        if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
-            let explanation = event
-                .pointer("/delta/stop_details/explanation")
-                .and_then(Value::as_str);
-            self.stop = Some(map_stop_reason(reason, explanation)?);
+    fn message_delta(
+        &mut self,
+        out: &mut Output,
+        delta: wire::MessageDelta<'_>,
+        usage: Option<wire::WireUsage>,
+    ) -> Result<(), String> {
+        if let Some(reason) = delta.stop_reason {
+            let explanation = delta.stop_details.and_then(|details| details.explanation);
+            self.stop = Some(map_stop_reason(&reason, explanation.as_deref())?);
         }
-        if let Some(usage) = event.get("usage").filter(|u| u.is_object()) {
-            let totals = &mut out.message_mut().usage;
-            let update = |key: &str, slot: &mut u64| {
-                if let Some(n) = usage.get(key).and_then(Value::as_u64) {
-                    *slot = n;
-                }
-            };
-            update("input_tokens", &mut totals.input);
-            update("output_tokens", &mut totals.output);
-            update("cache_read_input_tokens", &mut totals.cache_read);
-            update("cache_creation_input_tokens", &mut totals.cache_write);
-            totals.total_tokens =
-                totals.input + totals.output + totals.cache_read + totals.cache_write;
+        if let Some(usage) = usage {
+            usage.update(&mut out.message_mut().usage);
         }
         Ok(())
     }
 }
 
+/// The `event:` names of the Messages stream; others (`ping`) are skipped unparsed.
+const MESSAGE_EVENTS: [&str; 6] = [
+    "message_start",
+    "message_delta",
+    "message_stop",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+];
+
 impl StreamParser for EventParser {
     fn event(&mut self, out: &mut Output, name: &str, data: &str) -> Result<(), String> {
-        if name == "error" {
-            return Err(data.to_owned());
-        }
-        let event = parse_event(name, data)?;
-        // Without an `event:` line the payload's own type names the event.
-        let kind = match name {
-            "message" => event.get("type").and_then(Value::as_str).unwrap_or(""),
-            named => named,
-        };
-        match kind {
+        // Without an `event:` line (`message`), the payload's own type names the event.
+        match name {
             "error" => return Err(data.to_owned()),
-            "message_start" => self.message_start(out, &event),
-            "content_block_start" => self.block_start(out, &event),
-            "content_block_delta" => self.block_delta(out, &event),
-            "content_block_stop" => self.block_stop(out, &event),
-            "message_delta" => self.message_delta(out, &event)?,
-            "message_stop" => self.saw_stop = true,
+            "message" => {}
+            named if !MESSAGE_EVENTS.contains(&named) => return Ok(()),
             _ => {}
         }
-        Ok(())
+        match serde_json::from_str::<wire::Event<'_>>(data) {
+            Ok(event) => self.apply(out, event, data),
+            // SPEC §6.5: the payload is parsed with the repair of §6.4 (a raw control
+            // character or a bad escape inside a string).
+            Err(error) => {
+                let unparsable =
+                    || format!("Could not parse Anthropic SSE event {name}: {error}; data={data}");
+                let (repaired, failure) = parse_tool_call_arguments(data);
+                if failure.is_some() {
+                    return Err(unparsable());
+                }
+                let event = wire::Event::deserialize(&repaired).map_err(|_| unparsable())?;
+                self.apply(out, event, data)
+            }
+        }
     }
 
     fn end(&mut self, _out: &mut Output) -> Result<StopReason, String> {
@@ -215,20 +220,6 @@ impl StreamParser for EventParser {
         self.stop
             .take()
             .unwrap_or_else(|| Err("Anthropic stream ended without a stop reason".to_owned()))
-    }
-}
-
-/// The event's JSON, repaired like tool arguments when a raw control character or a bad
-/// escape broke it (SPEC §6.5).
-fn parse_event(name: &str, data: &str) -> Result<Value, String> {
-    match serde_json::from_str::<Value>(data) {
-        Ok(event) => Ok(event),
-        Err(error) => match parse_tool_call_arguments(data) {
-            (event, None) => Ok(event),
-            (_, Some(_)) => Err(format!(
-                "Could not parse Anthropic SSE event {name}: {error}; data={data}"
-            )),
-        },
     }
 }
 
@@ -249,4 +240,154 @@ fn map_stop_reason(
         "sensitive" => Err("Provider stopped with: sensitive".to_owned()),
         other => return Err(format!("Unhandled stop reason: {other}")),
     })
+}
+
+/// The event fields this parser reads; everything else is skipped unparsed. Strings borrow
+/// from the event data unless they hold escapes.
+mod wire {
+    use std::borrow::Cow;
+
+    use serde::Deserialize;
+    use serde_json::Value;
+
+    use crate::message::Usage;
+
+    /// One Messages stream event, named by its `type`.
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "type", rename_all = "snake_case")]
+    pub(super) enum Event<'a> {
+        MessageStart {
+            #[serde(borrow)]
+            message: MessageStart<'a>,
+        },
+        ContentBlockStart {
+            index: u64,
+            #[serde(borrow)]
+            content_block: Block<'a>,
+        },
+        ContentBlockDelta {
+            index: u64,
+            #[serde(borrow)]
+            delta: BlockDelta<'a>,
+        },
+        ContentBlockStop {
+            index: u64,
+        },
+        MessageDelta {
+            #[serde(borrow)]
+            delta: MessageDelta<'a>,
+            #[serde(default)]
+            usage: Option<WireUsage>,
+        },
+        MessageStop,
+        Error,
+        #[serde(other)]
+        Other,
+    }
+
+    #[derive(Debug, Deserialize)]
+    pub(super) struct MessageStart<'a> {
+        #[serde(borrow, default)]
+        pub(super) id: Option<Cow<'a, str>>,
+        #[serde(default)]
+        pub(super) usage: Option<WireUsage>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "type", rename_all = "snake_case")]
+    pub(super) enum Block<'a> {
+        Text {
+            #[serde(borrow, default)]
+            text: Cow<'a, str>,
+        },
+        Thinking {
+            #[serde(borrow, default)]
+            thinking: Cow<'a, str>,
+            #[serde(borrow, default)]
+            signature: Cow<'a, str>,
+        },
+        RedactedThinking {
+            #[serde(borrow, default)]
+            data: Cow<'a, str>,
+        },
+        ToolUse {
+            #[serde(borrow, default)]
+            id: Cow<'a, str>,
+            #[serde(borrow, default)]
+            name: Cow<'a, str>,
+            #[serde(default)]
+            input: Option<Value>,
+        },
+        #[serde(other)]
+        Other,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "type", rename_all = "snake_case")]
+    pub(super) enum BlockDelta<'a> {
+        TextDelta {
+            #[serde(borrow, default)]
+            text: Cow<'a, str>,
+        },
+        ThinkingDelta {
+            #[serde(borrow, default)]
+            thinking: Cow<'a, str>,
+        },
+        SignatureDelta {
+            #[serde(borrow, default)]
+            signature: Cow<'a, str>,
+        },
+        InputJsonDelta {
+            #[serde(borrow, default)]
+            partial_json: Cow<'a, str>,
+        },
+        #[serde(other)]
+        Other,
+    }
+
+    #[derive(Debug, Deserialize)]
+    pub(super) struct MessageDelta<'a> {
+        #[serde(borrow, default)]
+        pub(super) stop_reason: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub(super) stop_details: Option<StopDetails<'a>>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    pub(super) struct StopDetails<'a> {
+        #[serde(borrow, default)]
+        pub(super) explanation: Option<Cow<'a, str>>,
+    }
+
+    /// Token counts; absent (or `null`) ones keep their earlier value, since proxies leave
+    /// `input_tokens` out of `message_delta`.
+    #[derive(Debug, Deserialize)]
+    pub(super) struct WireUsage {
+        #[serde(default)]
+        input_tokens: Option<u64>,
+        #[serde(default)]
+        output_tokens: Option<u64>,
+        #[serde(default)]
+        cache_read_input_tokens: Option<u64>,
+        #[serde(default)]
+        cache_creation_input_tokens: Option<u64>,
+    }
+
+    impl WireUsage {
+        /// Anthropic sends no total: it is the sum of the parts.
+        pub(super) fn update(&self, usage: &mut Usage) {
+            let counts = [
+                (self.input_tokens, &mut usage.input),
+                (self.output_tokens, &mut usage.output),
+                (self.cache_read_input_tokens, &mut usage.cache_read),
+                (self.cache_creation_input_tokens, &mut usage.cache_write),
+            ];
+            for (count, slot) in counts {
+                if let Some(count) = count {
+                    *slot = count;
+                }
+            }
+            usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+        }
+    }
 }
