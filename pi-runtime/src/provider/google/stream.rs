@@ -6,12 +6,13 @@
 //! arguments (`willContinue` + `partialArgs`, closed by an empty `functionCall`) are read
 //! too: each piece becomes a `toolcall_delta` whose changes set or extend one argument.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Map, Value};
 
 use crate::json::{ArgumentChange, PathSegment};
-use crate::message::{StopReason, ToolCall, Usage};
+use crate::message::{StopReason, ToolCall};
 use crate::provider::output::{Output, StreamParser};
 
 /// Numbers synthesized call ids across the process, so they never repeat in a transcript.
@@ -46,42 +47,43 @@ impl ChunkParser {
         ChunkParser::default()
     }
 
-    fn chunk(&mut self, out: &mut Output, chunk: &Value) -> Result<(), String> {
-        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
+    fn chunk(&mut self, out: &mut Output, chunk: wire::Chunk<'_>) -> Result<(), String> {
+        if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             return Err(match error.get("message").and_then(Value::as_str) {
                 Some(message) => message.to_owned(),
                 None => error.to_string(),
             });
         }
         if out.message().response_id.is_none()
-            && let Some(id) = chunk.get("responseId").and_then(Value::as_str)
+            && let Some(id) = chunk.response_id
         {
-            out.message_mut().response_id = Some(id.to_owned());
+            out.message_mut().response_id = Some(id.into_owned());
         }
-        let candidate = chunk.pointer("/candidates/0");
-        let parts = candidate
-            .and_then(|c| c.pointer("/content/parts"))
-            .and_then(Value::as_array);
-        for part in parts.into_iter().flatten() {
-            if let Some(text) = part.get("text").and_then(Value::as_str) {
-                self.text(out, text, part.get("thought") == Some(&Value::Bool(true)));
+        let candidate = chunk.candidates.into_iter().next();
+        let (parts, finish_reason) = match candidate {
+            Some(candidate) => (
+                candidate.content.map(|c| c.parts).unwrap_or_default(),
+                candidate.finish_reason,
+            ),
+            None => (Vec::new(), None),
+        };
+        for part in parts {
+            if let Some(text) = &part.text {
+                self.text(out, text, part.thought == Some(true));
             }
-            if let Some(call) = part.get("functionCall").filter(|c| c.is_object()) {
-                self.function_call(out, call, part.get("thoughtSignature"));
+            if let Some(call) = part.function_call {
+                self.function_call(out, call, part.thought_signature);
             }
         }
-        if let Some(reason) = candidate
-            .and_then(|c| c.get("finishReason"))
-            .and_then(Value::as_str)
-        {
+        if let Some(reason) = finish_reason {
             let has_call = out.message().tool_calls().next().is_some();
-            self.finish = Some(match map_finish_reason(reason) {
+            self.finish = Some(match map_finish_reason(&reason) {
                 Ok(StopReason::Stop) if has_call => Ok(StopReason::ToolUse),
                 mapped => mapped,
             });
         }
-        if let Some(usage) = chunk.get("usageMetadata").filter(|u| u.is_object()) {
-            out.message_mut().usage = parse_usage(usage);
+        if let Some(usage) = chunk.usage_metadata {
+            out.message_mut().usage = usage.into();
         }
         Ok(())
     }
@@ -116,14 +118,16 @@ impl ChunkParser {
         }
     }
 
-    fn function_call(&mut self, out: &mut Output, call: &Value, signature: Option<&Value>) {
-        let name = call
-            .get("name")
-            .and_then(Value::as_str)
-            .filter(|n| !n.is_empty());
-        let continues = call.get("willContinue") == Some(&Value::Bool(true));
+    fn function_call(
+        &mut self,
+        out: &mut Output,
+        call: wire::FunctionCall<'_>,
+        signature: Option<Cow<'_, str>>,
+    ) {
+        let name = call.name.as_deref().filter(|n| !n.is_empty());
+        let continues = call.will_continue == Some(true);
         if self.streamed.is_some() && name.is_none() {
-            match call.get("partialArgs").and_then(Value::as_array) {
+            match call.partial_args {
                 Some(pieces) => self.partial_args(out, pieces),
                 None if !continues => self.finish_streamed(out),
                 None => {}
@@ -133,13 +137,9 @@ impl ChunkParser {
         // A new call while one still streams: the old one is as complete as it will get.
         self.finish_streamed(out);
         self.close_open(out);
-        let id = self.call_id(
-            out,
-            call.get("id").and_then(Value::as_str),
-            name.unwrap_or(""),
-        );
+        let id = self.call_id(out, call.id.as_deref(), name.unwrap_or(""));
         let mut tool_call = ToolCall::new(id, name.unwrap_or(""), Value::Object(Map::new()));
-        tool_call.thought_signature = signature.and_then(Value::as_str).map(str::to_owned);
+        tool_call.thought_signature = signature.map(Cow::into_owned);
         if continues {
             let content_index = out.open_tool_call(tool_call);
             self.streamed = Some(StreamedCall {
@@ -147,15 +147,14 @@ impl ChunkParser {
                 arguments: Value::Object(Map::new()),
                 continuing: None,
             });
-            if let Some(pieces) = call.get("partialArgs").and_then(Value::as_array) {
+            if let Some(pieces) = call.partial_args {
                 self.partial_args(out, pieces);
             }
             return;
         }
         let arguments = call
-            .get("args")
-            .filter(|args| args.is_object())
-            .cloned()
+            .args
+            .filter(Value::is_object)
             .unwrap_or_else(|| Value::Object(Map::new()));
         let content_index = out.open_tool_call(tool_call);
         let text = arguments.to_string();
@@ -181,38 +180,32 @@ impl ChunkParser {
 
     /// Vertex `partialArgs`: each piece sets the value at its `jsonPath`; a string piece
     /// after one marked `willContinue` extends that string.
-    fn partial_args(&mut self, out: &mut Output, pieces: &[Value]) {
+    fn partial_args(&mut self, out: &mut Output, pieces: Vec<wire::PartialArg<'_>>) {
         let Some(streamed) = &mut self.streamed else {
             return;
         };
         for piece in pieces {
-            let Some(path) = piece
-                .get("jsonPath")
-                .and_then(Value::as_str)
-                .and_then(parse_json_path)
-            else {
+            let Some(path) = parse_json_path(&piece.json_path) else {
                 continue;
             };
-            let continues = piece.get("willContinue") == Some(&Value::Bool(true));
-            let change = if let Some(text) = piece.get("stringValue").and_then(Value::as_str) {
+            let change = if let Some(text) = piece.string_value {
                 if streamed.continuing.as_ref() == Some(&path) {
                     ArgumentChange::Append {
                         path: path.clone(),
-                        text: text.to_owned(),
+                        text: text.into_owned(),
                     }
                 } else {
                     ArgumentChange::Set {
                         path: path.clone(),
-                        value: Value::String(text.to_owned()),
+                        value: Value::String(text.into_owned()),
                     }
                 }
-            } else if let Some(value) = piece.get("numberValue").or_else(|| piece.get("boolValue"))
-            {
+            } else if let Some(value) = piece.number_value.or(piece.bool_value) {
                 ArgumentChange::Set {
                     path: path.clone(),
-                    value: value.clone(),
+                    value,
                 }
-            } else if piece.get("nullValue").is_some() {
+            } else if piece.null_value {
                 ArgumentChange::Set {
                     path: path.clone(),
                     value: Value::Null,
@@ -221,7 +214,7 @@ impl ChunkParser {
                 continue;
             };
             apply(&mut streamed.arguments, &change);
-            streamed.continuing = continues.then_some(path);
+            streamed.continuing = (piece.will_continue == Some(true)).then_some(path);
             out.tool_call_changes(streamed.content_index, "", vec![change]);
         }
     }
@@ -238,9 +231,9 @@ impl ChunkParser {
 
 impl StreamParser for ChunkParser {
     fn event(&mut self, out: &mut Output, _name: &str, data: &str) -> Result<(), String> {
-        let chunk: Value = serde_json::from_str(data)
+        let chunk: wire::Chunk<'_> = serde_json::from_str(data)
             .map_err(|error| format!("Malformed SSE data: {error}; data={data}"))?;
-        self.chunk(out, &chunk)
+        self.chunk(out, chunk)
     }
 
     fn end(&mut self, out: &mut Output) -> Result<StopReason, String> {
@@ -332,15 +325,126 @@ fn child<'a>(value: &'a mut Value, segment: &PathSegment) -> Option<&'a mut Valu
     }
 }
 
-fn parse_usage(usage: &Value) -> Usage {
-    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-    let cached = count("cachedContentTokenCount");
-    Usage {
-        input: count("promptTokenCount").saturating_sub(cached),
-        output: count("candidatesTokenCount") + count("thoughtsTokenCount"),
-        cache_read: cached,
-        cache_write: 0,
-        total_tokens: count("totalTokenCount"),
-        ..Usage::default()
+/// The chunk fields this parser reads; everything else is skipped unparsed. Strings borrow
+/// from the event data unless they hold escapes.
+mod wire {
+    use std::borrow::Cow;
+
+    use serde::Deserialize;
+    use serde_json::Value;
+
+    use crate::message::Usage;
+
+    /// One `GenerateContentResponse` of the stream.
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct Chunk<'a> {
+        #[serde(borrow, default)]
+        pub(super) candidates: Vec<Candidate<'a>>,
+        #[serde(default)]
+        pub(super) usage_metadata: Option<UsageMetadata>,
+        #[serde(borrow, default)]
+        pub(super) response_id: Option<Cow<'a, str>>,
+        /// An error sent inside a 200 stream.
+        #[serde(default)]
+        pub(super) error: Option<Value>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct Candidate<'a> {
+        #[serde(borrow, default)]
+        pub(super) content: Option<Content<'a>>,
+        #[serde(borrow, default)]
+        pub(super) finish_reason: Option<Cow<'a, str>>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    pub(super) struct Content<'a> {
+        #[serde(borrow, default)]
+        pub(super) parts: Vec<Part<'a>>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct Part<'a> {
+        #[serde(borrow, default)]
+        pub(super) text: Option<Cow<'a, str>>,
+        #[serde(default)]
+        pub(super) thought: Option<bool>,
+        #[serde(borrow, default)]
+        pub(super) function_call: Option<FunctionCall<'a>>,
+        #[serde(borrow, default)]
+        pub(super) thought_signature: Option<Cow<'a, str>>,
+    }
+
+    /// A whole call, or (Vertex `streamFunctionCallArguments`) one piece of a streamed one.
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct FunctionCall<'a> {
+        #[serde(borrow, default)]
+        pub(super) id: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub(super) name: Option<Cow<'a, str>>,
+        #[serde(default)]
+        pub(super) args: Option<Value>,
+        #[serde(default)]
+        pub(super) will_continue: Option<bool>,
+        #[serde(borrow, default)]
+        pub(super) partial_args: Option<Vec<PartialArg<'a>>>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct PartialArg<'a> {
+        #[serde(borrow, default)]
+        pub(super) json_path: Cow<'a, str>,
+        #[serde(borrow, default)]
+        pub(super) string_value: Option<Cow<'a, str>>,
+        #[serde(default)]
+        pub(super) number_value: Option<Value>,
+        #[serde(default)]
+        pub(super) bool_value: Option<Value>,
+        /// Protobuf writes `NullValue` as JSON `null`: the key's presence is the value.
+        #[serde(default, deserialize_with = "present")]
+        pub(super) null_value: bool,
+        #[serde(default)]
+        pub(super) will_continue: Option<bool>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct UsageMetadata {
+        #[serde(default)]
+        prompt_token_count: u64,
+        #[serde(default)]
+        cached_content_token_count: u64,
+        #[serde(default)]
+        candidates_token_count: u64,
+        #[serde(default)]
+        thoughts_token_count: u64,
+        #[serde(default)]
+        total_token_count: u64,
+    }
+
+    impl From<UsageMetadata> for Usage {
+        /// Thoughts are output; cached prompt tokens are not input.
+        fn from(usage: UsageMetadata) -> Self {
+            Usage {
+                input: usage
+                    .prompt_token_count
+                    .saturating_sub(usage.cached_content_token_count),
+                output: usage.candidates_token_count + usage.thoughts_token_count,
+                cache_read: usage.cached_content_token_count,
+                cache_write: 0,
+                total_tokens: usage.total_token_count,
+                ..Usage::default()
+            }
+        }
+    }
+
+    fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer)?;
+        Ok(true)
     }
 }
