@@ -1,9 +1,9 @@
 //! HTTP transport: reqwest, SSE, retry with backoff, timeouts, failures as messages.
 //!
-//! A request becomes a stream of [`AssistantMessageEvent`]s that always ends with `done` or
-//! `error`: an HTTP error status, a dropped connection, a read timeout, a malformed event or
-//! a cancelled run is an `error` event whose message says what happened, never a panic or
-//! a hang.
+//! A request becomes a stream of events (SPEC §2.4) that always ends with `done` or `error`:
+//! an HTTP error status, a dropped connection, a read timeout, a malformed event or a
+//! cancelled run is an `error` event whose message says what happened, never a panic or a
+//! hang.
 
 use std::collections::hash_map::RandomState;
 use std::fmt;
