@@ -404,3 +404,25 @@ async fn google_text_and_thought_alternate_blocks() {
     );
     assert_eq!(final_message(&events).text(), "Answer done.");
 }
+
+#[tokio::test]
+async fn google_keeps_the_latest_text_signature() {
+    let body = format!(
+        "{}{}",
+        gemini(
+            json!([{"text": "Hi", "thoughtSignature": "c2lnMQ=="}]),
+            None
+        ),
+        gemini(
+            json!([{"text": "", "thoughtSignature": "c2lnMg=="}]),
+            Some("STOP")
+        )
+    );
+    let events = google(&body).await;
+    let message = final_message(&events);
+    assert_eq!(message.content.len(), 1, "the empty part opens no block");
+    assert!(matches!(
+        &message.content[0],
+        ContentBlock::Text(text) if text.text == "Hi" && text.text_signature.as_deref() == Some("c2lnMg==")
+    ));
+}

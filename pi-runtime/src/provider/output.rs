@@ -136,6 +136,17 @@ impl Output {
         }
     }
 
+    /// Replace a text or thinking block's signature (Gemini repeats or updates it).
+    pub(crate) fn set_signature(&mut self, index: usize, signature: &str) {
+        match self.message.content.get_mut(index) {
+            Some(ContentBlock::Text(block)) => block.text_signature = Some(signature.to_owned()),
+            Some(ContentBlock::Thinking(block)) => {
+                block.thinking_signature = Some(signature.to_owned());
+            }
+            _ => {}
+        }
+    }
+
     /// A text or thinking block is final (`text_end` / `thinking_end`).
     pub(crate) fn close(&mut self, index: usize) {
         let event = match self.message.content.get(index) {

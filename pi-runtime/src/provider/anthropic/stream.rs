@@ -166,7 +166,7 @@ impl EventParser {
         delta: wire::MessageDelta<'_>,
         usage: Option<wire::WireUsage>,
     ) -> Result<(), String> {
-        if let Some(reason) = delta.stop_reason {
+        if let Some(reason) = delta.stop_reason.filter(|r| !r.is_empty()) {
             let explanation = delta.stop_details.and_then(|details| details.explanation);
             self.stop = Some(map_stop_reason(&reason, explanation.as_deref())?);
         }

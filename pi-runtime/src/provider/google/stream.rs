@@ -69,13 +69,14 @@ impl ChunkParser {
         };
         for part in parts {
             if let Some(text) = &part.text {
-                self.text(out, text, part.thought == Some(true));
+                let signature = part.thought_signature.as_deref();
+                self.text(out, text, part.thought == Some(true), signature);
             }
             if let Some(call) = part.function_call {
                 self.function_call(out, call, part.thought_signature);
             }
         }
-        if let Some(reason) = finish_reason {
+        if let Some(reason) = finish_reason.filter(|r| !r.is_empty()) {
             let has_call = out.message().tool_calls().next().is_some();
             self.finish = Some(match map_finish_reason(&reason) {
                 Ok(StopReason::Stop) if has_call => Ok(StopReason::ToolUse),
@@ -89,14 +90,18 @@ impl ChunkParser {
     }
 
     /// Text or thought text: joins the open block of its kind, else closes the other kind
-    /// and opens a new block. Empty pieces (Gemini ends with `{"text":""}`) add nothing.
-    fn text(&mut self, out: &mut Output, text: &str, thought: bool) {
-        if text.is_empty() {
-            return;
-        }
-        let index = match (self.open, thought) {
-            (Some(Open::Thinking(index)), true) | (Some(Open::Text(index)), false) => index,
-            _ => {
+    /// and opens a new block. Empty pieces (Gemini ends with `{"text":""}`) open nothing,
+    /// but their signature still goes to the open block of their kind: the latest
+    /// non-empty signature is the one to replay.
+    fn text(&mut self, out: &mut Output, text: &str, thought: bool, signature: Option<&str>) {
+        let open = match (self.open, thought) {
+            (Some(Open::Thinking(index)), true) | (Some(Open::Text(index)), false) => Some(index),
+            _ => None,
+        };
+        let index = match open {
+            Some(index) => index,
+            None if text.is_empty() => return,
+            None => {
                 self.close_open(out);
                 if thought {
                     let index = out.open_thinking("", None, false);
@@ -110,6 +115,9 @@ impl ChunkParser {
             }
         };
         out.append(index, text);
+        if let Some(signature) = signature.filter(|s| !s.is_empty()) {
+            out.set_signature(index, signature);
+        }
     }
 
     fn close_open(&mut self, out: &mut Output) {

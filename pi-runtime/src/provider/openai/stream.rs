@@ -72,7 +72,7 @@ impl ChunkParser {
         let Some(choice) = choice else {
             return Ok(());
         };
-        if let Some(reason) = choice.finish_reason {
+        if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
             self.finish = Some(map_finish_reason(&reason));
         }
         if let Some(delta) = choice.delta {
