@@ -415,3 +415,28 @@ async fn presets_send_their_credentials_to_an_overridden_base_url() {
         ("openai-completions", "deepseek")
     );
 }
+
+#[tokio::test]
+async fn an_invalid_base_url_fails_without_retrying() {
+    let model = serde_json::from_value(serde_json::json!({
+        "id": "m", "provider": "local", "api": "openai-completions", "baseUrl": "not a url",
+    }))
+    .expect("model");
+    let options = HttpOptions {
+        retry: quick_retries(2),
+        ..options()
+    };
+    let events = tokio::time::timeout(
+        Duration::from_secs(5),
+        run(&OpenAiCompletions::new(model, options)),
+    )
+    .await
+    .expect("no retry loop");
+    let (reason, message) = outcome(&events);
+    assert_eq!(reason, StopReason::Error);
+    let message = message.expect("error message");
+    assert!(
+        message.starts_with("Invalid request to not a url/chat/completions: "),
+        "{message}"
+    );
+}

@@ -235,6 +235,14 @@ impl Transport {
                     request.url,
                     seconds(self.read_timeout)
                 )),
+                // A request reqwest cannot even build (a bad URL) fails the same way again.
+                Ok(Err(error)) if error.is_builder() => {
+                    return Err(format!(
+                        "Invalid request to {}: {}",
+                        request.url,
+                        chain(&error)
+                    ));
+                }
                 Ok(Err(error)) => Failure::retryable(format!(
                     "Could not reach {}: {}",
                     request.url,
