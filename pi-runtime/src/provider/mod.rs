@@ -9,14 +9,15 @@ pub mod google;
 pub mod openai;
 
 pub(crate) mod compat;
-pub(crate) mod http;
 mod ids;
+pub(crate) mod output;
 mod request;
 pub(crate) mod strict;
 mod thinking;
 mod tokens;
 pub(crate) mod transform;
 
+pub mod http;
 pub mod presets;
 
 pub use model::{Api, Compat, Model};

@@ -1,1 +1,176 @@
 //! Model presets (OpenAI, DeepSeek, Anthropic, Google) and API keys from the environment.
+//!
+//! A preset is a [`Model`] plus [`HttpOptions`] with the provider's server, API and key
+//! variable filled in; change anything before [`build`](Preset::build):
+//!
+//! ```
+//! use pi_runtime::LanguageModel;
+//! use pi_runtime::provider::presets;
+//!
+//! // The key comes from DEEPSEEK_API_KEY unless given.
+//! let model = presets::deepseek_chat().api_key("sk-test").build();
+//! assert_eq!((model.provider(), model.id()), ("deepseek", "deepseek-chat"));
+//!
+//! // Any OpenAI-compatible server: point the base URL at it.
+//! let local = presets::openai("qwen3").base_url("http://127.0.0.1:8000/v1").build();
+//! assert_eq!(local.api(), "openai-completions");
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::provider::anthropic::client::AnthropicMessages;
+use crate::provider::google::client::GoogleGenerativeAi;
+use crate::provider::http::{HttpOptions, RetryPolicy};
+use crate::provider::openai::client::OpenAiCompletions;
+use crate::provider::{Api, Compat, Model};
+use crate::stream::LanguageModel;
+
+/// OpenAI's Chat Completions server.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+/// DeepSeek's server.
+pub const DEEPSEEK_BASE_URL: &str = "https://api.deepseek.com";
+/// Anthropic's server (the client adds `/v1/messages`).
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+/// The Gemini API.
+pub const GOOGLE_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
+
+/// A model and how to reach it, ready to [`build`](Preset::build).
+#[derive(Debug, Clone)]
+pub struct Preset {
+    /// The model (change `reasoning`, `max_tokens`, `compat`, ... freely).
+    pub model: Model,
+    /// Key, headers, retries and timeouts.
+    pub options: HttpOptions,
+}
+
+impl Preset {
+    fn new(provider: &str, api: Api, id: &str, base_url: &str, key_var: &str) -> Self {
+        let options = HttpOptions {
+            api_key: std::env::var(key_var).ok().filter(|key| !key.is_empty()),
+            api_key_env: Some(key_var.to_owned()),
+            ..HttpOptions::default()
+        };
+        Preset {
+            model: Model {
+                id: id.to_owned(),
+                provider: provider.to_owned(),
+                api,
+                base_url: base_url.to_owned(),
+                reasoning: false,
+                supports_images: false,
+                max_tokens: 8192,
+                context_window: 128_000,
+                compat: Compat::default(),
+            },
+            options,
+        }
+    }
+
+    /// Use this key instead of the environment's.
+    #[must_use]
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.options.api_key = Some(key.into());
+        self
+    }
+
+    /// Send no key at all (a local server); requests no longer fail for a missing one.
+    #[must_use]
+    pub fn no_api_key(mut self) -> Self {
+        self.options.api_key = None;
+        self.options.api_key_env = None;
+        self
+    }
+
+    /// Talk to another server that speaks the same API.
+    #[must_use]
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.model.base_url = url.into();
+        self
+    }
+
+    /// Retries before the first byte.
+    #[must_use]
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.options.retry = retry;
+        self
+    }
+
+    /// The longest silence from the server (response head, or between two body pieces).
+    #[must_use]
+    pub fn read_timeout(mut self, timeout: Duration) -> Self {
+        self.options.read_timeout = timeout;
+        self
+    }
+
+    /// The client for this model.
+    pub fn build(self) -> Arc<dyn LanguageModel> {
+        client(self.model, self.options)
+    }
+}
+
+/// The client of `model.api`.
+pub fn client(model: Model, options: HttpOptions) -> Arc<dyn LanguageModel> {
+    match model.api {
+        Api::OpenAiCompletions => Arc::new(OpenAiCompletions::new(model, options)),
+        Api::AnthropicMessages => Arc::new(AnthropicMessages::new(model, options)),
+        Api::GoogleGenerativeAi => Arc::new(GoogleGenerativeAi::new(model, options)),
+    }
+}
+
+/// An OpenAI model (`gpt-4o`, ...); key from `OPENAI_API_KEY`.
+pub fn openai(id: &str) -> Preset {
+    Preset::new(
+        "openai",
+        Api::OpenAiCompletions,
+        id,
+        OPENAI_BASE_URL,
+        "OPENAI_API_KEY",
+    )
+}
+
+/// A DeepSeek model; key from `DEEPSEEK_API_KEY`. The provider name turns on DeepSeek's
+/// wire details (SPEC §7.4).
+pub fn deepseek(id: &str) -> Preset {
+    Preset::new(
+        "deepseek",
+        Api::OpenAiCompletions,
+        id,
+        DEEPSEEK_BASE_URL,
+        "DEEPSEEK_API_KEY",
+    )
+}
+
+/// `deepseek-chat`.
+pub fn deepseek_chat() -> Preset {
+    deepseek("deepseek-chat")
+}
+
+/// `deepseek-reasoner`: streams its reasoning as `reasoning_content`.
+pub fn deepseek_reasoner() -> Preset {
+    let mut preset = deepseek("deepseek-reasoner");
+    preset.model.reasoning = true;
+    preset
+}
+
+/// An Anthropic model (`claude-sonnet-4-5`, ...); key from `ANTHROPIC_API_KEY`.
+pub fn anthropic(id: &str) -> Preset {
+    Preset::new(
+        "anthropic",
+        Api::AnthropicMessages,
+        id,
+        ANTHROPIC_BASE_URL,
+        "ANTHROPIC_API_KEY",
+    )
+}
+
+/// A Gemini model (`gemini-2.5-flash`, ...); key from `GEMINI_API_KEY`.
+pub fn google(id: &str) -> Preset {
+    Preset::new(
+        "google",
+        Api::GoogleGenerativeAi,
+        id,
+        GOOGLE_BASE_URL,
+        "GEMINI_API_KEY",
+    )
+}

@@ -1,13 +1,184 @@
-//! The `parse_stream` op.
+//! The `parse_stream` op: a recorded provider body replayed through the provider's stream
+//! parser, answered as reduced events and the final message (PROTOCOL.md, pi-ref D7).
 
-use serde_json::{Map, Value};
+use futures::StreamExt;
+use pi_runtime::provider::anthropic::client::AnthropicMessages;
+use pi_runtime::provider::google::client::GoogleGenerativeAi;
+use pi_runtime::provider::http::HttpOptions;
+use pi_runtime::provider::openai::client::OpenAiCompletions;
+use pi_runtime::provider::{Api, Model};
+use pi_runtime::stream::AssistantEventStream;
+use pi_runtime::{AssistantMessage, AssistantMessageEvent, ContentBlock, ToolCall};
+use serde_json::{Map, Value, json};
 use tokio::runtime::Handle;
 
-use crate::protocol::Prepared;
+use crate::protocol::{Answer, Prepared, str_field};
 
-pub(crate) fn prepare(
-    _request: &Map<String, Value>,
-    _runtime: &Handle,
-) -> Result<Prepared, String> {
-    Err("parse_stream is not implemented yet".into())
+/// What follows the engine's parse error in an `argumentsError` (SPEC §6.4).
+const RECEIVED: &str = "\n\nReceived arguments:\n";
+/// The one `argumentsError` head every implementation shares.
+const NOT_AN_OBJECT: &str = "Tool arguments must be a JSON object";
+
+enum Client {
+    OpenAi(OpenAiCompletions),
+    Anthropic(AnthropicMessages),
+    Google(GoogleGenerativeAi),
+}
+
+impl Client {
+    fn replay(&self, body: &str) -> AssistantEventStream {
+        match self {
+            Client::OpenAi(client) => client.replay(body),
+            Client::Anthropic(client) => client.replay(body),
+            Client::Google(client) => client.replay(body),
+        }
+    }
+}
+
+pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Handle) -> Result<Prepared, String> {
+    let api: Api = serde_json::from_value(Value::String(str_field(request, "api")?.to_owned()))
+        .map_err(|_| "bad request: unknown `api`".to_owned())?;
+    let model = model(request, api)?;
+    let body = str_field(request, "body")?.to_owned();
+    let raw_errors = request.get("rawErrors") == Some(&Value::Bool(true));
+    let client = match api {
+        Api::OpenAiCompletions => {
+            Client::OpenAi(OpenAiCompletions::new(model, HttpOptions::default()))
+        }
+        Api::AnthropicMessages => {
+            Client::Anthropic(AnthropicMessages::new(model, HttpOptions::default()))
+        }
+        Api::GoogleGenerativeAi => {
+            Client::Google(GoogleGenerativeAi::new(model, HttpOptions::default()))
+        }
+    };
+    let runtime = runtime.clone();
+    Ok(Box::new(move || {
+        let events: Vec<AssistantMessageEvent> = runtime.block_on(client.replay(&body).collect());
+        answer(&events, api, raw_errors)
+    }))
+}
+
+/// The case's model laid over pi-ref's defaults (D4).
+fn model(request: &Map<String, Value>, api: Api) -> Result<Model, String> {
+    let mut model = json!({
+        "id": "test-model",
+        "provider": "test",
+        "baseUrl": "http://127.0.0.1:9",
+        "maxTokens": 8192,
+    });
+    if let Some(Value::Object(given)) = request.get("model") {
+        for (key, value) in given {
+            model[key] = value.clone();
+        }
+    }
+    model["api"] = json!(api.as_str());
+    serde_json::from_value(model).map_err(|error| format!("bad request: `model`: {error}"))
+}
+
+fn answer(events: &[AssistantMessageEvent], api: Api, raw_errors: bool) -> Answer {
+    let Some(last) = events.last() else {
+        return Answer::Err("the stream ended without done or error".into());
+    };
+    let message = match last {
+        AssistantMessageEvent::Done { message, .. } => message,
+        AssistantMessageEvent::Error { error, .. } => error,
+        _ => return Answer::Err("the stream ended without done or error".into()),
+    };
+    let shown = Shown {
+        google: api == Api::GoogleGenerativeAi,
+        raw_errors,
+    };
+    let events: Vec<Value> = events.iter().map(|event| shown.event(event)).collect();
+    Answer::Ok(json!({"events": events, "message": shown.message(message)}))
+}
+
+/// How D7 reduces what the runner shows.
+struct Shown {
+    google: bool,
+    raw_errors: bool,
+}
+
+impl Shown {
+    fn event(&self, event: &AssistantMessageEvent) -> Value {
+        let mut out = Map::new();
+        out.insert("type".into(), json!(event.kind()));
+        if let Some(index) = event.content_index() {
+            out.insert("contentIndex".into(), json!(index));
+        }
+        match event {
+            AssistantMessageEvent::ToolCallEnd { tool_call, .. } => {
+                out.insert("toolCall".into(), self.tool_call(tool_call));
+            }
+            AssistantMessageEvent::Done { reason, .. }
+            | AssistantMessageEvent::Error { reason, .. } => {
+                out.insert("reason".into(), json!(reason.as_str()));
+            }
+            _ => {}
+        }
+        Value::Object(out)
+    }
+
+    fn message(&self, message: &AssistantMessage) -> Value {
+        let content: Vec<Value> = message
+            .content
+            .iter()
+            .map(|block| match block {
+                ContentBlock::Text(text) => json!({"type": "text", "text": text.text}),
+                ContentBlock::Thinking(thinking) => {
+                    json!({"type": "thinking", "thinking": thinking.thinking})
+                }
+                ContentBlock::ToolCall(call) => {
+                    let mut shown = json!({"type": "toolCall"});
+                    if let (Value::Object(shown), Value::Object(call)) =
+                        (&mut shown, self.tool_call(call))
+                    {
+                        shown.extend(call);
+                    }
+                    shown
+                }
+                ContentBlock::Image(image) => json!({"type": "image", "mimeType": image.mime_type}),
+            })
+            .collect();
+        let mut out = json!({"content": content, "stopReason": message.stop_reason.as_str()});
+        if let Some(error) = &message.error_message {
+            out["errorMessage"] = json!(error);
+        }
+        out
+    }
+
+    fn tool_call(&self, call: &ToolCall) -> Value {
+        let id = if self.google && is_generated_id(&call.id, &call.name) {
+            "<generated>"
+        } else {
+            &call.id
+        };
+        let mut out = json!({"id": id, "name": call.name, "arguments": call.arguments});
+        if let Some(error) = &call.arguments_error {
+            out["argumentsError"] = json!(self.arguments_error(error));
+        }
+        out
+    }
+
+    /// The engine's own parse message becomes `<JSON parse error>`; pi's fixed text stays.
+    fn arguments_error(&self, error: &str) -> String {
+        match error.split_once(RECEIVED) {
+            Some((head, raw)) if !self.raw_errors && head != NOT_AN_OBJECT => {
+                format!("<JSON parse error>{RECEIVED}{raw}")
+            }
+            _ => error.to_owned(),
+        }
+    }
+}
+
+/// The runtime's synthesized Gemini ids look like `<name>_<ms>_<counter>`.
+fn is_generated_id(id: &str, name: &str) -> bool {
+    id.strip_prefix(name)
+        .and_then(|rest| rest.strip_prefix('_'))
+        .and_then(|rest| rest.split_once('_'))
+        .is_some_and(|(ms, counter)| {
+            [ms, counter]
+                .iter()
+                .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+        })
 }

@@ -1,1 +1,393 @@
-//! Stream parsing (SSE events -> assistant-message events).
+//! Stream parsing (SSE events -> assistant-message events) for Anthropic Messages
+//! (SPEC §6.5, `anthropic-messages`).
+//!
+//! Blocks are addressed by the event's `index` and each ends at its own
+//! `content_block_stop`, so events interleave start/delta/end per block.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::json::{PartialJsonParser, parse_tool_call_arguments};
+use crate::message::{StopReason, ToolCall, Usage};
+use crate::provider::output::{Output, StreamParser};
+
+/// A block between its `content_block_start` and `content_block_stop`.
+#[derive(Debug)]
+struct OpenBlock {
+    content_index: usize,
+    /// Tool calls only.
+    call: Option<CallState>,
+}
+
+#[derive(Debug)]
+struct CallState {
+    arguments: PartialJsonParser,
+    /// Whether any `input_json_delta` arrived (empty ones included).
+    streamed: bool,
+}
+
+/// The parser of one Messages response.
+#[derive(Debug, Default)]
+pub(crate) struct EventParser {
+    open: HashMap<u64, OpenBlock>,
+    saw_start: bool,
+    saw_stop: bool,
+    stop: Option<Result<StopReason, String>>,
+}
+
+impl EventParser {
+    pub(crate) fn new() -> Self {
+        EventParser::default()
+    }
+
+    fn apply(
+        &mut self,
+        out: &mut Output,
+        event: wire::Event<'_>,
+        data: &str,
+    ) -> Result<(), String> {
+        match event {
+            wire::Event::MessageStart { message } => self.message_start(out, message),
+            wire::Event::ContentBlockStart {
+                index,
+                content_block,
+            } => self.block_start(out, index, content_block),
+            wire::Event::ContentBlockDelta { index, delta } => self.block_delta(out, index, delta),
+            wire::Event::ContentBlockStop { index } => self.block_stop(out, index),
+            wire::Event::MessageDelta { delta, usage } => self.message_delta(out, delta, usage)?,
+            wire::Event::MessageStop => self.saw_stop = true,
+            wire::Event::Error => return Err(data.to_owned()),
+            wire::Event::Other => {}
+        }
+        Ok(())
+    }
+
+    fn message_start(&mut self, out: &mut Output, start: wire::MessageStart<'_>) {
+        self.saw_start = true;
+        let message = out.message_mut();
+        if let Some(id) = start.id {
+            message.response_id = Some(id.into_owned());
+        }
+        if let Some(usage) = start.usage {
+            message.usage = Usage::default();
+            usage.update(&mut message.usage);
+        }
+    }
+
+    fn block_start(&mut self, out: &mut Output, index: u64, block: wire::Block<'_>) {
+        let (content_index, call) = match block {
+            wire::Block::Text { text } => (out.open_text(&text), None),
+            wire::Block::Thinking {
+                thinking,
+                signature,
+            } => {
+                let signature = Some(signature.into_owned());
+                (out.open_thinking(&thinking, signature, false), None)
+            }
+            wire::Block::RedactedThinking { data } => {
+                let signature = Some(data.into_owned());
+                (
+                    out.open_thinking("[Reasoning redacted]", signature, true),
+                    None,
+                )
+            }
+            wire::Block::ToolUse { id, name, input } => {
+                let input = input
+                    .filter(Value::is_object)
+                    .unwrap_or_else(|| Value::Object(Default::default()));
+                let state = CallState {
+                    arguments: PartialJsonParser::new(),
+                    streamed: false,
+                };
+                (
+                    out.open_tool_call(ToolCall::new(id, name, input)),
+                    Some(state),
+                )
+            }
+            wire::Block::Other => return,
+        };
+        self.open.insert(
+            index,
+            OpenBlock {
+                content_index,
+                call,
+            },
+        );
+    }
+
+    fn block_delta(&mut self, out: &mut Output, index: u64, delta: wire::BlockDelta<'_>) {
+        let Some(open) = self.open.get_mut(&index) else {
+            return;
+        };
+        match delta {
+            wire::BlockDelta::TextDelta { text } => out.append(open.content_index, &text),
+            wire::BlockDelta::ThinkingDelta { thinking } => {
+                out.append(open.content_index, &thinking);
+            }
+            wire::BlockDelta::SignatureDelta { signature } => {
+                out.append_signature(open.content_index, &signature);
+            }
+            wire::BlockDelta::InputJsonDelta { partial_json } => {
+                if let Some(call) = &mut open.call {
+                    call.streamed = true;
+                    out.tool_call_delta(open.content_index, &partial_json, &mut call.arguments);
+                }
+            }
+            wire::BlockDelta::Other => {}
+        }
+    }
+
+    fn block_stop(&mut self, out: &mut Output, index: u64) {
+        let Some(open) = self.open.remove(&index) else {
+            return;
+        };
+        match open.call {
+            Some(call) if call.streamed => {
+                out.finish_tool_call(open.content_index, call.arguments.text());
+            }
+            // [RUST] SPEC §6.5: a complete `input` in `content_block_start` with no delta is
+            // kept (pi overwrites it with the parse of the empty text, `{}`).
+            Some(_) => {
+                let input = out
+                    .tool_call_mut(open.content_index)
+                    .map(|call| std::mem::take(&mut call.arguments))
+                    .unwrap_or_default();
+                out.finish_tool_call_with(open.content_index, input, None);
+            }
+            None => out.close(open.content_index),
+        }
+    }
+
+    fn message_delta(
+        &mut self,
+        out: &mut Output,
+        delta: wire::MessageDelta<'_>,
+        usage: Option<wire::WireUsage>,
+    ) -> Result<(), String> {
+        if let Some(reason) = delta.stop_reason.filter(|r| !r.is_empty()) {
+            let explanation = delta.stop_details.and_then(|details| details.explanation);
+            self.stop = Some(map_stop_reason(&reason, explanation.as_deref())?);
+        }
+        if let Some(usage) = usage {
+            usage.update(&mut out.message_mut().usage);
+        }
+        Ok(())
+    }
+}
+
+/// The `event:` names of the Messages stream; others (`ping`) are skipped unparsed.
+const MESSAGE_EVENTS: [&str; 6] = [
+    "message_start",
+    "message_delta",
+    "message_stop",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+];
+
+impl StreamParser for EventParser {
+    fn event(&mut self, out: &mut Output, name: &str, data: &str) -> Result<(), String> {
+        // Without an `event:` line (`message`), the payload's own type names the event.
+        match name {
+            "error" => return Err(data.to_owned()),
+            "message" => {}
+            named if !MESSAGE_EVENTS.contains(&named) => return Ok(()),
+            _ => {}
+        }
+        match serde_json::from_str::<wire::Event<'_>>(data) {
+            Ok(event) => self.apply(out, event, data),
+            // SPEC §6.5: the payload is parsed with the repair of §6.4 (a raw control
+            // character or a bad escape inside a string).
+            Err(error) => {
+                let unparsable =
+                    || format!("Could not parse Anthropic SSE event {name}: {error}; data={data}");
+                let (repaired, failure) = parse_tool_call_arguments(data);
+                if failure.is_some() {
+                    return Err(unparsable());
+                }
+                let event = wire::Event::deserialize(&repaired).map_err(|_| unparsable())?;
+                self.apply(out, event, data)
+            }
+        }
+    }
+
+    fn end(&mut self, _out: &mut Output) -> Result<StopReason, String> {
+        if self.saw_start && !self.saw_stop {
+            return Err("Anthropic stream ended before message_stop".to_owned());
+        }
+        self.stop
+            .take()
+            .unwrap_or_else(|| Err("Anthropic stream ended without a stop reason".to_owned()))
+    }
+}
+
+/// A `stop_reason`: `Ok` for a finished response, `Ok(Err)` for one that failed, `Err` for
+/// a reason this runtime does not know (ends the response at once).
+fn map_stop_reason(
+    reason: &str,
+    explanation: Option<&str>,
+) -> Result<Result<StopReason, String>, String> {
+    Ok(match reason {
+        "end_turn" | "pause_turn" | "stop_sequence" => Ok(StopReason::Stop),
+        "max_tokens" => Ok(StopReason::Length),
+        "tool_use" => Ok(StopReason::ToolUse),
+        "refusal" => Err(explanation
+            .filter(|text| !text.is_empty())
+            .unwrap_or("The model refused to complete the request")
+            .to_owned()),
+        "sensitive" => Err("Provider stopped with: sensitive".to_owned()),
+        other => return Err(format!("Unhandled stop reason: {other}")),
+    })
+}
+
+/// The event fields this parser reads; everything else is skipped unparsed. Strings borrow
+/// from the event data unless they hold escapes.
+mod wire {
+    use std::borrow::Cow;
+
+    use serde::Deserialize;
+    use serde_json::Value;
+
+    use crate::message::Usage;
+
+    /// One Messages stream event, named by its `type`.
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "type", rename_all = "snake_case")]
+    pub(super) enum Event<'a> {
+        MessageStart {
+            #[serde(borrow)]
+            message: MessageStart<'a>,
+        },
+        ContentBlockStart {
+            index: u64,
+            #[serde(borrow)]
+            content_block: Block<'a>,
+        },
+        ContentBlockDelta {
+            index: u64,
+            #[serde(borrow)]
+            delta: BlockDelta<'a>,
+        },
+        ContentBlockStop {
+            index: u64,
+        },
+        MessageDelta {
+            #[serde(borrow)]
+            delta: MessageDelta<'a>,
+            #[serde(default)]
+            usage: Option<WireUsage>,
+        },
+        MessageStop,
+        Error,
+        #[serde(other)]
+        Other,
+    }
+
+    #[derive(Debug, Deserialize)]
+    pub(super) struct MessageStart<'a> {
+        #[serde(borrow, default)]
+        pub(super) id: Option<Cow<'a, str>>,
+        #[serde(default)]
+        pub(super) usage: Option<WireUsage>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "type", rename_all = "snake_case")]
+    pub(super) enum Block<'a> {
+        Text {
+            #[serde(borrow, default)]
+            text: Cow<'a, str>,
+        },
+        Thinking {
+            #[serde(borrow, default)]
+            thinking: Cow<'a, str>,
+            #[serde(borrow, default)]
+            signature: Cow<'a, str>,
+        },
+        RedactedThinking {
+            #[serde(borrow, default)]
+            data: Cow<'a, str>,
+        },
+        ToolUse {
+            #[serde(borrow, default)]
+            id: Cow<'a, str>,
+            #[serde(borrow, default)]
+            name: Cow<'a, str>,
+            #[serde(default)]
+            input: Option<Value>,
+        },
+        #[serde(other)]
+        Other,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "type", rename_all = "snake_case")]
+    pub(super) enum BlockDelta<'a> {
+        TextDelta {
+            #[serde(borrow, default)]
+            text: Cow<'a, str>,
+        },
+        ThinkingDelta {
+            #[serde(borrow, default)]
+            thinking: Cow<'a, str>,
+        },
+        SignatureDelta {
+            #[serde(borrow, default)]
+            signature: Cow<'a, str>,
+        },
+        InputJsonDelta {
+            #[serde(borrow, default)]
+            partial_json: Cow<'a, str>,
+        },
+        #[serde(other)]
+        Other,
+    }
+
+    #[derive(Debug, Deserialize)]
+    pub(super) struct MessageDelta<'a> {
+        #[serde(borrow, default)]
+        pub(super) stop_reason: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub(super) stop_details: Option<StopDetails<'a>>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    pub(super) struct StopDetails<'a> {
+        #[serde(borrow, default)]
+        pub(super) explanation: Option<Cow<'a, str>>,
+    }
+
+    /// Token counts; absent (or `null`) ones keep their earlier value, since proxies leave
+    /// `input_tokens` out of `message_delta`.
+    #[derive(Debug, Deserialize)]
+    pub(super) struct WireUsage {
+        #[serde(default)]
+        input_tokens: Option<u64>,
+        #[serde(default)]
+        output_tokens: Option<u64>,
+        #[serde(default)]
+        cache_read_input_tokens: Option<u64>,
+        #[serde(default)]
+        cache_creation_input_tokens: Option<u64>,
+    }
+
+    impl WireUsage {
+        /// Anthropic sends no total: it is the sum of the parts.
+        pub(super) fn update(&self, usage: &mut Usage) {
+            let counts = [
+                (self.input_tokens, &mut usage.input),
+                (self.output_tokens, &mut usage.output),
+                (self.cache_read_input_tokens, &mut usage.cache_read),
+                (self.cache_creation_input_tokens, &mut usage.cache_write),
+            ];
+            for (count, slot) in counts {
+                if let Some(count) = count {
+                    *slot = count;
+                }
+            }
+            usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! A scripted HTTP server on 127.0.0.1 for provider tests: it answers each request with the
+//! next scripted reply and records what the client sent. Nothing leaves the loopback
+//! interface.
+#![allow(
+    dead_code,
+    reason = "each test file uses a different part of the support"
+)]
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+use futures::StreamExt;
+use pi_runtime::message::{AssistantMessage, ContentBlock, UserContent, UserMessage};
+use pi_runtime::provider::http::{HttpOptions, RetryPolicy};
+use pi_runtime::provider::{Api, Model};
+use pi_runtime::stream::AssistantEventStream;
+use pi_runtime::{AssistantMessageEvent, Context, Tool};
+use serde_json::{Value, json};
+
+/// How the server answers one request.
+#[derive(Debug, Clone)]
+pub(crate) enum Reply {
+    /// `200` with this SSE body.
+    Sse(String),
+    /// An error status with a body and extra headers.
+    Status(u16, String, Vec<(&'static str, &'static str)>),
+    /// `200`, these bytes, then the connection breaks.
+    DropAfter(String),
+    /// `200`, these bytes, then silence.
+    StallAfter(String),
+}
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+pub(crate) struct Recorded {
+    pub(crate) path_and_query: String,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Value,
+}
+
+impl Recorded {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+#[derive(Default)]
+struct Script {
+    replies: Mutex<VecDeque<Reply>>,
+    recorded: Mutex<Vec<Recorded>>,
+}
+
+/// The running server.
+pub(crate) struct Server {
+    pub(crate) base_url: String,
+    script: Arc<Script>,
+}
+
+impl Server {
+    /// Serve `replies` in order on a fresh port of 127.0.0.1.
+    pub(crate) async fn start(replies: Vec<Reply>) -> Server {
+        let script = Arc::new(Script {
+            replies: Mutex::new(replies.into()),
+            recorded: Mutex::default(),
+        });
+        let app = axum::Router::new()
+            .fallback(answer)
+            .with_state(Arc::clone(&script));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let address = listener.local_addr().expect("local address");
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.expect("serve");
+        });
+        Server {
+            base_url: format!("http://{address}"),
+            script,
+        }
+    }
+
+    /// Every request so far.
+    pub(crate) fn requests(&self) -> Vec<Recorded> {
+        self.script.recorded.lock().expect("lock").clone()
+    }
+
+    /// The one request of a test that sends one.
+    pub(crate) fn only_request(&self) -> Recorded {
+        let requests = self.requests();
+        assert_eq!(requests.len(), 1, "expected exactly one request");
+        requests.into_iter().next().expect("one request")
+    }
+}
+
+async fn answer(
+    State(script): State<Arc<Script>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    script.recorded.lock().expect("lock").push(Recorded {
+        path_and_query: uri
+            .path_and_query()
+            .map_or_else(String::new, ToString::to_string),
+        headers,
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+    });
+    let reply = script.replies.lock().expect("lock").pop_front();
+    let sse = |body: Body| {
+        Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(body)
+            .expect("response")
+    };
+    match reply {
+        Some(Reply::Sse(text)) => sse(Body::from(text)),
+        Some(Reply::Status(status, text, extra)) => {
+            let mut response = Response::builder().status(status);
+            for (name, value) in extra {
+                response = response.header(name, value);
+            }
+            response.body(Body::from(text)).expect("response")
+        }
+        Some(Reply::DropAfter(text)) => {
+            // The pause lets hyper flush the head and the first bytes before the break.
+            let pieces = futures::stream::iter([Ok(Bytes::from(text))]).chain(
+                futures::stream::once(async {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    Err(std::io::Error::other("connection reset by the test server"))
+                }),
+            );
+            sse(Body::from_stream(pieces))
+        }
+        Some(Reply::StallAfter(text)) => {
+            let pieces = futures::stream::iter([Ok::<_, Infallible>(Bytes::from(text))])
+                .chain(futures::stream::pending());
+            sse(Body::from_stream(pieces))
+        }
+        None => Response::builder()
+            .status(StatusCode::INTERNAL_SERVER_ERROR)
+            .body(Body::from("no scripted reply left"))
+            .expect("response"),
+    }
+}
+
+/// A model of `api` served by `server`.
+pub(crate) fn model(api: Api, provider: &str, id: &str, server: &Server) -> Model {
+    serde_json::from_value(json!({
+        "id": id, "provider": provider, "api": api.as_str(), "baseUrl": server.base_url,
+    }))
+    .expect("model")
+}
+
+/// A key, no retries, short timeouts: tests fail fast.
+pub(crate) fn options() -> HttpOptions {
+    HttpOptions {
+        api_key: Some("test-key".into()),
+        retry: RetryPolicy::none(),
+        connect_timeout: Duration::from_secs(2),
+        read_timeout: Duration::from_secs(5),
+        ..HttpOptions::default()
+    }
+}
+
+/// Retries with waits short enough for a test.
+pub(crate) fn quick_retries(max_retries: u32) -> RetryPolicy {
+    RetryPolicy {
+        max_retries,
+        initial_delay: Duration::from_millis(5),
+        max_delay: Duration::from_secs(1),
+    }
+}
+
+/// The question every test asks, with the one tool every test offers.
+pub(crate) fn context() -> Context {
+    Context {
+        system_prompt: "You are terse.".into(),
+        messages: vec![
+            UserMessage {
+                content: UserContent::Text("What's the weather in San Francisco?".into()),
+                timestamp: 1,
+            }
+            .into(),
+        ],
+        tools: vec![Tool::new(
+            "weather",
+            "Current weather for a place",
+            json!({"type": "object", "properties": {"location": {"type": "string"}},
+                   "required": ["location"]}),
+        )],
+    }
+}
+
+/// Every event of a stream.
+pub(crate) async fn collect(stream: AssistantEventStream) -> Vec<AssistantMessageEvent> {
+    stream.collect().await
+}
+
+/// The final message (of `done` or `error`).
+pub(crate) fn final_message(events: &[AssistantMessageEvent]) -> &AssistantMessage {
+    match events.last() {
+        Some(AssistantMessageEvent::Done { message, .. }) => message,
+        Some(AssistantMessageEvent::Error { error, .. }) => error,
+        other => panic!("the stream did not settle: {other:?}"),
+    }
+}
+
+/// `kind` or `kind index` per event, for asserting orders.
+pub(crate) fn trace(events: &[AssistantMessageEvent]) -> Vec<String> {
+    events
+        .iter()
+        .map(|event| match event.content_index() {
+            Some(index) => format!("{} {index}", event.kind()),
+            None => event.kind().to_owned(),
+        })
+        .collect()
+}
+
+/// A partial message rebuilt from the events alone must equal the final message (but for
+/// thinking signatures, which no event carries).
+pub(crate) fn assert_events_rebuild(events: &[AssistantMessageEvent]) {
+    let unsigned = |content: &[ContentBlock]| -> Vec<ContentBlock> {
+        content
+            .iter()
+            .cloned()
+            .map(|mut block| {
+                if let ContentBlock::Thinking(thinking) = &mut block {
+                    thinking.thinking_signature = None;
+                }
+                block
+            })
+            .collect()
+    };
+    let message = final_message(events);
+    let mut rebuilt = AssistantMessage::empty("", "", "");
+    for event in &events[..events.len() - 1] {
+        rebuilt.apply_event(event);
+    }
+    assert_eq!(
+        unsigned(&rebuilt.content),
+        unsigned(&message.content),
+        "content rebuilt from events"
+    );
+}
+
+/// Read a recorded capture under `fixtures/wire/`.
+pub(crate) fn fixture(path: &str) -> String {
+    let full = format!(
+        "{}/../../shared/fixtures/wire/{path}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&full).unwrap_or_else(|error| panic!("{full}: {error}"))
+}
+
+/// A `*.chunks.txt` capture as the SSE body its server sent (SOURCES.md): `data:` frames,
+/// OpenAI's `[DONE]`, Anthropic's `event:` lines.
+pub(crate) fn chunks_to_sse(chunks: &str, api: Api) -> String {
+    let mut body = String::new();
+    for line in chunks.lines().filter(|line| !line.trim().is_empty()) {
+        if api == Api::AnthropicMessages {
+            let event: Value = serde_json::from_str(line).expect("chunk JSON");
+            let name = event["type"].as_str().expect("event type");
+            body.push_str(&format!("event: {name}\n"));
+        }
+        body.push_str(&format!("data: {line}\n\n"));
+    }
+    if api == Api::OpenAiCompletions {
+        body.push_str("data: [DONE]\n\n");
+    }
+    body
+}
