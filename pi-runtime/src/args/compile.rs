@@ -2,6 +2,7 @@
 //! `$ref`s resolved to nodes, ECMAScript regexes, and a jsonschema validator for every
 //! subschema (the judge of validity everywhere).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -226,25 +227,35 @@ pub(crate) fn compile(schema: &Value) -> Result<Tree, SchemaError> {
     let mut compiler = Compiler::new(schema);
     compiler.node_at(String::new(), schema)?;
     let options = jsonschema::options().should_validate_formats(true);
-    let (root, patched) = match options.build(schema) {
-        Ok(root) => (root, None),
+    let mut document = Cow::Borrowed(schema);
+    for (pointer, patch) in &compiler.type_patches {
+        if let Some(place) = document.to_mut().pointer_mut(pointer) {
+            match patch {
+                // An unknown type name never matches (SPEC §4.9), so a `type` naming only
+                // unknown types rejects every value, which is what `false` says in words
+                // jsonschema accepts.
+                None => *place = Value::Bool(false),
+                Some(known) => place["type"] = known.clone(),
+            }
+        }
+    }
+    let root = match options.build(&document) {
+        Ok(root) => root,
         Err(error) if compiler.dangling.is_empty() => return Err(invalid(&error)),
         Err(_) => {
             // jsonschema refuses a document with a dangling `$ref`; SPEC §4.1 wants that
             // place to reject every value and the rest to validate, which is what `false`
             // in its place does.
-            let mut patched = schema.clone();
             for pointer in &compiler.dangling {
-                if let Some(place) = patched.pointer_mut(pointer) {
+                if let Some(place) = document.to_mut().pointer_mut(pointer) {
                     *place = Value::Bool(false);
                 }
             }
-            let root = options.build(&patched).map_err(|error| invalid(&error))?;
-            (root, Some(patched))
+            options.build(&document).map_err(|error| invalid(&error))?
         }
     };
     let validators = options
-        .build_map(patched.as_ref().unwrap_or(schema))
+        .build_map(&document)
         .map_err(|error| invalid(&error))?;
     let nodes = compiler
         .nodes
@@ -269,6 +280,9 @@ struct Compiler<'s> {
     nodes: Vec<(String, Node)>,
     by_pointer: HashMap<String, NodeId>,
     dangling: Vec<String>,
+    /// Nodes whose `type` names types jsonschema does not know: the known names that remain,
+    /// or `None` when none does.
+    type_patches: Vec<(String, Option<Value>)>,
     assertions: HashMap<String, Arc<Validator>>,
 }
 
@@ -281,6 +295,7 @@ impl<'s> Compiler<'s> {
             nodes: Vec::new(),
             by_pointer: HashMap::new(),
             dangling: Vec::new(),
+            type_patches: Vec::new(),
             assertions: HashMap::new(),
         };
         compiler.index(root, String::new());
@@ -453,6 +468,16 @@ impl<'s> Compiler<'s> {
                     .collect();
             }
             _ => {}
+        }
+        if k.types.iter().any(|t| matches!(t, JsonType::Unknown(_))) {
+            let known: Vec<Value> = k
+                .types
+                .iter()
+                .filter(|t| !matches!(t, JsonType::Unknown(_)))
+                .map(|t| Value::from(t.name()))
+                .collect();
+            let patch = (!known.is_empty()).then_some(Value::Array(known));
+            self.type_patches.push((pointer.to_owned(), patch));
         }
         k.enumeration = map.get("enum").and_then(Value::as_array).cloned();
         k.constant = map.get("const").cloned();
