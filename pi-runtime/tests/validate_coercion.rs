@@ -44,14 +44,38 @@ fn scalar_row(input: Value, cells: [Cell; 5]) {
 
 #[test]
 fn numeric_strings() {
-    scalar_row(json!("42"), [Same, To(json!(42)), To(json!(42)), Fails, Fails]);
-    scalar_row(json!("42.5"), [Same, To(json!(42.5)), To(json!(42)), Fails, Fails]);
-    scalar_row(json!(""), [Same, To(json!(0)), To(json!(0)), Fails, To(json!(null))]);
-    scalar_row(json!(" 7 "), [Same, To(json!(7)), To(json!(7)), Fails, Fails]);
-    scalar_row(json!("1e3"), [Same, To(json!(1000)), To(json!(1000)), Fails, Fails]);
-    scalar_row(json!("0x10"), [Same, To(json!(16)), To(json!(16)), Fails, Fails]);
-    scalar_row(json!("12n"), [Same, To(json!(12)), To(json!(12)), Fails, Fails]);
-    scalar_row(json!("12.9"), [Same, To(json!(12.9)), To(json!(12)), Fails, Fails]);
+    scalar_row(
+        json!("42"),
+        [Same, To(json!(42)), To(json!(42)), Fails, Fails],
+    );
+    scalar_row(
+        json!("42.5"),
+        [Same, To(json!(42.5)), To(json!(42)), Fails, Fails],
+    );
+    scalar_row(
+        json!(""),
+        [Same, To(json!(0)), To(json!(0)), Fails, To(json!(null))],
+    );
+    scalar_row(
+        json!(" 7 "),
+        [Same, To(json!(7)), To(json!(7)), Fails, Fails],
+    );
+    scalar_row(
+        json!("1e3"),
+        [Same, To(json!(1000)), To(json!(1000)), Fails, Fails],
+    );
+    scalar_row(
+        json!("0x10"),
+        [Same, To(json!(16)), To(json!(16)), Fails, Fails],
+    );
+    scalar_row(
+        json!("12n"),
+        [Same, To(json!(12)), To(json!(12)), Fails, Fails],
+    );
+    scalar_row(
+        json!("12.9"),
+        [Same, To(json!(12.9)), To(json!(12)), Fails, Fails],
+    );
 }
 
 #[test]
@@ -64,17 +88,35 @@ fn strings_no_number_reads() {
 #[test]
 fn boolean_words() {
     for input in ["true", "TRUE", "True"] {
-        scalar_row(json!(input), [Same, To(json!(1)), To(json!(1)), To(json!(true)), Fails]);
+        scalar_row(
+            json!(input),
+            [Same, To(json!(1)), To(json!(1)), To(json!(true)), Fails],
+        );
     }
     for input in ["false", "fAlSe"] {
-        scalar_row(json!(input), [Same, To(json!(0)), To(json!(0)), To(json!(false)), Fails]);
+        scalar_row(
+            json!(input),
+            [Same, To(json!(0)), To(json!(0)), To(json!(false)), Fails],
+        );
     }
 }
 
 #[test]
 fn one_and_zero_strings() {
-    scalar_row(json!("1"), [Same, To(json!(1)), To(json!(1)), To(json!(true)), Fails]);
-    scalar_row(json!("0"), [Same, To(json!(0)), To(json!(0)), To(json!(false)), To(json!(null))]);
+    scalar_row(
+        json!("1"),
+        [Same, To(json!(1)), To(json!(1)), To(json!(true)), Fails],
+    );
+    scalar_row(
+        json!("0"),
+        [
+            Same,
+            To(json!(0)),
+            To(json!(0)),
+            To(json!(false)),
+            To(json!(null)),
+        ],
+    );
 }
 
 #[test]
@@ -88,7 +130,10 @@ fn null_words() {
 fn numbers_never_become_text() {
     scalar_row(json!(42), [Fails, Same, Same, Fails, Fails]);
     scalar_row(json!(42.5), [Fails, Same, To(json!(42)), Fails, Fails]);
-    scalar_row(json!(0), [Fails, Same, Same, To(json!(false)), To(json!(null))]);
+    scalar_row(
+        json!(0),
+        [Fails, Same, Same, To(json!(false)), To(json!(null))],
+    );
     scalar_row(json!(1), [Fails, Same, Same, To(json!(true)), Fails]);
     scalar_row(json!(2), [Fails, Same, Same, Fails, Fails]);
     scalar_row(json!(1e21), [Fails, Same, Same, Fails, Fails]);
@@ -97,13 +142,28 @@ fn numbers_never_become_text() {
 
 #[test]
 fn booleans_never_become_text() {
-    scalar_row(json!(true), [Fails, To(json!(1)), To(json!(1)), Same, Fails]);
-    scalar_row(json!(false), [Fails, To(json!(0)), To(json!(0)), Same, To(json!(null))]);
+    scalar_row(
+        json!(true),
+        [Fails, To(json!(1)), To(json!(1)), Same, Fails],
+    );
+    scalar_row(
+        json!(false),
+        [Fails, To(json!(0)), To(json!(0)), Same, To(json!(null))],
+    );
 }
 
 #[test]
 fn required_null() {
-    scalar_row(json!(null), [To(json!("null")), To(json!(0)), To(json!(0)), To(json!(false)), Same]);
+    scalar_row(
+        json!(null),
+        [
+            To(json!("null")),
+            To(json!(0)),
+            To(json!(0)),
+            To(json!(false)),
+            Same,
+        ],
+    );
 }
 
 #[test]
@@ -129,7 +189,11 @@ fn optional_null_is_removed_unless_the_schema_takes_null() {
         json!({"enum": [null, "x"]}),
     ] {
         let schema = json!({"type": "object", "properties": {"v": kept}});
-        assert_eq!(run(&schema, &json!({"v": null})), Ok(json!({"v": null})), "{kept}");
+        assert_eq!(
+            run(&schema, &json!({"v": null})),
+            Ok(json!({"v": null})),
+            "{kept}"
+        );
     }
 }
 
@@ -142,23 +206,48 @@ fn single_values_become_arrays() {
     assert_eq!(run_v(&strings, &json!("42")), Ok(json!(["42"])));
     assert_eq!(run_v(&numbers, &json!("42")), Ok(json!([42])));
     assert_eq!(run_v(&strings, &json!("abc")), Ok(json!(["abc"])));
-    assert_eq!(run_v(&numbers, &json!("abc")), Err(vec!["v.0: expected number, got string".into()]));
-    assert_eq!(run_v(&strings, &json!(42)), Err(vec!["v.0: expected string, got number".into()]));
+    assert_eq!(
+        run_v(&numbers, &json!("abc")),
+        Err(vec!["v.0: expected number, got string".into()])
+    );
+    assert_eq!(
+        run_v(&strings, &json!(42)),
+        Err(vec!["v.0: expected string, got number".into()])
+    );
     assert_eq!(run_v(&numbers, &json!(42)), Ok(json!([42])));
-    assert_eq!(run_v(&strings, &json!(true)), Err(vec!["v.0: expected string, got boolean".into()]));
+    assert_eq!(
+        run_v(&strings, &json!(true)),
+        Err(vec!["v.0: expected string, got boolean".into()])
+    );
     assert_eq!(run_v(&numbers, &json!(true)), Ok(json!([1])));
     assert_eq!(run_v(&strings, &json!(null)), Ok(json!(["null"])));
     assert_eq!(run_v(&numbers, &json!(null)), Ok(json!([0])));
-    assert_eq!(run_v(&strings, &json!([1, "2"])), Err(vec!["v.0: expected string, got number".into()]));
+    assert_eq!(
+        run_v(&strings, &json!([1, "2"])),
+        Err(vec!["v.0: expected string, got number".into()])
+    );
     assert_eq!(run_v(&numbers, &json!([1, "2"])), Ok(json!([1, 2])));
-    assert_eq!(run_v(&strings, &json!({})), Err(vec!["v.0: expected string, got object".into()]));
-    assert_eq!(run_v(&numbers, &json!({})), Err(vec!["v.0: expected number, got object".into()]));
+    assert_eq!(
+        run_v(&strings, &json!({})),
+        Err(vec!["v.0: expected string, got object".into()])
+    );
+    assert_eq!(
+        run_v(&numbers, &json!({})),
+        Err(vec!["v.0: expected number, got object".into()])
+    );
 }
 
 #[test]
 fn objects_are_not_built_from_scalars() {
     let object = json!({"type": "object"});
-    for input in [json!("42"), json!("abc"), json!(42), json!(true), json!(null), json!([1, "2"])] {
+    for input in [
+        json!("42"),
+        json!("abc"),
+        json!(42),
+        json!(true),
+        json!(null),
+        json!([1, "2"]),
+    ] {
         assert_eq!(
             run_v(&object, &input),
             Err(vec![format!("v: expected object, got {}", got(&input))]),
@@ -181,7 +270,10 @@ fn a_single_edit_is_wrapped() {
 #[test]
 fn json_text_is_never_parsed() {
     let strings = json!({"type": "array", "items": {"type": "string"}});
-    assert_eq!(run_v(&strings, &json!("[\"a\",\"b\"]")), Ok(json!(["[\"a\",\"b\"]"])));
+    assert_eq!(
+        run_v(&strings, &json!("[\"a\",\"b\"]")),
+        Ok(json!(["[\"a\",\"b\"]"]))
+    );
     assert_eq!(
         run_v(&json!({"type": "object"}), &json!("{\"a\":1}")),
         Err(vec!["v: expected object, got string".into()])
@@ -197,7 +289,10 @@ fn nested_arrays_wrap_twice() {
 #[test]
 fn tuples_never_wrap() {
     let tuple = json!({"type": "array", "prefixItems": [{"type": "number"}]});
-    assert_eq!(run_v(&tuple, &json!("5")), Err(vec!["v: expected array, got string".into()]));
+    assert_eq!(
+        run_v(&tuple, &json!("5")),
+        Err(vec!["v: expected array, got string".into()])
+    );
     let with_rest = json!({"prefixItems": [{"type": "number"}, {"type": "boolean"}], "items": {"type": "string"}});
     assert_eq!(
         run_v(&with_rest, &json!(["5", "true", 7, 8])),
@@ -206,7 +301,10 @@ fn tuples_never_wrap() {
             "v.3: expected string, got number".into()
         ])
     );
-    assert_eq!(run_v(&with_rest, &json!(["5", "true", "7"])), Ok(json!([5, true, "7"])));
+    assert_eq!(
+        run_v(&with_rest, &json!(["5", "true", "7"])),
+        Ok(json!([5, true, "7"]))
+    );
 }
 
 #[test]
@@ -290,11 +388,17 @@ fn unions() {
         assert_eq!(run_v(&schema, &json!("42")), Ok(json!(42)));
         assert_eq!(run_v(&schema, &json!(null)), Ok(json!(null)));
         assert_eq!(run_v(&schema, &json!("")), Ok(json!(0)));
-        assert_eq!(run_v(&schema, &json!("x")), Err(vec!["v: expected number, got string".into()]));
+        assert_eq!(
+            run_v(&schema, &json!("x")),
+            Err(vec!["v: expected number, got string".into()])
+        );
     }
     let boolean_number = json!({"anyOf": [{"type": "boolean"}, {"type": "number"}]});
     assert_eq!(run_v(&boolean_number, &json!("1")), Ok(json!(true)));
-    assert_eq!(run_v(&boolean_number, &json!("x")), Err(vec!["v: expected boolean, got string".into()]));
+    assert_eq!(
+        run_v(&boolean_number, &json!("x")),
+        Err(vec!["v: expected boolean, got string".into()])
+    );
     let string_number = json!({"anyOf": [{"type": "string"}, {"type": "number"}]});
     assert_eq!(run_v(&string_number, &json!(true)), Ok(json!(1)));
     assert_eq!(run_v(&string_number, &json!(null)), Ok(json!("null")));
@@ -303,22 +407,34 @@ fn unions() {
     assert_eq!(run_v(&number_string, &json!(true)), Ok(json!(1)));
     assert_eq!(run_v(&number_string, &json!(null)), Ok(json!(0)));
     let integer_number = json!({"oneOf": [{"type": "integer"}, {"type": "number"}]});
-    assert_eq!(run_v(&integer_number, &json!(1)), Err(vec!["v: matches more than one alternative".into()]));
+    assert_eq!(
+        run_v(&integer_number, &json!(1)),
+        Err(vec!["v: matches more than one alternative".into()])
+    );
     assert_eq!(run_v(&integer_number, &json!(1.5)), Ok(json!(1.5)));
     assert!(run_v(&integer_number, &json!("2")).is_err());
     let all_of = json!({"allOf": [{"type": "number"}, {"minimum": 3}]});
     assert_eq!(run_v(&all_of, &json!("5")), Ok(json!(5)));
-    assert_eq!(run_v(&all_of, &json!("1")), Err(vec!["v: expected >= 3".into()]));
+    assert_eq!(
+        run_v(&all_of, &json!("1")),
+        Err(vec!["v: expected >= 3".into()])
+    );
 }
 
 #[test]
 fn enums_and_consts() {
     let letters = json!({"enum": ["a", "b"]});
-    assert_eq!(run_v(&letters, &json!("c")), Err(vec![r#"v: expected one of ["a","b"]"#.into()]));
+    assert_eq!(
+        run_v(&letters, &json!("c")),
+        Err(vec![r#"v: expected one of ["a","b"]"#.into()])
+    );
     let numbers = json!({"enum": [1, 2, 3]});
     assert_eq!(run_v(&numbers, &json!("2")), Ok(json!(2)));
     assert_eq!(run_v(&numbers, &json!(true)), Ok(json!(1)));
-    assert_eq!(run_v(&numbers, &json!("4")), Err(vec!["v: expected one of [1,2,3]".into()]));
+    assert_eq!(
+        run_v(&numbers, &json!("4")),
+        Err(vec!["v: expected one of [1,2,3]".into()])
+    );
     let booleans = json!({"enum": [true, false]});
     for input in [json!("true"), json!("1"), json!(1)] {
         assert_eq!(run_v(&booleans, &input), Ok(json!(true)), "{input}");
@@ -330,15 +446,31 @@ fn enums_and_consts() {
     );
     let integers = json!({"type": "integer", "enum": [1, 2]});
     assert_eq!(run_v(&integers, &json!("1")), Ok(json!(1)));
-    assert_eq!(run_v(&integers, &json!(1.5)), Err(vec!["v: expected integer, got number".into()]));
+    assert_eq!(
+        run_v(&integers, &json!(1.5)),
+        Err(vec!["v: expected integer, got number".into()])
+    );
     assert_eq!(run_v(&json!({"const": 5}), &json!("5")), Ok(json!(5)));
-    assert_eq!(run_v(&json!({"const": 5}), &json!(6)), Err(vec!["v: expected 5".into()]));
-    assert_eq!(run_v(&json!({"const": "a"}), &json!("b")), Err(vec![r#"v: expected "a""#.into()]));
+    assert_eq!(
+        run_v(&json!({"const": 5}), &json!(6)),
+        Err(vec!["v: expected 5".into()])
+    );
+    assert_eq!(
+        run_v(&json!({"const": "a"}), &json!("b")),
+        Err(vec![r#"v: expected "a""#.into()])
+    );
     for input in [json!("true"), json!(1), json!("1")] {
-        assert_eq!(run_v(&json!({"const": true}), &input), Ok(json!(true)), "{input}");
+        assert_eq!(
+            run_v(&json!({"const": true}), &input),
+            Ok(json!(true)),
+            "{input}"
+        );
     }
     for input in [json!("null"), json!(""), json!(0)] {
-        assert_eq!(run_v(&json!({"const": null}), &input), Err(vec!["v: expected null".into()]));
+        assert_eq!(
+            run_v(&json!({"const": null}), &input),
+            Err(vec!["v: expected null".into()])
+        );
     }
     assert_eq!(
         run_v(&json!({"const": {"a": 1}}), &json!({"a": 2})),
@@ -353,8 +485,14 @@ fn object_union_branches() {
         {"type": "object", "properties": {"b": {"type": "string"}}, "required": ["b"]}
     ]});
     assert_eq!(run_v(&schema, &json!({"a": "1"})), Ok(json!({"a": 1})));
-    assert_eq!(run_v(&schema, &json!({"b": 1})), Err(vec!["v.b: expected string, got number".into()]));
-    assert_eq!(run_v(&schema, &json!({"c": 1})), Err(vec!["v.a: missing".into()]));
+    assert_eq!(
+        run_v(&schema, &json!({"b": 1})),
+        Err(vec!["v.b: expected string, got number".into()])
+    );
+    assert_eq!(
+        run_v(&schema, &json!({"c": 1})),
+        Err(vec!["v.a: missing".into()])
+    );
 }
 
 // §4.4.5
@@ -365,8 +503,14 @@ fn nested_optional_nulls() {
         "o": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["b"]},
         "l": {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string"}}}}
     }});
-    assert_eq!(run(&schema, &json!({"o": {"a": null, "b": null}})), Ok(json!({"o": {"b": 0}})));
-    assert_eq!(run(&schema, &json!({"l": [{"a": null}]})), Ok(json!({"l": [{}]})));
+    assert_eq!(
+        run(&schema, &json!({"o": {"a": null, "b": null}})),
+        Ok(json!({"o": {"b": 0}}))
+    );
+    assert_eq!(
+        run(&schema, &json!({"l": [{"a": null}]})),
+        Ok(json!({"l": [{}]}))
+    );
 }
 
 #[test]
@@ -374,11 +518,20 @@ fn extra_properties() {
     let numbers = json!({"type": "object", "additionalProperties": {"type": "number"}});
     assert_eq!(run(&numbers, &json!({"k": null})), Ok(json!({"k": 0})));
     let booleans = json!({"type": "object", "additionalProperties": {"type": "boolean"}});
-    assert_eq!(run(&booleans, &json!({"b": "true", "c": 0})), Ok(json!({"b": true, "c": false})));
+    assert_eq!(
+        run(&booleans, &json!({"b": "true", "c": 0})),
+        Ok(json!({"b": true, "c": false}))
+    );
     let patterns = json!({"type": "object", "patternProperties": {"^n": {"type": "number"}}});
-    assert_eq!(run(&patterns, &json!({"n1": "5", "z": "6"})), Ok(json!({"n1": 5, "z": "6"})));
+    assert_eq!(
+        run(&patterns, &json!({"n1": "5", "z": "6"})),
+        Ok(json!({"n1": 5, "z": "6"}))
+    );
     let open = json!({"type": "object", "properties": {"a": {"type": "number"}}});
-    assert_eq!(run(&open, &json!({"x": "1", "a": "2"})), Ok(json!({"x": "1", "a": 2})));
+    assert_eq!(
+        run(&open, &json!({"x": "1", "a": "2"})),
+        Ok(json!({"x": "1", "a": 2}))
+    );
 }
 
 #[test]
@@ -386,7 +539,10 @@ fn refs() {
     let schema = json!({"type": "object", "$defs": {"N": {"type": "number"}},
         "properties": {"r": {"$ref": "#/$defs/N"}}, "required": ["r"]});
     assert_eq!(run(&schema, &json!({"r": "5"})), Ok(json!({"r": 5})));
-    assert_eq!(run(&schema, &json!({"r": "x"})), Err(vec!["r: expected number, got string".into()]));
+    assert_eq!(
+        run(&schema, &json!({"r": "x"})),
+        Err(vec!["r: expected number, got string".into()])
+    );
     let optional = json!({"type": "object", "$defs": {"N": {"type": "number"}},
         "properties": {"r": {"$ref": "#/$defs/N"}}});
     assert_eq!(run(&optional, &json!({"r": null})), Ok(json!({"r": 0})));
@@ -399,7 +555,10 @@ fn recursive_tree() {
         "children": {"type": "array", "items": {"$ref": "T"}}
     }, "required": ["name"]});
     assert_eq!(
-        run(&schema, &json!({"name": "a", "children": [{"name": "b", "children": "x"}, {}]})),
+        run(
+            &schema,
+            &json!({"name": "a", "children": [{"name": "b", "children": "x"}, {}]})
+        ),
         Err(vec![
             "children.0.children.0: expected object, got string".into(),
             "children.1.name: missing".into()
@@ -415,9 +574,13 @@ fn recursive_tree() {
 fn root_without_type_and_key_order() {
     let schema = json!({"properties": {"n": {"type": "number"}}});
     assert_eq!(run(&schema, &json!({"n": "5"})), Ok(json!({"n": 5})));
-    let ordered = json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}});
+    let ordered =
+        json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}});
     let coerced = run(&ordered, &json!({"a": "1", "z": 1, "b": "2"})).unwrap();
-    assert_eq!(serde_json::to_string(&coerced).unwrap(), r#"{"a":1,"z":1,"b":2}"#);
+    assert_eq!(
+        serde_json::to_string(&coerced).unwrap(),
+        r#"{"a":1,"z":1,"b":2}"#
+    );
 }
 
 #[test]
@@ -429,14 +592,18 @@ fn defaults_are_never_inserted() {
 #[test]
 fn formats_do_not_coerce() {
     assert_eq!(
-        run_v(&json!({"type": "string", "format": "date"}), &json!(20200101)),
+        run_v(
+            &json!({"type": "string", "format": "date"}),
+            &json!(20200101)
+        ),
         Err(vec!["v: expected string, got number".into()])
     );
 }
 
 #[test]
 fn the_input_is_never_modified() {
-    let schema = json!({"type": "object", "properties": {"n": {"type": "number"}, "s": {"type": "string"}}});
+    let schema =
+        json!({"type": "object", "properties": {"n": {"type": "number"}, "s": {"type": "string"}}});
     let arguments = json!({"n": "1", "s": null});
     let before = arguments.clone();
     assert_eq!(run(&schema, &arguments), Ok(json!({"n": 1})));

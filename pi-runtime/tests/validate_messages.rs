@@ -15,35 +15,85 @@ fn fails(schema: Value, input: Value) -> Vec<String> {
 #[test]
 fn scalar_keyword_messages() {
     let cases = [
-        (json!({"type": ["number", "boolean"]}), json!("x"), "v: expected number or boolean, got string"),
-        (json!({"type": "integer", "enum": [1, 2]}), json!(1.5), "v: expected integer, got number"),
-        (json!({"type": "bigint"}), json!("x"), "v: expected bigint, got string"),
-        (json!({"minLength": 3}), json!("ab"), "v: expected at least 3 characters"),
-        (json!({"maxLength": 2}), json!("😀😀😀"), "v: expected at most 2 characters"),
-        (json!({"pattern": "^a(?=b)"}), json!("ac"), "v: expected to match ^a(?=b)"),
-        (json!({"format": "email"}), json!("nope"), "v: expected format email"),
-        (json!({"format": "date"}), json!("2023-02-29"), "v: expected format date"),
+        (
+            json!({"type": ["number", "boolean"]}),
+            json!("x"),
+            "v: expected number or boolean, got string",
+        ),
+        (
+            json!({"type": "integer", "enum": [1, 2]}),
+            json!(1.5),
+            "v: expected integer, got number",
+        ),
+        (
+            json!({"type": "bigint"}),
+            json!("x"),
+            "v: expected bigint, got string",
+        ),
+        (
+            json!({"minLength": 3}),
+            json!("ab"),
+            "v: expected at least 3 characters",
+        ),
+        (
+            json!({"maxLength": 2}),
+            json!("😀😀😀"),
+            "v: expected at most 2 characters",
+        ),
+        (
+            json!({"pattern": "^a(?=b)"}),
+            json!("ac"),
+            "v: expected to match ^a(?=b)",
+        ),
+        (
+            json!({"format": "email"}),
+            json!("nope"),
+            "v: expected format email",
+        ),
+        (
+            json!({"format": "date"}),
+            json!("2023-02-29"),
+            "v: expected format date",
+        ),
         (json!({"minimum": 1.5}), json!(1), "v: expected >= 1.5"),
         (json!({"maximum": 10}), json!(11), "v: expected <= 10"),
         (json!({"exclusiveMinimum": 0}), json!(0), "v: expected > 0"),
         (json!({"exclusiveMaximum": 0}), json!(0), "v: expected < 0"),
-        (json!({"multipleOf": 5}), json!(12), "v: expected a multiple of 5"),
-        (json!({"not": {"type": "string"}}), json!("x"), "v: must not match the schema in not"),
+        (
+            json!({"multipleOf": 5}),
+            json!(12),
+            "v: expected a multiple of 5",
+        ),
+        (
+            json!({"not": {"type": "string"}}),
+            json!("x"),
+            "v: must not match the schema in not",
+        ),
         (json!({"const": [1]}), json!([2]), "v: expected [1]"),
     ];
     for (schema, input, message) in cases {
-        assert_eq!(fails(schema.clone(), input.clone()), vec![message.to_owned()], "{schema} {input}");
+        assert_eq!(
+            fails(schema.clone(), input.clone()),
+            vec![message.to_owned()],
+            "{schema} {input}"
+        );
     }
 }
 
 #[test]
 fn multiple_of_is_exact_for_decimals() {
-    assert_eq!(run_v(&json!({"multipleOf": 0.0001}), &json!(0.0075)), Ok(json!(0.0075)));
+    assert_eq!(
+        run_v(&json!({"multipleOf": 0.0001}), &json!(0.0075)),
+        Ok(json!(0.0075))
+    );
 }
 
 #[test]
 fn unknown_formats_pass() {
-    assert_eq!(run_v(&json!({"format": "made-up"}), &json!("x")), Ok(json!("x")));
+    assert_eq!(
+        run_v(&json!({"format": "made-up"}), &json!("x")),
+        Ok(json!("x"))
+    );
 }
 
 #[test]
@@ -52,7 +102,10 @@ fn long_enums_are_cut_after_twenty() {
     let shown: Vec<String> = members[..20].iter().map(|m| format!("\"{m}\"")).collect();
     assert_eq!(
         fails(json!({"enum": members}), json!("x")),
-        vec![format!("v: expected one of [{}, ... and 5 more]", shown.join(","))]
+        vec![format!(
+            "v: expected one of [{}, ... and 5 more]",
+            shown.join(",")
+        )]
     );
 }
 
@@ -74,27 +127,74 @@ fn object_keyword_messages() {
         ])
     );
     let closed = json!({"type": "object", "properties": {}, "unevaluatedProperties": false});
-    assert_eq!(run(&closed, &json!({"x": 1})), Err(vec!["x: unknown field".into()]));
-    let draft7 = json!({"$schema": "http://json-schema.org/draft-07/schema#", "dependencies": {"a": ["c"]}});
-    assert_eq!(run(&draft7, &json!({"a": 1})), Err(vec!["c: required when a is present".into()]));
+    assert_eq!(
+        run(&closed, &json!({"x": 1})),
+        Err(vec!["x: unknown field".into()])
+    );
+    let draft7 =
+        json!({"$schema": "http://json-schema.org/draft-07/schema#", "dependencies": {"a": ["c"]}});
+    assert_eq!(
+        run(&draft7, &json!({"a": 1})),
+        Err(vec!["c: required when a is present".into()])
+    );
 }
 
 #[test]
 fn array_keyword_messages() {
     let cases = [
-        (json!({"minItems": 2}), json!([1]), "v: expected at least 2 items"),
-        (json!({"maxItems": 1}), json!([1, 2]), "v: expected at most 1 items"),
-        (json!({"uniqueItems": true}), json!([1, 1.0]), "v: expected unique items"),
-        (json!({"contains": {"type": "string"}}), json!([1]), "v: expected at least 1 matching item"),
-        (json!({"contains": {"type": "string"}, "minContains": 2}), json!(["a"]), "v: expected at least 2 matching items"),
-        (json!({"contains": {"type": "string"}, "minContains": 0, "maxContains": 1}), json!(["a", "b"]), "v: expected at most 1 matching item"),
-        (json!({"contains": {"type": "string"}, "minContains": 2, "maxContains": 3}), json!(["a"]), "v: expected between 2 and 3 matching items"),
-        (json!({"prefixItems": [{}], "items": false}), json!([1, 2]), "v.1: no value is allowed here"),
-        (json!({"prefixItems": [{}], "unevaluatedItems": false}), json!([1, 2]), "v.1: unexpected item"),
+        (
+            json!({"minItems": 2}),
+            json!([1]),
+            "v: expected at least 2 items",
+        ),
+        (
+            json!({"maxItems": 1}),
+            json!([1, 2]),
+            "v: expected at most 1 items",
+        ),
+        (
+            json!({"uniqueItems": true}),
+            json!([1, 1.0]),
+            "v: expected unique items",
+        ),
+        (
+            json!({"contains": {"type": "string"}}),
+            json!([1]),
+            "v: expected at least 1 matching item",
+        ),
+        (
+            json!({"contains": {"type": "string"}, "minContains": 2}),
+            json!(["a"]),
+            "v: expected at least 2 matching items",
+        ),
+        (
+            json!({"contains": {"type": "string"}, "minContains": 0, "maxContains": 1}),
+            json!(["a", "b"]),
+            "v: expected at most 1 matching item",
+        ),
+        (
+            json!({"contains": {"type": "string"}, "minContains": 2, "maxContains": 3}),
+            json!(["a"]),
+            "v: expected between 2 and 3 matching items",
+        ),
+        (
+            json!({"prefixItems": [{}], "items": false}),
+            json!([1, 2]),
+            "v.1: no value is allowed here",
+        ),
+        (
+            json!({"prefixItems": [{}], "unevaluatedItems": false}),
+            json!([1, 2]),
+            "v.1: unexpected item",
+        ),
         (json!(false), json!(1), "v: no value is allowed here"),
     ];
     for (schema, input, message) in cases {
-        assert_eq!(fails(schema.clone(), input.clone()), vec![message.to_owned()], "{schema} {input}");
+        assert_eq!(
+            fails(schema.clone(), input.clone()),
+            vec![message.to_owned()],
+            "{schema} {input}"
+        );
     }
 }
 
@@ -163,7 +263,10 @@ fn verified_order_with_nested_and_counts() {
 #[test]
 fn a_type_mismatch_stops_the_value() {
     assert_eq!(
-        fails(json!({"type": "string", "minLength": 5, "enum": ["abcdef"]}), json!(3)),
+        fails(
+            json!({"type": "string", "minLength": 5, "enum": ["abcdef"]}),
+            json!(3)
+        ),
         vec!["v: expected string, got number".to_owned()]
     );
 }
@@ -174,15 +277,27 @@ fn tagged_unions_report_the_selected_branch() {
         {"type": "object", "properties": {"kind": {"const": "text"}, "text": {"type": "string"}}, "required": ["kind", "text"]},
         {"type": "object", "properties": {"kind": {"const": "image"}, "width": {"type": "number", "minimum": 0}}, "required": ["kind"]}
     ]});
-    assert_eq!(fails(schema.clone(), json!({"kind": "video"})), vec![r#"v.kind: expected one of ["text","image"]"#.to_owned()]);
-    assert_eq!(fails(schema.clone(), json!({"kind": "image", "width": -1})), vec!["v.width: expected >= 0".to_owned()]);
-    assert_eq!(fails(schema, json!({"kind": "text"})), vec!["v.text: missing".to_owned()]);
+    assert_eq!(
+        fails(schema.clone(), json!({"kind": "video"})),
+        vec![r#"v.kind: expected one of ["text","image"]"#.to_owned()]
+    );
+    assert_eq!(
+        fails(schema.clone(), json!({"kind": "image", "width": -1})),
+        vec!["v.width: expected >= 0".to_owned()]
+    );
+    assert_eq!(
+        fails(schema, json!({"kind": "text"})),
+        vec!["v.text: missing".to_owned()]
+    );
 }
 
 #[test]
 fn untagged_unions_report_the_best_branch() {
     assert_eq!(
-        fails(json!({"anyOf": [{"type": "number"}, {"type": "boolean"}]}), json!("x")),
+        fails(
+            json!({"anyOf": [{"type": "number"}, {"type": "boolean"}]}),
+            json!("x")
+        ),
         vec!["v: expected number, got string".to_owned()]
     );
     let schema = json!({"anyOf": [
@@ -198,13 +313,20 @@ fn untagged_unions_report_the_best_branch() {
         {"type": "object", "required": ["x"]},
         {"type": "object", "properties": {"o": {"type": "object", "required": ["deep"]}}}
     ]});
-    assert_eq!(fails(deeper, json!({"o": {}})), vec!["v.o.deep: missing".to_owned()]);
+    assert_eq!(
+        fails(deeper, json!({"o": {}})),
+        vec!["v.o.deep: missing".to_owned()]
+    );
 }
 
 #[test]
 fn the_text_frame() {
-    let schema = CompiledSchema::compile(&json!({"type": "object", "properties": {"": {"type": "number"}}})).unwrap();
-    let error = schema.validate("my \"tool\"", &json!({"": "x"})).unwrap_err();
+    let schema =
+        CompiledSchema::compile(&json!({"type": "object", "properties": {"": {"type": "number"}}}))
+            .unwrap();
+    let error = schema
+        .validate("my \"tool\"", &json!({"": "x"}))
+        .unwrap_err();
     assert_eq!(
         error.message(),
         "Validation failed for tool \"my \"tool\"\":\n  - : expected number, got string\n\nReceived arguments:\n{\n  \"\": \"x\"\n}"
@@ -230,7 +352,9 @@ fn arguments_error_wins() {
 #[test]
 fn unusable_schemas_are_rejected_at_compile_time() {
     assert_eq!(
-        CompiledSchema::compile(&json!(true)).unwrap_err().to_string(),
+        CompiledSchema::compile(&json!(true))
+            .unwrap_err()
+            .to_string(),
         "the parameter schema must be a JSON object"
     );
     assert!(CompiledSchema::compile(&json!({"pattern": "(unclosed"})).is_err());
@@ -258,5 +382,9 @@ fn deserialize_errors_name_the_place() {
         "Validation failed for tool \"edit\":\n  - edits.1.oldText: invalid type: integer `5`, expected a string\n\nReceived arguments:\n{\n  \"edits\": [\n    {\n      \"oldText\": \"a\"\n    },\n    {\n      \"oldText\": 5\n    }\n  ]\n}"
     );
     let error = deserialize_arguments::<Args>("edit", json!({})).unwrap_err();
-    assert!(error.message().starts_with("Validation failed for tool \"edit\":\n  - root: missing field `edits`\n"));
+    assert!(
+        error
+            .message()
+            .starts_with("Validation failed for tool \"edit\":\n  - root: missing field `edits`\n")
+    );
 }

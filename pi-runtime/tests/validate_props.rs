@@ -26,7 +26,11 @@ fn scalar_schema() -> impl Strategy<Value = Value> {
 fn schema() -> impl Strategy<Value = Value> {
     scalar_schema().prop_recursive(3, 24, 4, |inner| {
         prop_oneof![
-            (prop::collection::vec(("[a-c]", inner.clone()), 0..4), any::<bool>(), any::<bool>())
+            (
+                prop::collection::vec(("[a-c]", inner.clone()), 0..4),
+                any::<bool>(),
+                any::<bool>()
+            )
                 .prop_map(|(members, closed, require_first)| {
                     let mut properties = serde_json::Map::new();
                     for (name, schema) in members {
@@ -40,9 +44,13 @@ fn schema() -> impl Strategy<Value = Value> {
                     json!({"type": "object", "properties": properties, "required": required,
                            "additionalProperties": !closed})
                 }),
-            inner.clone().prop_map(|items| json!({"type": "array", "items": items})),
-            prop::collection::vec(inner.clone(), 1..3).prop_map(|branches| json!({"anyOf": branches})),
-            prop::collection::vec(inner.clone(), 1..3).prop_map(|branches| json!({"oneOf": branches})),
+            inner
+                .clone()
+                .prop_map(|items| json!({"type": "array", "items": items})),
+            prop::collection::vec(inner.clone(), 1..3)
+                .prop_map(|branches| json!({"anyOf": branches})),
+            prop::collection::vec(inner.clone(), 1..3)
+                .prop_map(|branches| json!({"oneOf": branches})),
             prop::collection::vec(inner, 1..3).prop_map(|members| json!({"allOf": members})),
         ]
     })
@@ -55,8 +63,16 @@ fn value() -> impl Strategy<Value = Value> {
         any::<i32>().prop_map(Value::from),
         (-100.0..100.0_f64).prop_map(Value::from),
         prop_oneof![
-            Just("42"), Just(""), Just(" 7 "), Just("true"), Just("null"), Just("0x10"),
-            Just("12n"), Just("abc"), Just("2024-02-29"), Just("1.5"),
+            Just("42"),
+            Just(""),
+            Just(" 7 "),
+            Just("true"),
+            Just("null"),
+            Just("0x10"),
+            Just("12n"),
+            Just("abc"),
+            Just("2024-02-29"),
+            Just("1.5"),
         ]
         .prop_map(Value::from),
     ];

@@ -364,7 +364,12 @@ impl<'s> Compiler<'s> {
         Ok(id)
     }
 
-    fn child(&mut self, pointer: &str, key: &str, schema: &'s Value) -> Result<NodeId, SchemaError> {
+    fn child(
+        &mut self,
+        pointer: &str,
+        key: &str,
+        schema: &'s Value,
+    ) -> Result<NodeId, SchemaError> {
         self.node_at(child_pointer(pointer, key), schema)
     }
 
@@ -565,7 +570,11 @@ impl<'s> Compiler<'s> {
 /// Compile an ECMAScript pattern (`u` flag) the way jsonschema does, so that coercion matches
 /// `patternProperties` keys exactly as validation will.
 fn ecma_regex(source: &str) -> Result<fancy_regex::Regex, SchemaError> {
-    let bad = || SchemaError::new(format!("invalid regular expression in patternProperties: {source}"));
+    let bad = || {
+        SchemaError::new(format!(
+            "invalid regular expression in patternProperties: {source}"
+        ))
+    };
     let translated = jsonschema_regex::to_rust_regex(source).map_err(|()| bad())?;
     fancy_regex::Regex::new(&translated).map_err(|_| bad())
 }

@@ -177,7 +177,8 @@ impl<'a> Explainer<'a> {
 
     fn number(&mut self, keywords: &Keywords, value: &Value, x: Option<f64>) {
         let Some(x) = x else { return };
-        let checks: [(&Option<Limit>, fn(f64, f64) -> bool, &str); 4] = [
+        type Check<'k> = (&'k Option<Limit>, fn(f64, f64) -> bool, &'static str);
+        let checks: [Check<'_>; 4] = [
             (&keywords.minimum, |x, l| x < l, ">="),
             (&keywords.maximum, |x, l| x > l, "<="),
             (&keywords.exclusive_minimum, |x, l| x <= l, ">"),
@@ -224,7 +225,9 @@ impl<'a> Explainer<'a> {
             }
             if !matched && let Some(additional) = keywords.additional_properties {
                 match tree.node(additional) {
-                    Node::Bool(false) => self.report_at(Segment::Key(key), "unknown field".to_owned()),
+                    Node::Bool(false) => {
+                        self.report_at(Segment::Key(key), "unknown field".to_owned())
+                    }
                     _ => self.explain_at(Segment::Key(key), additional, member),
                 }
             }
@@ -257,7 +260,10 @@ impl<'a> Explainer<'a> {
             if map.contains_key(key) {
                 for name in names {
                     if !map.contains_key(name) {
-                        self.report_at(Segment::Key(name), format!("required when {key} is present"));
+                        self.report_at(
+                            Segment::Key(name),
+                            format!("required when {key} is present"),
+                        );
                     }
                 }
             }
@@ -269,7 +275,12 @@ impl<'a> Explainer<'a> {
                 Dependency::Schema(key, schema) => Some((key, *schema)),
                 Dependency::Required(..) => None,
             })
-            .chain(keywords.dependent_schemas.iter().map(|(key, schema)| (key, *schema)));
+            .chain(
+                keywords
+                    .dependent_schemas
+                    .iter()
+                    .map(|(key, schema)| (key, *schema)),
+            );
         for (key, schema) in dependent_schemas {
             if map.contains_key(key) {
                 self.explain(schema, value);
@@ -304,7 +315,10 @@ impl<'a> Explainer<'a> {
             self.report("expected unique items".to_owned());
         }
         if let Some(contains) = keywords.contains {
-            let matching = items.iter().filter(|item| tree.accepts(contains, item)).count() as f64;
+            let matching = items
+                .iter()
+                .filter(|item| tree.accepts(contains, item))
+                .count() as f64;
             let (min, min_text) = match &keywords.min_contains {
                 Some(min) => (min.value, min.text.as_str()),
                 None => (1.0, "1"),
@@ -320,9 +334,12 @@ impl<'a> Explainer<'a> {
                     max.text,
                     plural(&max.text)
                 )),
-                Some(max) if min != 0.0 && (matching < min || matching > max.value) => self.report(
-                    format!("expected between {min_text} and {} matching items", max.text),
-                ),
+                Some(max) if min != 0.0 && (matching < min || matching > max.value) => {
+                    self.report(format!(
+                        "expected between {min_text} and {} matching items",
+                        max.text
+                    ))
+                }
                 _ => {}
             }
         }
@@ -361,7 +378,9 @@ impl<'a> Explainer<'a> {
         let mut best: Option<(usize, usize, Vec<Issue>)> = None;
         for &branch in branches {
             let issues = self.collect(branch, value);
-            let Some(first) = issues.first() else { continue };
+            let Some(first) = issues.first() else {
+                continue;
+            };
             let declared = self.declared_keys(branch, value);
             let better = best.as_ref().is_none_or(|(keys, pointer_len, _)| {
                 declared > *keys || (declared == *keys && first.pointer_len > *pointer_len)
@@ -409,8 +428,14 @@ impl<'a> Explainer<'a> {
             let mut tags: Vec<&'a Value> = Vec::with_capacity(branches.len());
             for &branch in branches {
                 let property = *branch_properties(branch)?.get(key)?;
-                let constant = tree.keywords(tree.through_refs(property))?.constant.as_ref()?;
-                if constant.is_object() || constant.is_array() || tags.iter().any(|t| json_eq(t, constant)) {
+                let constant = tree
+                    .keywords(tree.through_refs(property))?
+                    .constant
+                    .as_ref()?;
+                if constant.is_object()
+                    || constant.is_array()
+                    || tags.iter().any(|t| json_eq(t, constant))
+                {
                     return None;
                 }
                 tags.push(constant);
@@ -431,17 +456,21 @@ impl<'a> Explainer<'a> {
                         continue;
                     }
                     match tree.node(rule) {
-                        Node::Bool(false) => self.report_at(Segment::Key(key), "unknown field".to_owned()),
+                        Node::Bool(false) => {
+                            self.report_at(Segment::Key(key), "unknown field".to_owned())
+                        }
                         _ => self.explain_at(Segment::Key(key), rule, member),
                     }
                 }
             }
         }
         if let (Some(rule), Value::Array(items)) = (keywords.unevaluated_items, value) {
-            let covered = self.evaluated_items(id, value, 0);
+            let covered = self.evaluated_items(id, 0);
             for (index, item) in items.iter().enumerate().skip(covered) {
                 match tree.node(rule) {
-                    Node::Bool(false) => self.report_at(Segment::Index(index), "unexpected item".to_owned()),
+                    Node::Bool(false) => {
+                        self.report_at(Segment::Index(index), "unexpected item".to_owned())
+                    }
                     _ => self.explain_at(Segment::Index(index), rule, item),
                 }
             }
@@ -449,7 +478,13 @@ impl<'a> Explainer<'a> {
     }
 
     /// Collect the keys `id` evaluates; `true` when it evaluates every key.
-    fn evaluated_keys(&self, id: NodeId, value: &'a Value, into: &mut HashSet<&'a str>, depth: usize) -> bool {
+    fn evaluated_keys(
+        &self,
+        id: NodeId,
+        value: &'a Value,
+        into: &mut HashSet<&'a str>,
+        depth: usize,
+    ) -> bool {
         let tree = self.tree;
         let (Some(keywords), Value::Object(map)) = (tree.keywords(id), value) else {
             return false;
@@ -461,7 +496,10 @@ impl<'a> Explainer<'a> {
             return true;
         }
         for key in map.keys() {
-            let declared = keywords.properties.as_ref().is_some_and(|p| p.contains_key(key));
+            let declared = keywords
+                .properties
+                .as_ref()
+                .is_some_and(|p| p.contains_key(key));
             if declared || keywords.pattern_properties.iter().any(|p| p.matches(key)) {
                 into.insert(key);
             }
@@ -483,9 +521,11 @@ impl<'a> Explainer<'a> {
     }
 
     /// How many leading items `id` evaluates (`usize::MAX`: all of them).
-    fn evaluated_items(&self, id: NodeId, value: &Value, depth: usize) -> usize {
+    fn evaluated_items(&self, id: NodeId, depth: usize) -> usize {
         let tree = self.tree;
-        let Some(keywords) = tree.keywords(id) else { return 0 };
+        let Some(keywords) = tree.keywords(id) else {
+            return 0;
+        };
         if depth > MAX_REF_DEPTH {
             return 0;
         }
@@ -502,7 +542,7 @@ impl<'a> Explainer<'a> {
             .iter()
             .copied()
             .chain(reference)
-            .map(|child| self.evaluated_items(child, value, depth + 1))
+            .map(|child| self.evaluated_items(child, depth + 1))
             .fold(own, usize::max)
     }
 }

@@ -99,7 +99,10 @@ mod tests {
     fn dotted_paths() {
         use Segment::{Index, Key};
         assert_eq!(dotted(&[]), "root");
-        assert_eq!(dotted(&[Key("edits"), Index(0), Key("newText")]), "edits.0.newText");
+        assert_eq!(
+            dotted(&[Key("edits"), Index(0), Key("newText")]),
+            "edits.0.newText"
+        );
         assert_eq!(dotted(&[Key("a/b"), Key("c~d")]), "a/b.c~d");
         assert_eq!(dotted(&[Key("x.y")]), "x.y");
         assert_eq!(dotted(&[Key("")]), "");
@@ -120,9 +123,15 @@ mod tests {
 
     #[test]
     fn received_block_layout() {
-        assert_eq!(pretty(&json!({"o": {}, "l": []})), "{\n  \"o\": {},\n  \"l\": []\n}");
+        assert_eq!(
+            pretty(&json!({"o": {}, "l": []})),
+            "{\n  \"o\": {},\n  \"l\": []\n}"
+        );
         assert_eq!(pretty(&json!("str")), "\"str\"");
         assert_eq!(pretty(&json!(null)), "null");
-        assert_eq!(pretty(&json!({"c": "\u{1}é"})), "{\n  \"c\": \"\\u0001é\"\n}");
+        assert_eq!(
+            pretty(&json!({"c": "\u{1}é"})),
+            "{\n  \"c\": \"\\u0001é\"\n}"
+        );
     }
 }

@@ -20,10 +20,7 @@ fn is_js_whitespace(c: char) -> bool {
             | '\u{2028}'
             | '\u{2029}'
             | '\u{1680}'
-            | '\u{2000}'..='\u{200a}'
-            | '\u{202f}'
-            | '\u{205f}'
-            | '\u{3000}'
+            | '\u{2000}'..='\u{200a}' | '\u{202f}' | '\u{205f}' | '\u{3000}'
     )
 }
 
@@ -106,7 +103,8 @@ fn parse_radix(digits: &str, radix: u32) -> Option<f64> {
         return None;
     }
     digits.chars().try_fold(0.0_f64, |acc, c| {
-        c.to_digit(radix).map(|d| acc * f64::from(radix) + f64::from(d))
+        c.to_digit(radix)
+            .map(|d| acc * f64::from(radix) + f64::from(d))
     })
 }
 
@@ -141,7 +139,10 @@ pub(crate) fn bigint_literal(text: &str) -> Option<Value> {
     if !canonical || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let magnitude = digits.parse::<u64>().ok().filter(|&m| m <= MAX_SAFE_INTEGER)?;
+    let magnitude = digits
+        .parse::<u64>()
+        .ok()
+        .filter(|&m| m <= MAX_SAFE_INTEGER)?;
     let magnitude = i64::try_from(magnitude).ok()?;
     Some(Value::from(if negative { -magnitude } else { magnitude }))
 }
@@ -155,7 +156,10 @@ pub(crate) fn number_value(x: f64) -> Option<Value> {
     // 2^63 is exactly representable; integral values below it convert without loss.
     const LIMIT: f64 = 9_223_372_036_854_775_808.0;
     if x.fract() == 0.0 && x.abs() < LIMIT {
-        #[allow(clippy::cast_possible_truncation, reason = "integral and in range, checked above")]
+        #[allow(
+            clippy::cast_possible_truncation,
+            reason = "integral and in range, checked above"
+        )]
         return Some(Value::from(x as i64));
     }
     Number::from_f64(x).map(Value::Number)

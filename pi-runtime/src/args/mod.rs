@@ -16,7 +16,10 @@
 //!     "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
 //!     "required": ["a", "b"]
 //! }))?;
-//! assert_eq!(schema.validate("add", &json!({"a": "1", "b": 2}))?, json!({"a": 1, "b": 2}));
+//! assert_eq!(
+//!     schema.validate("add", &json!({"a": "1", "b": 2})),
+//!     Ok(json!({"a": 1, "b": 2}))
+//! );
 //!
 //! let error = schema.validate("add", &json!({"a": 1, "b": "x"})).unwrap_err();
 //! assert_eq!(

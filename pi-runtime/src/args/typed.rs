@@ -8,7 +8,10 @@ use serde_path_to_error::Segment as PathSegment;
 use super::format::{Issue, Segment, validation_failed};
 use crate::tool::ToolError;
 
-pub(super) fn deserialize<T: DeserializeOwned>(tool_name: &str, arguments: &Value) -> Result<T, ToolError> {
+pub(super) fn deserialize<T: DeserializeOwned>(
+    tool_name: &str,
+    arguments: &Value,
+) -> Result<T, ToolError> {
     serde_path_to_error::deserialize(arguments).map_err(|error| {
         let location: Vec<Segment<'_>> = error
             .path()

@@ -1,11 +1,12 @@
 //! Shared helpers of the `validate_*` tests.
+#![allow(dead_code, reason = "each test file uses a different part")]
 
 use pi_runtime::args::CompiledSchema;
 use serde_json::{Value, json};
 
 /// Validate `arguments`: the coerced value, or the error lines (`path: message`) between the
 /// header and the `Received arguments` block.
-pub fn run(schema: &Value, arguments: &Value) -> Result<Value, Vec<String>> {
+pub(crate) fn run(schema: &Value, arguments: &Value) -> Result<Value, Vec<String>> {
     let compiled = CompiledSchema::compile(schema).expect("test schemas compile");
     compiled
         .validate("t", arguments)
@@ -13,7 +14,7 @@ pub fn run(schema: &Value, arguments: &Value) -> Result<Value, Vec<String>> {
 }
 
 /// The `  - ` lines of a validation error text, after checking its frame.
-pub fn error_lines(text: &str, arguments: &Value) -> Vec<String> {
+fn error_lines(text: &str, arguments: &Value) -> Vec<String> {
     let (head, received) = text
         .split_once("\n\nReceived arguments:\n")
         .expect("the text has a Received arguments block");
@@ -26,11 +27,11 @@ pub fn error_lines(text: &str, arguments: &Value) -> Vec<String> {
 }
 
 /// Property `v` with schema `s`, required.
-pub fn prop(s: Value) -> Value {
+pub(crate) fn prop(s: Value) -> Value {
     json!({"type": "object", "properties": {"v": s}, "required": ["v"]})
 }
 
 /// Run `input` as property `v` of `prop(s)`: the coerced `v` or the error lines.
-pub fn run_v(s: &Value, input: &Value) -> Result<Value, Vec<String>> {
+pub(crate) fn run_v(s: &Value, input: &Value) -> Result<Value, Vec<String>> {
     run(&prop(s.clone()), &json!({"v": input})).map(|coerced| coerced["v"].clone())
 }

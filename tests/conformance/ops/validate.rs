@@ -34,8 +34,10 @@ pub(crate) fn prepare(request: &Map<String, Value>) -> Result<Prepared, String> 
     let _ = tool.compiled_schema();
     let mut call = ToolCall::new("call", name, arguments);
     call.arguments_error = arguments_error;
-    Ok(Box::new(move || match validate_tool_arguments(&tool, &call) {
-        Ok(coerced) => Answer::Ok(coerced),
-        Err(error) => Answer::Err(error.into_message()),
+    Ok(Box::new(move || {
+        match validate_tool_arguments(&tool, &call) {
+            Ok(coerced) => Answer::Ok(coerced),
+            Err(error) => Answer::Err(error.into_message()),
+        }
     }))
 }

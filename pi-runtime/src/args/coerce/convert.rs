@@ -126,12 +126,20 @@ impl<'t> Converter<'t> {
         let tree = self.tree;
         rebuild_object(map, |key, member| {
             let mut current = None;
-            let declared = keywords.properties.as_ref().and_then(|p| p.get(key)).copied();
+            let declared = keywords
+                .properties
+                .as_ref()
+                .and_then(|p| p.get(key))
+                .copied();
             if let Some(property) = declared {
                 current = self.convert(property, member);
             }
             let mut matched = declared.is_some();
-            for pattern in keywords.pattern_properties.iter().filter(|p| p.matches(key)) {
+            for pattern in keywords
+                .pattern_properties
+                .iter()
+                .filter(|p| p.matches(key))
+            {
                 matched = true;
                 chain(&mut current, member, |v| self.convert(pattern.node, v));
             }

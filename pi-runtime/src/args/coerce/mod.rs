@@ -59,7 +59,10 @@ fn rebuild_object(
 }
 
 /// `items` with `change` applied to each item, or `None` when no item changed.
-fn rebuild_array(items: &[Value], mut change: impl FnMut(usize, &Value) -> Option<Value>) -> Option<Value> {
+fn rebuild_array(
+    items: &[Value],
+    mut change: impl FnMut(usize, &Value) -> Option<Value>,
+) -> Option<Value> {
     let mut out: Option<Vec<Value>> = None;
     for (index, item) in items.iter().enumerate() {
         match change(index, item) {
@@ -82,7 +85,11 @@ fn rebuild_array(items: &[Value], mut change: impl FnMut(usize, &Value) -> Optio
 }
 
 /// Apply `step` to the current value, keeping the latest change.
-fn chain(current: &mut Option<Value>, original: &Value, step: impl FnOnce(&Value) -> Option<Value>) {
+fn chain(
+    current: &mut Option<Value>,
+    original: &Value,
+    step: impl FnOnce(&Value) -> Option<Value>,
+) {
     if let Some(next) = step(current.as_ref().unwrap_or(original)) {
         *current = Some(next);
     }

@@ -23,9 +23,15 @@ pub(super) fn drop_optional_nulls(tree: &Tree, id: NodeId, value: &Value) -> Opt
             }
             let mut current = None;
             let mut matched = false;
-            for pattern in keywords.pattern_properties.iter().filter(|p| p.matches(key)) {
+            for pattern in keywords
+                .pattern_properties
+                .iter()
+                .filter(|p| p.matches(key))
+            {
                 matched = true;
-                super::chain(&mut current, member, |v| drop_optional_nulls(tree, pattern.node, v));
+                super::chain(&mut current, member, |v| {
+                    drop_optional_nulls(tree, pattern.node, v)
+                });
             }
             if !matched
                 && let Some(additional) = keywords.additional_properties

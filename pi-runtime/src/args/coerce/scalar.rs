@@ -25,11 +25,7 @@ pub(super) fn convert(target: &JsonType, value: &Value) -> Option<Value> {
         },
         JsonType::Boolean => match value {
             Value::Null => Some(Value::Bool(false)),
-            Value::Number(n) => match n.as_f64() {
-                Some(x) if x == 1.0 => Some(Value::Bool(true)),
-                Some(x) if x == 0.0 => Some(Value::Bool(false)),
-                _ => None,
-            },
+            Value::Number(n) => number_to_bool(n),
             Value::String(s) => match s.as_str() {
                 "1" => Some(Value::Bool(true)),
                 "0" => Some(Value::Bool(false)),
@@ -54,6 +50,18 @@ pub(super) fn convert(target: &JsonType, value: &Value) -> Option<Value> {
             becomes_null.then_some(Value::Null)
         }
         JsonType::Object | JsonType::Array | JsonType::Unknown(_) => None,
+    }
+}
+
+/// `1` → `true`, `0` → `false` (any spelling of the number: `1.0`, `-0`).
+fn number_to_bool(n: &serde_json::Number) -> Option<Value> {
+    let x = n.as_f64()?;
+    if x == 1.0 {
+        Some(Value::Bool(true))
+    } else if x == 0.0 {
+        Some(Value::Bool(false))
+    } else {
+        None
     }
 }
 
@@ -91,11 +99,7 @@ pub(super) fn coerce_type(target: &JsonType, value: &Value) -> Option<Value> {
         (JsonType::Boolean, Value::Null) => Some(Value::Bool(false)),
         (JsonType::Boolean, Value::String(s)) if s == "true" => Some(Value::Bool(true)),
         (JsonType::Boolean, Value::String(s)) if s == "false" => Some(Value::Bool(false)),
-        (JsonType::Boolean, Value::Number(n)) => match n.as_f64() {
-            Some(x) if x == 1.0 => Some(Value::Bool(true)),
-            Some(x) if x == 0.0 => Some(Value::Bool(false)),
-            _ => None,
-        },
+        (JsonType::Boolean, Value::Number(n)) => number_to_bool(n),
         // D1: numbers and booleans are never written out as text.
         (JsonType::String, Value::Null) => Some(Value::from("")),
         (JsonType::Null, Value::String(s)) if s.is_empty() => Some(Value::Null),
@@ -115,7 +119,10 @@ mod tests {
     fn pass_two_never_writes_numbers_as_text() {
         assert_eq!(convert(&JsonType::String, &json!(42)), None);
         assert_eq!(convert(&JsonType::String, &json!(true)), None);
-        assert_eq!(convert(&JsonType::String, &json!(null)), Some(json!("null")));
+        assert_eq!(
+            convert(&JsonType::String, &json!(null)),
+            Some(json!("null"))
+        );
     }
 
     #[test]
@@ -123,6 +130,9 @@ mod tests {
         assert_eq!(coerce_type(&JsonType::Integer, &json!("42.5")), None);
         assert_eq!(coerce_type(&JsonType::Integer, &json!("5")), Some(json!(5)));
         assert_eq!(coerce_type(&JsonType::Integer, &json!(" ")), None);
-        assert_eq!(coerce_type(&JsonType::Number, &json!(" 7 ")), Some(json!(7)));
+        assert_eq!(
+            coerce_type(&JsonType::Number, &json!(" 7 ")),
+            Some(json!(7))
+        );
     }
 }

@@ -30,11 +30,21 @@ pub(super) fn coerce_types(tree: &Tree, id: NodeId, value: &Value) -> Option<Val
     if types.contains(&JsonType::Object)
         && let Value::Object(map) = now
     {
-        let declared = |key: &str| keywords.properties.as_ref().and_then(|p| p.get(key)).copied();
+        let declared = |key: &str| {
+            keywords
+                .properties
+                .as_ref()
+                .and_then(|p| p.get(key))
+                .copied()
+        };
         let changed = rebuild_object(map, |key, member| {
             let mut next = declared(key).and_then(|property| coerce_types(tree, property, member));
             let mut matched = false;
-            for pattern in keywords.pattern_properties.iter().filter(|p| p.matches(key)) {
+            for pattern in keywords
+                .pattern_properties
+                .iter()
+                .filter(|p| p.matches(key))
+            {
                 matched = true;
                 chain(&mut next, member, |v| coerce_types(tree, pattern.node, v));
             }
