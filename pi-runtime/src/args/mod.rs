@@ -1,8 +1,44 @@
 //! The argument pipeline: prepare -> coerce -> validate -> the error text the model sees
 //! (SPEC §4).
 //!
-//! INTERFACE STUB: the argument-pipeline work replaces the bodies; the signatures are what
-//! the rest of the crate calls.
+//! A tool's parameter schema is compiled once ([`CompiledSchema::compile`], cached by
+//! [`Tool::compiled_schema`]). Each call then coerces a copy of the arguments (lenient: `"42"`
+//! for a number, a bare value for an array, `null` for an omitted optional property), checks
+//! the result strictly with the `jsonschema` crate, and only when that fails walks schema and
+//! value to explain the failure in words the model can correct itself from:
+//!
+//! ```
+//! use pi_runtime::args::CompiledSchema;
+//! use serde_json::json;
+//!
+//! let schema = CompiledSchema::compile(&json!({
+//!     "type": "object",
+//!     "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+//!     "required": ["a", "b"]
+//! }))?;
+//! assert_eq!(
+//!     schema.validate("add", &json!({"a": "1", "b": 2})),
+//!     Ok(json!({"a": 1, "b": 2}))
+//! );
+//!
+//! let error = schema.validate("add", &json!({"a": 1, "b": "x"})).unwrap_err();
+//! assert_eq!(
+//!     error.message(),
+//!     "Validation failed for tool \"add\":\n  - b: expected number, got string\n\n\
+//!      Received arguments:\n{\n  \"a\": 1,\n  \"b\": \"x\"\n}"
+//! );
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod coerce;
+mod compile;
+mod explain;
+mod format;
+mod js_number;
+mod typed;
+mod value;
+
+use std::fmt;
 
 use serde_json::Value;
 
@@ -25,36 +61,47 @@ impl SchemaError {
     }
 }
 
-/// A schema compiled once: coercion plan and validator.
-#[derive(Debug)]
+/// A schema compiled once: the validator of every subschema, the coercion plan and the
+/// regexes. Cheap to share; validating never compiles anything.
 pub struct CompiledSchema {
-    schema: Value,
+    tree: compile::Tree,
+}
+
+impl fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompiledSchema").finish_non_exhaustive()
+    }
 }
 
 impl CompiledSchema {
     /// Compile a parameter schema.
     ///
+    /// A `$ref` that names nothing is allowed: that place rejects every value with
+    /// `unresolved reference <ref>` and the rest validates normally (SPEC §4.1).
+    ///
     /// # Errors
-    /// The schema is not an object or does not compile.
+    /// The schema is not an object or does not compile (an invalid keyword value, a
+    /// `pattern` that is not an ECMAScript regex).
     pub fn compile(schema: &Value) -> Result<Self, SchemaError> {
-        if !schema.is_object() {
-            return Err(SchemaError::new(
-                "the parameter schema must be a JSON object",
-            ));
-        }
-        Ok(CompiledSchema {
-            schema: schema.clone(),
-        })
+        compile::compile(schema).map(|tree| CompiledSchema { tree })
     }
 
-    /// Coerce a copy of `arguments` and validate it; `Err` carries the exact text of
-    /// SPEC §4.2.
+    /// Coerce a copy of `arguments` and validate it; `Ok` carries the coerced arguments,
+    /// `Err` the exact text of SPEC §4.2 (its `Received arguments` block shows `arguments`
+    /// as given, before coercion).
     ///
     /// # Errors
     /// The arguments do not match the schema.
-    pub fn validate(&self, _tool_name: &str, arguments: &Value) -> Result<Value, ToolError> {
-        let _ = &self.schema;
-        Ok(arguments.clone())
+    pub fn validate(&self, tool_name: &str, arguments: &Value) -> Result<Value, ToolError> {
+        let coerced = coerce::coerce(&self.tree, arguments);
+        let candidate = coerced.as_ref().unwrap_or(arguments);
+        if self.tree.root_accepts(candidate) {
+            return Ok(coerced.unwrap_or_else(|| arguments.clone()));
+        }
+        let issues = explain::explain(&self.tree, candidate);
+        Err(ToolError::new(format::validation_failed(
+            tool_name, &issues, arguments,
+        )))
     }
 }
 
@@ -91,8 +138,30 @@ pub fn validate_tool_arguments(tool: &Tool, call: &ToolCall) -> Result<Value, To
 
 /// Deserialize validated arguments into a tool's parameter type (SPEC §11.3.3). A failure
 /// (schema and type disagree, or a hook changed the arguments) is reported in the validation
-/// format: `Validation failed for tool "<name>":\n  - <path>: <serde message>\n\nReceived
-/// arguments:\n<json>`.
+/// format, at the place serde stopped: `Validation failed for tool "<name>":\n  - <path>:
+/// <serde message>\n\nReceived arguments:\n<json>`.
+///
+/// ```
+/// use pi_runtime::args::deserialize_arguments;
+/// use serde_json::json;
+///
+/// #[derive(serde::Deserialize)]
+/// struct Edit {
+///     #[serde(rename = "newText")]
+///     new_text: String,
+/// }
+/// #[derive(serde::Deserialize)]
+/// struct Args {
+///     edits: Vec<Edit>,
+/// }
+///
+/// let error = deserialize_arguments::<Args>("edit", json!({"edits": [{"newText": 1}]}))
+///     .err()
+///     .unwrap();
+/// assert!(error.message().starts_with(
+///     "Validation failed for tool \"edit\":\n  - edits.0.newText: invalid type: integer `1`"
+/// ));
+/// ```
 ///
 /// # Errors
 /// The text the model sees.
@@ -100,10 +169,5 @@ pub fn deserialize_arguments<T: serde::de::DeserializeOwned>(
     tool_name: &str,
     arguments: Value,
 ) -> Result<T, ToolError> {
-    serde_json::from_value::<T>(arguments.clone()).map_err(|error| {
-        let pretty = serde_json::to_string_pretty(&arguments).unwrap_or_default();
-        ToolError::new(format!(
-            "Validation failed for tool \"{tool_name}\":\n  - root: {error}\n\nReceived arguments:\n{pretty}"
-        ))
-    })
+    typed::deserialize(tool_name, &arguments)
 }
