@@ -2,7 +2,11 @@
 //! refused because the response was cut off (§5.7). Emits the tool events and the result
 //! messages in the orders §5.5 guarantees.
 
-use tokio::sync::mpsc;
+use std::pin::pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
 use super::AgentEvent;
@@ -129,6 +133,10 @@ async fn parallel(
     finished
 }
 
+/// How long a call may take to get going (its first poll) before the next call of the
+/// batch starts anyway.
+const START_GRACE: Duration = Duration::from_millis(10);
+
 /// What a spawned job reports back to the loop, which alone emits events.
 enum JobReport {
     Update(usize, ToolResult),
@@ -137,6 +145,12 @@ enum JobReport {
 
 /// Spawn every prepared call (so CPU-bound tools really run in parallel) and emit their
 /// updates and ends as they arrive: end events follow completion order.
+///
+/// The calls start in source order, as in pi: each job runs its first poll only after the
+/// previous job's first poll returned (or after [`START_GRACE`], so a call that computes
+/// for a long time before its first `.await` does not hold the others back). Calls that
+/// finish without waiting therefore finish in source order, and "the first call to start"
+/// is always the first in the batch, however the runtime schedules the tasks.
 async fn run_jobs(
     ready: Vec<(usize, Ready)>,
     calls: &[&ToolCall],
@@ -147,20 +161,45 @@ async fn run_jobs(
     let (tx, mut rx) = mpsc::unbounded_channel();
     // Dropping the set (if the run itself is dropped) aborts the jobs.
     let mut jobs = JoinSet::new();
+    let mut previous_started: Option<oneshot::Receiver<()>> = None;
     for (index, job) in ready {
         let call = calls[index].clone();
         let scope = scope.clone();
         let tx = tx.clone();
+        let (started, next_may_start) = oneshot::channel();
+        let may_start = previous_started.replace(next_may_start);
         jobs.spawn(async move {
-            let outcome = if scope.signal.is_cancelled() {
-                Outcome::immediate(ABORTED)
-            } else {
+            if let Some(mut may_start) = may_start {
+                if may_start.try_recv() == Err(oneshot::error::TryRecvError::Empty) {
+                    tokio::select! {
+                        _ = may_start => {}
+                        () = tokio::time::sleep(START_GRACE) => {}
+                    }
+                }
+            }
+            let updates = tx.clone();
+            let mut running = pin!(async {
+                if scope.signal.is_cancelled() {
+                    return Outcome::immediate(ABORTED);
+                }
                 call::execute(job, &call, &scope, |update| {
-                    // The loop may be gone only if the run was dropped; nothing to report then.
-                    let _ = tx.send(JobReport::Update(index, update));
+                    // The loop is gone only if the run was dropped; nothing to report then.
+                    let _ = updates.send(JobReport::Update(index, update));
                     std::future::ready(())
                 })
                 .await
+            });
+            let outcome = match futures::poll!(running.as_mut()) {
+                Poll::Ready(outcome) => {
+                    // Report before letting the next call start, so instant calls end in order.
+                    let _ = tx.send(JobReport::Done(index, outcome));
+                    let _ = started.send(());
+                    return;
+                }
+                Poll::Pending => {
+                    let _ = started.send(());
+                    running.await
+                }
             };
             let _ = tx.send(JobReport::Done(index, outcome));
         });
