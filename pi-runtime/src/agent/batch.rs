@@ -169,12 +169,12 @@ async fn run_jobs(
         let (started, next_may_start) = oneshot::channel();
         let may_start = previous_started.replace(next_may_start);
         jobs.spawn(async move {
-            if let Some(mut may_start) = may_start {
-                if may_start.try_recv() == Err(oneshot::error::TryRecvError::Empty) {
-                    tokio::select! {
-                        _ = may_start => {}
-                        () = tokio::time::sleep(START_GRACE) => {}
-                    }
+            if let Some(mut may_start) = may_start
+                && may_start.try_recv() == Err(oneshot::error::TryRecvError::Empty)
+            {
+                tokio::select! {
+                    _ = may_start => {}
+                    () = tokio::time::sleep(START_GRACE) => {}
                 }
             }
             let updates = tx.clone();

@@ -1,5 +1,7 @@
 //! Agent events (SPEC §2.5): what a run reports, in the order it happens.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
@@ -29,9 +31,10 @@ pub enum AgentEvent {
     },
     /// The streaming assistant message changed.
     MessageUpdate {
-        /// A copy of the partial message after the event.
-        #[serde(serialize_with = "as_assistant_message")]
-        message: AssistantMessage,
+        /// A snapshot of the partial message after the event (shared, so subscribers and
+        /// the agent's state hold it without copying).
+        #[serde(serialize_with = "as_shared_assistant_message")]
+        message: Arc<AssistantMessage>,
         /// The raw stream event.
         #[serde(serialize_with = "as_stream_event")]
         assistant_message_event: AssistantMessageEvent,
@@ -126,6 +129,13 @@ fn as_assistant_message<S: Serializer>(
         message,
     }
     .serialize(serializer)
+}
+
+fn as_shared_assistant_message<S: Serializer>(
+    message: &Arc<AssistantMessage>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    as_assistant_message(message, serializer)
 }
 
 /// pi's `AgentToolResult`: `{content, details?, structuredContent?, usage?, isError?, terminate?}`.

@@ -233,7 +233,9 @@ impl Run<'_> {
                     return self.started(message).await;
                 }
             };
-        let mut partial: Option<AssistantMessage> = None;
+        // Shared with the events: each update copies the message only if a subscriber or
+        // the state still holds the previous snapshot.
+        let mut partial: Option<Arc<AssistantMessage>> = None;
         loop {
             let event = match AssertUnwindSafe(stream.next()).catch_unwind().await {
                 Ok(Some(event)) => event,
@@ -253,7 +255,7 @@ impl Run<'_> {
                         message: started.clone().into(),
                     })
                     .await;
-                    partial = Some(started);
+                    partial = Some(Arc::new(started));
                 }
                 AssistantMessageEvent::Done { message, .. }
                 | AssistantMessageEvent::Error { error: message, .. } => {
@@ -268,10 +270,9 @@ impl Run<'_> {
                 event => {
                     // Events before `start` have nothing to update (pi ignores them too).
                     if let Some(current) = &mut partial {
-                        current.apply_event(&event);
-                        let message = current.clone();
+                        Arc::make_mut(current).apply_event(&event);
                         self.emit(AgentEvent::MessageUpdate {
-                            message,
+                            message: Arc::clone(current),
                             assistant_message_event: event,
                         })
                         .await;
@@ -285,12 +286,13 @@ impl Run<'_> {
     async fn fail_stream(
         &self,
         model: &dyn LanguageModel,
-        partial: Option<AssistantMessage>,
+        partial: Option<Arc<AssistantMessage>>,
         error: String,
     ) -> AssistantMessage {
         let reason = self.failure_reason();
         match partial {
-            Some(mut message) => {
+            Some(message) => {
+                let mut message = Arc::unwrap_or_clone(message);
                 message.stop_reason = reason;
                 message.error_message = Some(error);
                 message

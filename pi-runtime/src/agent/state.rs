@@ -2,6 +2,7 @@
 //! kept current from the run's own events.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
@@ -26,7 +27,7 @@ pub struct AgentState {
     /// A run is in progress.
     pub is_streaming: bool,
     /// The assistant message being streamed, if any.
-    pub streaming_message: Option<AssistantMessage>,
+    pub streaming_message: Option<Arc<AssistantMessage>>,
     /// Ids of the calls between `tool_execution_start` and `tool_execution_end`.
     pub pending_tool_calls: Vec<String>,
     /// The `error_message` of the last failed turn.
@@ -52,9 +53,9 @@ impl Inner {
         match event {
             AgentEvent::MessageStart {
                 message: Message::Assistant(message),
-            } => view.streaming_message = Some(message.clone()),
+            } => view.streaming_message = Some(Arc::new(message.clone())),
             AgentEvent::MessageUpdate { message, .. } => {
-                view.streaming_message = Some(message.clone());
+                view.streaming_message = Some(Arc::clone(message));
             }
             AgentEvent::MessageEnd { message } => {
                 view.streaming_message = None;

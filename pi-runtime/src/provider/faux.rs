@@ -14,9 +14,12 @@
 //! let events: Vec<_> = model.stream(Context::default(), StreamOptions::default()).collect().await;
 //! let kinds: Vec<_> = events.iter().map(|e| e.kind()).collect();
 //! assert_eq!(kinds, ["start", "text_start", "text_delta", "text_end",
-//!                    "toolcall_start", "toolcall_delta", "toolcall_delta", "toolcall_end", "done"]);
-//! // The script ran out: every further request answers "(done)".
+//!                    "toolcall_start", "toolcall_delta", "toolcall_end", "done"]);
 //! assert_eq!(model.request_count(), 1);
+//!
+//! // The script ran out: every further request answers "(done)".
+//! let events: Vec<_> = model.stream(Context::default(), StreamOptions::default()).collect().await;
+//! assert_eq!(events.len(), 5);
 //! # }
 //! ```
 

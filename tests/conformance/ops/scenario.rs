@@ -233,13 +233,14 @@ impl ToolSpec {
             .cloned()
             .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
         let mut definition = Tool::new(name, description, schema);
-        if let Some(sampling) = spec.get("constrainedSampling").filter(|v| !v.is_null()) {
-            if sampling != &Value::Bool(false) {
-                let sampling = serde_json::from_value(sampling.clone()).map_err(|error| {
-                    bad(&format!("tools[{index}].constrainedSampling: {error}"))
-                })?;
-                definition = definition.with_constrained_sampling(sampling);
-            }
+        // `false` means the same as absent (SPEC §1.1).
+        if let Some(sampling) = spec
+            .get("constrainedSampling")
+            .filter(|v| !v.is_null() && **v != Value::Bool(false))
+        {
+            let sampling = serde_json::from_value(sampling.clone())
+                .map_err(|error| bad(&format!("tools[{index}].constrainedSampling: {error}")))?;
+            definition = definition.with_constrained_sampling(sampling);
         }
         let mode = match spec.get("executionMode").and_then(Value::as_str) {
             None => None,
