@@ -1,2 +1,628 @@
 //! The faux model: replays scripted assistant messages, streaming text and tool-call
-//! arguments in small deltas, like pi's faux provider.
+//! arguments in small deltas, like pi's faux provider. Use it to test your own tools and
+//! hooks without a network.
+//!
+//! ```
+//! use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+//! use pi_runtime::{Context, LanguageModel, StreamOptions};
+//! use futures::StreamExt;
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let model = FauxModel::new()
+//!     .respond(FauxResponse::text("Let me look.").and_tool_call("c1", "read", json!({"path": "a.txt"})));
+//! let events: Vec<_> = model.stream(Context::default(), StreamOptions::default()).collect().await;
+//! let kinds: Vec<_> = events.iter().map(|e| e.kind()).collect();
+//! assert_eq!(kinds, ["start", "text_start", "text_delta", "text_end",
+//!                    "toolcall_start", "toolcall_delta", "toolcall_end", "done"]);
+//! assert_eq!(model.request_count(), 1);
+//!
+//! // The script ran out: every further request answers "(done)".
+//! let events: Vec<_> = model.stream(Context::default(), StreamOptions::default()).collect().await;
+//! assert_eq!(events.len(), 5);
+//! # }
+//! ```
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::json::{PartialJsonParser, parse_tool_call_arguments};
+use crate::message::{
+    AssistantMessage, ContentBlock, StopReason, ThinkingContent, ToolCall, now_ms,
+};
+use crate::stream::{
+    AssistantEventStream, AssistantMessageEvent, Context, LanguageModel, StreamOptions,
+};
+
+/// Characters per delta unless [`FauxModel::with_chunk_chars`] says otherwise (pi's faux
+/// provider streams 3 to 5 tokens of about 4 characters).
+const DEFAULT_CHUNK_CHARS: usize = 16;
+
+/// One scripted response: content blocks, a stop reason and an optional error message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FauxResponse {
+    content: Vec<ContentBlock>,
+    stop_reason: Option<StopReason>,
+    error_message: Option<String>,
+}
+
+impl FauxResponse {
+    /// A response with these blocks. The stop reason is `toolUse` when there is a tool
+    /// call, else `stop`, unless [`with_stop_reason`](Self::with_stop_reason) says otherwise.
+    pub fn new(content: Vec<ContentBlock>) -> Self {
+        FauxResponse {
+            content,
+            stop_reason: None,
+            error_message: None,
+        }
+    }
+
+    /// A text answer.
+    pub fn text(text: impl Into<String>) -> Self {
+        FauxResponse::new(vec![ContentBlock::text(text)])
+    }
+
+    /// A single tool call. Arguments that are not a JSON object end with `argumentsError`,
+    /// as a real provider's would.
+    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        FauxResponse::new(Vec::new()).and_tool_call(id, name, arguments)
+    }
+
+    /// A failed request: no content, stop reason `error`, this error message.
+    pub fn error(message: impl Into<String>) -> Self {
+        FauxResponse::new(Vec::new()).with_error(StopReason::Error, message)
+    }
+
+    /// Append a text block.
+    #[must_use]
+    pub fn and_text(mut self, text: impl Into<String>) -> Self {
+        self.content.push(ContentBlock::text(text));
+        self
+    }
+
+    /// Append a thinking block.
+    #[must_use]
+    pub fn and_thinking(mut self, thinking: impl Into<String>) -> Self {
+        self.content.push(ContentBlock::Thinking(ThinkingContent {
+            thinking: thinking.into(),
+            thinking_signature: None,
+            redacted: None,
+        }));
+        self
+    }
+
+    /// Append a tool call.
+    #[must_use]
+    pub fn and_tool_call(
+        mut self,
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: Value,
+    ) -> Self {
+        self.content
+            .push(ContentBlock::ToolCall(ToolCall::new(id, name, arguments)));
+        self
+    }
+
+    /// Set the stop reason (`length` to simulate a response cut off by the token limit).
+    #[must_use]
+    pub fn with_stop_reason(mut self, reason: StopReason) -> Self {
+        self.stop_reason = Some(reason);
+        self
+    }
+
+    /// End with `error` or `aborted` and this message; the content streams first.
+    #[must_use]
+    pub fn with_error(mut self, reason: StopReason, message: impl Into<String>) -> Self {
+        self.stop_reason = Some(reason);
+        self.error_message = Some(message.into());
+        self
+    }
+
+    fn stop_reason(&self) -> StopReason {
+        self.stop_reason.unwrap_or_else(|| {
+            if self.content.iter().any(|b| b.as_tool_call().is_some()) {
+                StopReason::ToolUse
+            } else {
+                StopReason::Stop
+            }
+        })
+    }
+}
+
+type Responder = Arc<dyn Fn(&Context) -> FauxResponse + Send + Sync>;
+
+enum Step {
+    Fixed(FauxResponse),
+    Computed(Responder),
+}
+
+#[derive(Default)]
+struct Script {
+    steps: VecDeque<Step>,
+    requests: Vec<Context>,
+}
+
+/// A scripted [`LanguageModel`]. Cloning shares the script, so a test can keep a clone to
+/// add responses or inspect the requests after handing the model to an agent.
+#[derive(Clone)]
+pub struct FauxModel {
+    script: Arc<Mutex<Script>>,
+    fallback: Option<FauxResponse>,
+    chunk_chars: usize,
+    chunk_delay: Option<Duration>,
+}
+
+impl Default for FauxModel {
+    fn default() -> Self {
+        FauxModel::new()
+    }
+}
+
+impl fmt::Debug for FauxModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FauxModel")
+            .field("queued", &self.script().steps.len())
+            .field("requests", &self.script().requests.len())
+            .field("fallback", &self.fallback)
+            .field("chunk_chars", &self.chunk_chars)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FauxModel {
+    /// A model with an empty script; once the script runs out it answers `(done)`.
+    pub fn new() -> Self {
+        FauxModel {
+            script: Arc::default(),
+            fallback: Some(FauxResponse::text("(done)")),
+            chunk_chars: DEFAULT_CHUNK_CHARS,
+            chunk_delay: None,
+        }
+    }
+
+    /// Queue a response.
+    #[must_use]
+    pub fn respond(self, response: FauxResponse) -> Self {
+        self.push(response);
+        self
+    }
+
+    /// Queue a response computed from the request (for example from the tool results the
+    /// model would see).
+    #[must_use]
+    pub fn respond_with<F>(self, responder: F) -> Self
+    where
+        F: Fn(&Context) -> FauxResponse + Send + Sync + 'static,
+    {
+        self.script()
+            .steps
+            .push_back(Step::Computed(Arc::new(responder)));
+        self
+    }
+
+    /// Queue a response on a shared model (for example while a run is in progress).
+    pub fn push(&self, response: FauxResponse) {
+        self.script().steps.push_back(Step::Fixed(response));
+    }
+
+    /// What to answer once the script ran out (default: the text `(done)`).
+    #[must_use]
+    pub fn with_fallback(mut self, response: FauxResponse) -> Self {
+        self.fallback = Some(response);
+        self
+    }
+
+    /// Answer an exhausted script with the error `No more faux responses queued`, as pi does.
+    #[must_use]
+    pub fn without_fallback(mut self) -> Self {
+        self.fallback = None;
+        self
+    }
+
+    /// Characters per text, thinking or argument delta (at least 1).
+    #[must_use]
+    pub fn with_chunk_chars(mut self, chars: usize) -> Self {
+        self.chunk_chars = chars.max(1);
+        self
+    }
+
+    /// Wait this long before each event after `start`, like a model that takes its time;
+    /// an abort during the wait ends the response at once.
+    #[must_use]
+    pub fn with_chunk_delay(mut self, delay: Duration) -> Self {
+        self.chunk_delay = Some(delay);
+        self
+    }
+
+    /// How many requests the model answered.
+    pub fn request_count(&self) -> usize {
+        self.script().requests.len()
+    }
+
+    /// Every request so far, in order.
+    pub fn requests(&self) -> Vec<Context> {
+        self.script().requests.clone()
+    }
+
+    fn script(&self) -> MutexGuard<'_, Script> {
+        self.script.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn next_response(&self, context: Context) -> FauxResponse {
+        let mut script = self.script();
+        let response = match script.steps.pop_front() {
+            Some(Step::Fixed(response)) => response,
+            Some(Step::Computed(responder)) => responder(&context),
+            None => self
+                .fallback
+                .clone()
+                .unwrap_or_else(|| FauxResponse::error("No more faux responses queued")),
+        };
+        script.requests.push(context);
+        response
+    }
+
+    fn message(&self) -> AssistantMessage {
+        AssistantMessage::empty(self.api(), self.provider(), self.id())
+    }
+}
+
+impl LanguageModel for FauxModel {
+    fn api(&self) -> &str {
+        "faux"
+    }
+
+    fn provider(&self) -> &str {
+        "faux"
+    }
+
+    fn id(&self) -> &str {
+        "faux-1"
+    }
+
+    fn stream(&self, context: Context, options: StreamOptions) -> AssistantEventStream {
+        let response = self.next_response(context);
+        let replay = Replay {
+            events: script_events(self.message(), response, self.chunk_chars),
+            partial: self.message(),
+            signal: options.signal,
+            delay: self.chunk_delay,
+            started: false,
+            finished: false,
+        };
+        futures::stream::unfold(replay, Replay::next).boxed()
+    }
+}
+
+/// Every event of one scripted response, in order.
+fn script_events(
+    mut message: AssistantMessage,
+    response: FauxResponse,
+    chunk_chars: usize,
+) -> VecDeque<AssistantMessageEvent> {
+    let stop_reason = response.stop_reason();
+    let mut events = VecDeque::new();
+    events.push_back(AssistantMessageEvent::Start {
+        partial: message.clone(),
+    });
+    for (index, block) in response.content.into_iter().enumerate() {
+        let block = match block {
+            ContentBlock::Text(text) => {
+                events.push_back(AssistantMessageEvent::TextStart {
+                    content_index: index,
+                });
+                for delta in chunks(&text.text, chunk_chars) {
+                    events.push_back(AssistantMessageEvent::TextDelta {
+                        content_index: index,
+                        delta: delta.to_owned(),
+                    });
+                }
+                events.push_back(AssistantMessageEvent::TextEnd {
+                    content_index: index,
+                    content: text.text.clone(),
+                });
+                ContentBlock::Text(text)
+            }
+            ContentBlock::Thinking(thinking) => {
+                events.push_back(AssistantMessageEvent::ThinkingStart {
+                    content_index: index,
+                });
+                for delta in chunks(&thinking.thinking, chunk_chars) {
+                    events.push_back(AssistantMessageEvent::ThinkingDelta {
+                        content_index: index,
+                        delta: delta.to_owned(),
+                    });
+                }
+                events.push_back(AssistantMessageEvent::ThinkingEnd {
+                    content_index: index,
+                    content: thinking.thinking.clone(),
+                });
+                ContentBlock::Thinking(thinking)
+            }
+            ContentBlock::ToolCall(call) => {
+                let call = stream_tool_call(&mut events, index, call, chunk_chars);
+                ContentBlock::ToolCall(call)
+            }
+            // Assistants do not send images; keep the block without events.
+            image @ ContentBlock::Image(_) => image,
+        };
+        message.content.push(block);
+    }
+    message.stop_reason = stop_reason;
+    message.error_message = response.error_message;
+    events.push_back(if stop_reason.is_failure() {
+        AssistantMessageEvent::Error {
+            reason: stop_reason,
+            error: message,
+        }
+    } else {
+        AssistantMessageEvent::Done {
+            reason: stop_reason,
+            message,
+        }
+    });
+    events
+}
+
+/// Stream a call's argument text through the partial parser, then parse it for good, as a
+/// provider does (SPEC §6). A scripted `argumentsError` is kept as scripted.
+fn stream_tool_call(
+    events: &mut VecDeque<AssistantMessageEvent>,
+    index: usize,
+    call: ToolCall,
+    chunk_chars: usize,
+) -> ToolCall {
+    let mut start = ToolCall::new(
+        call.id.clone(),
+        call.name.clone(),
+        Value::Object(Default::default()),
+    );
+    start.thought_signature.clone_from(&call.thought_signature);
+    events.push_back(AssistantMessageEvent::ToolCallStart {
+        content_index: index,
+        tool_call: start,
+    });
+    let text = call.arguments.to_string();
+    let mut parser = PartialJsonParser::new();
+    for delta in chunks(&text, chunk_chars) {
+        let changes = parser.push(delta).to_vec();
+        events.push_back(AssistantMessageEvent::ToolCallDelta {
+            content_index: index,
+            delta: delta.to_owned(),
+            changes,
+        });
+    }
+    let call = if call.arguments_error.is_some() {
+        call
+    } else {
+        let (arguments, arguments_error) = parse_tool_call_arguments(&text);
+        ToolCall {
+            arguments,
+            arguments_error,
+            ..call
+        }
+    };
+    events.push_back(AssistantMessageEvent::ToolCallEnd {
+        content_index: index,
+        tool_call: call.clone(),
+    });
+    call
+}
+
+/// `text` in pieces of `size` characters; one empty piece for empty text (as pi streams).
+fn chunks(text: &str, size: usize) -> Vec<&str> {
+    if text.is_empty() {
+        return vec![""];
+    }
+    let mut pieces = Vec::with_capacity(text.len() / size + 1);
+    let mut start = 0;
+    for (count, (offset, _)) in text.char_indices().enumerate() {
+        if count > 0 && count % size == 0 {
+            pieces.push(&text[start..offset]);
+            start = offset;
+        }
+    }
+    pieces.push(&text[start..]);
+    pieces
+}
+
+/// The state of a replayed response.
+struct Replay {
+    events: VecDeque<AssistantMessageEvent>,
+    /// Kept current, so an abort can report what streamed so far.
+    partial: AssistantMessage,
+    signal: CancellationToken,
+    delay: Option<Duration>,
+    started: bool,
+    finished: bool,
+}
+
+impl Replay {
+    async fn next(mut self) -> Option<(AssistantMessageEvent, Self)> {
+        if self.finished {
+            return None;
+        }
+        if let (Some(delay), true) = (self.delay, self.started) {
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = self.signal.cancelled() => {}
+            }
+        }
+        self.started = true;
+        if self.signal.is_cancelled() {
+            self.finished = true;
+            let mut aborted = self.partial.clone();
+            aborted.stop_reason = StopReason::Aborted;
+            aborted.error_message = Some("Request was aborted".to_owned());
+            aborted.timestamp = now_ms();
+            let event = AssistantMessageEvent::Error {
+                reason: StopReason::Aborted,
+                error: aborted,
+            };
+            return Some((event, self));
+        }
+        let event = self.events.pop_front()?;
+        match &event {
+            AssistantMessageEvent::Done { .. } | AssistantMessageEvent::Error { .. } => {
+                self.finished = true;
+            }
+            event => self.partial.apply_event(event),
+        }
+        Some((event, self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    async fn replay(model: &FauxModel, signal: CancellationToken) -> Vec<AssistantMessageEvent> {
+        let options = StreamOptions {
+            signal,
+            ..StreamOptions::default()
+        };
+        model.stream(Context::default(), options).collect().await
+    }
+
+    fn last_message(events: &[AssistantMessageEvent]) -> &AssistantMessage {
+        match events.last() {
+            Some(AssistantMessageEvent::Done { message, .. }) => message,
+            Some(AssistantMessageEvent::Error { error, .. }) => error,
+            other => panic!("no final event: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn chunks_split_at_characters() {
+        assert_eq!(chunks("", 3), [""]);
+        assert_eq!(chunks("abcdefg", 3), ["abc", "def", "g"]);
+        assert_eq!(chunks("äöüß", 2), ["äö", "üß"]);
+    }
+
+    #[tokio::test]
+    async fn text_streams_in_deltas_and_ends_with_the_message() {
+        let model = FauxModel::new()
+            .with_chunk_chars(4)
+            .respond(FauxResponse::text("Hello world"));
+        let events = replay(&model, CancellationToken::new()).await;
+        let deltas: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                AssistantMessageEvent::TextDelta { delta, .. } => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(deltas, ["Hell", "o wo", "rld"]);
+        let message = last_message(&events);
+        assert_eq!(message.text(), "Hello world");
+        assert_eq!(message.stop_reason, StopReason::Stop);
+        assert_eq!(message.api, "faux");
+    }
+
+    #[tokio::test]
+    async fn tool_calls_stream_their_arguments_and_parse_them_at_the_end() {
+        let model = FauxModel::new()
+            .with_chunk_chars(5)
+            .respond(FauxResponse::tool_call(
+                "c1",
+                "add",
+                json!({"a": 1, "b": 2}),
+            ));
+        let events = replay(&model, CancellationToken::new()).await;
+        let mut partial = AssistantMessage::empty("", "", "");
+        let mut text = String::new();
+        for event in &events {
+            partial.apply_event(event);
+            if let AssistantMessageEvent::ToolCallDelta { delta, .. } = event {
+                text.push_str(delta);
+            }
+        }
+        assert_eq!(text, r#"{"a":1,"b":2}"#);
+        let message = last_message(&events);
+        assert_eq!(message.stop_reason, StopReason::ToolUse);
+        let call = message.tool_calls().next().cloned();
+        assert_eq!(
+            call,
+            Some(ToolCall::new("c1", "add", json!({"a": 1, "b": 2})))
+        );
+    }
+
+    #[tokio::test]
+    async fn arguments_that_are_not_an_object_get_an_arguments_error() {
+        let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "add", json!([1])));
+        let events = replay(&model, CancellationToken::new()).await;
+        let call = last_message(&events).tool_calls().next().cloned();
+        let call = call.expect("one call");
+        assert_eq!(call.arguments, json!({}));
+        assert_eq!(
+            call.arguments_error.as_deref(),
+            Some("Tool arguments must be a JSON object\n\nReceived arguments:\n[1]")
+        );
+    }
+
+    #[tokio::test]
+    async fn an_exhausted_script_answers_done_or_an_error() {
+        let model = FauxModel::new();
+        let events = replay(&model, CancellationToken::new()).await;
+        assert_eq!(last_message(&events).text(), "(done)");
+
+        let strict = FauxModel::new().without_fallback();
+        let events = replay(&strict, CancellationToken::new()).await;
+        let message = last_message(&events);
+        assert_eq!(message.stop_reason, StopReason::Error);
+        assert_eq!(
+            message.error_message.as_deref(),
+            Some("No more faux responses queued")
+        );
+        assert_eq!(strict.request_count(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_signal_ends_the_response_as_aborted() {
+        let model = FauxModel::new().respond(FauxResponse::text("never"));
+        let signal = CancellationToken::new();
+        signal.cancel();
+        let events = replay(&model, signal).await;
+        assert_eq!(events.len(), 1);
+        let message = last_message(&events);
+        assert_eq!(message.stop_reason, StopReason::Aborted);
+        assert_eq!(
+            message.error_message.as_deref(),
+            Some("Request was aborted")
+        );
+    }
+
+    #[tokio::test]
+    async fn responses_can_be_computed_from_the_request() {
+        let model = FauxModel::new().respond_with(|context| {
+            FauxResponse::text(format!("{} messages", context.messages.len()))
+        });
+        let events = replay(&model, CancellationToken::new()).await;
+        assert_eq!(last_message(&events).text(), "0 messages");
+    }
+
+    #[tokio::test]
+    async fn scripted_errors_stream_their_content_first() {
+        let model = FauxModel::new().respond(
+            FauxResponse::text("partial").with_error(StopReason::Error, "connection reset"),
+        );
+        let events = replay(&model, CancellationToken::new()).await;
+        let kinds: Vec<_> = events.iter().map(AssistantMessageEvent::kind).collect();
+        assert_eq!(
+            kinds,
+            ["start", "text_start", "text_delta", "text_end", "error"]
+        );
+        assert_eq!(
+            last_message(&events).error_message.as_deref(),
+            Some("connection reset")
+        );
+    }
+}

@@ -1,0 +1,271 @@
+//! One batch of tool calls: sequential (SPEC §5.3), parallel in three phases (§5.4), or
+//! refused because the response was cut off (§5.7). Emits the tool events and the result
+//! messages in the orders §5.5 guarantees.
+
+use std::pin::pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
+
+use super::AgentEvent;
+use super::call::{self, ABORTED, CallScope, Outcome, Preflight, Ready};
+use super::sink::Bus;
+use crate::message::{StopReason, ToolCall, ToolResultMessage};
+use crate::tool::{ExecutionMode, ToolRegistry, ToolResult};
+
+/// The results of a batch, in source order, and whether the run should stop after it.
+#[derive(Debug)]
+pub(crate) struct BatchOutcome {
+    pub(crate) results: Vec<ToolResultMessage>,
+    pub(crate) terminate: bool,
+}
+
+/// Run every call of `scope.assistant`.
+pub(crate) async fn run_batch(
+    tools: &ToolRegistry,
+    mode: ExecutionMode,
+    scope: CallScope,
+    bus: &Bus,
+) -> BatchOutcome {
+    let calls: Vec<&ToolCall> = scope.assistant.tool_calls().collect();
+    let outcomes = if scope.assistant.stop_reason == StopReason::Length {
+        truncated(&calls, bus).await
+    } else if is_sequential(tools, mode, &calls) {
+        sequential(&calls, tools, &scope, bus).await
+    } else {
+        parallel(&calls, tools, &scope, bus).await
+    };
+    let terminate = !outcomes.is_empty() && outcomes.iter().all(|(_, t)| *t);
+    BatchOutcome {
+        results: outcomes.into_iter().map(|(message, _)| message).collect(),
+        terminate,
+    }
+}
+
+/// One sequential tool makes the whole batch sequential; unknown tools do not count
+/// (SPEC §5.2).
+fn is_sequential(tools: &ToolRegistry, mode: ExecutionMode, calls: &[&ToolCall]) -> bool {
+    mode == ExecutionMode::Sequential
+        || calls.iter().any(|call| {
+            tools
+                .get(&call.name)
+                .is_some_and(|tool| tool.execution_mode() == ExecutionMode::Sequential)
+        })
+}
+
+type Finished = (ToolResultMessage, bool);
+
+/// A `length` response: no call runs; each gets the truncation error (SPEC §5.7).
+async fn truncated(calls: &[&ToolCall], bus: &Bus) -> Vec<Finished> {
+    let mut finished = Vec::with_capacity(calls.len());
+    for call in calls {
+        emit_start(call, bus).await;
+        let outcome = Outcome::immediate(format!(
+            "Tool call \"{}\" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.",
+            call.name
+        ));
+        emit_end(call, &outcome, bus).await;
+        finished.push(emit_result(call, &outcome, bus).await);
+    }
+    finished
+}
+
+async fn sequential(
+    calls: &[&ToolCall],
+    tools: &ToolRegistry,
+    scope: &CallScope,
+    bus: &Bus,
+) -> Vec<Finished> {
+    let mut finished = Vec::with_capacity(calls.len());
+    for call in calls {
+        emit_start(call, bus).await;
+        let outcome = match call::prepare(call, tools, scope).await {
+            Preflight::Immediate(outcome) => outcome,
+            Preflight::Ready(ready) => execute_here(ready, call, scope, bus).await,
+        };
+        emit_end(call, &outcome, bus).await;
+        finished.push(emit_result(call, &outcome, bus).await);
+    }
+    finished
+}
+
+async fn parallel(
+    calls: &[&ToolCall],
+    tools: &ToolRegistry,
+    scope: &CallScope,
+    bus: &Bus,
+) -> Vec<Finished> {
+    // Phase 1: preflight in source order; immediate outcomes end right away.
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; calls.len()];
+    let mut ready = Vec::new();
+    for (index, call) in calls.iter().enumerate() {
+        emit_start(call, bus).await;
+        match call::prepare(call, tools, scope).await {
+            Preflight::Immediate(outcome) => {
+                emit_end(call, &outcome, bus).await;
+                outcomes[index] = Some(outcome);
+            }
+            Preflight::Ready(job) => ready.push((index, job)),
+        }
+    }
+
+    // Phase 2: run the prepared calls concurrently; each ends when it finishes.
+    if ready.len() == 1 {
+        // Nothing to overlap with: running it here saves a task spawn and gives the same
+        // events.
+        if let Some((index, job)) = ready.pop() {
+            let outcome = execute_here(job, calls[index], scope, bus).await;
+            emit_end(calls[index], &outcome, bus).await;
+            outcomes[index] = Some(outcome);
+        }
+    } else if !ready.is_empty() {
+        run_jobs(ready, calls, scope, bus, &mut outcomes).await;
+    }
+
+    // Phase 3: result messages in source order.
+    let mut finished = Vec::with_capacity(calls.len());
+    for (call, outcome) in calls.iter().zip(outcomes) {
+        let outcome = outcome.unwrap_or_else(|| Outcome::immediate("the tool task ended early"));
+        finished.push(emit_result(call, &outcome, bus).await);
+    }
+    finished
+}
+
+/// How long a call may take to get going (its first poll) before the next call of the
+/// batch starts anyway.
+const START_GRACE: Duration = Duration::from_millis(10);
+
+/// What a spawned job reports back to the loop, which alone emits events.
+enum JobReport {
+    Update(usize, ToolResult),
+    Done(usize, Outcome),
+}
+
+/// Spawn every prepared call (so CPU-bound tools really run in parallel) and emit their
+/// updates and ends as they arrive: end events follow completion order.
+///
+/// The calls start in source order, as in pi: each job runs its first poll only after the
+/// previous job's first poll returned (or after [`START_GRACE`], so a call that computes
+/// for a long time before its first `.await` does not hold the others back). Calls that
+/// finish without waiting therefore finish in source order, and "the first call to start"
+/// is always the first in the batch, however the runtime schedules the tasks.
+async fn run_jobs(
+    ready: Vec<(usize, Ready)>,
+    calls: &[&ToolCall],
+    scope: &CallScope,
+    bus: &Bus,
+    outcomes: &mut [Option<Outcome>],
+) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    // Dropping the set (if the run itself is dropped) aborts the jobs.
+    let mut jobs = JoinSet::new();
+    let mut previous_started: Option<oneshot::Receiver<()>> = None;
+    for (index, job) in ready {
+        let call = calls[index].clone();
+        let scope = scope.clone();
+        let tx = tx.clone();
+        let (started, next_may_start) = oneshot::channel();
+        let may_start = previous_started.replace(next_may_start);
+        jobs.spawn(async move {
+            if let Some(mut may_start) = may_start
+                && may_start.try_recv() == Err(oneshot::error::TryRecvError::Empty)
+            {
+                tokio::select! {
+                    _ = may_start => {}
+                    () = tokio::time::sleep(START_GRACE) => {}
+                }
+            }
+            let updates = tx.clone();
+            let mut running = pin!(async {
+                if scope.signal.is_cancelled() {
+                    return Outcome::immediate(ABORTED);
+                }
+                call::execute(job, &call, &scope, |update| {
+                    // The loop is gone only if the run was dropped; nothing to report then.
+                    let _ = updates.send(JobReport::Update(index, update));
+                    std::future::ready(())
+                })
+                .await
+            });
+            let outcome = match futures::poll!(running.as_mut()) {
+                Poll::Ready(outcome) => {
+                    // Report before letting the next call start, so instant calls end in order.
+                    let _ = tx.send(JobReport::Done(index, outcome));
+                    let _ = started.send(());
+                    return;
+                }
+                Poll::Pending => {
+                    let _ = started.send(());
+                    running.await
+                }
+            };
+            let _ = tx.send(JobReport::Done(index, outcome));
+        });
+    }
+    drop(tx);
+    while let Some(report) = rx.recv().await {
+        match report {
+            JobReport::Update(index, partial) => emit_update(calls[index], partial, bus).await,
+            JobReport::Done(index, outcome) => {
+                emit_end(calls[index], &outcome, bus).await;
+                outcomes[index] = Some(outcome);
+            }
+        }
+    }
+}
+
+/// Execute a prepared call on the loop's own task, emitting its updates directly.
+async fn execute_here(ready: Ready, call: &ToolCall, scope: &CallScope, bus: &Bus) -> Outcome {
+    if scope.signal.is_cancelled() {
+        return Outcome::immediate(ABORTED);
+    }
+    call::execute(ready, call, scope, |partial| {
+        emit_update(call, partial, bus)
+    })
+    .await
+}
+
+async fn emit_start(call: &ToolCall, bus: &Bus) {
+    bus.emit(AgentEvent::ToolExecutionStart {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        args: call.arguments.clone(),
+    })
+    .await;
+}
+
+async fn emit_update(call: &ToolCall, partial: ToolResult, bus: &Bus) {
+    bus.emit(AgentEvent::ToolExecutionUpdate {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        args: call.arguments.clone(),
+        partial_result: partial,
+    })
+    .await;
+}
+
+async fn emit_end(call: &ToolCall, outcome: &Outcome, bus: &Bus) {
+    bus.emit(AgentEvent::ToolExecutionEnd {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        result: outcome.result.clone(),
+        is_error: outcome.result.is_error,
+        duration_ms: outcome.duration_ms,
+    })
+    .await;
+}
+
+async fn emit_result(call: &ToolCall, outcome: &Outcome, bus: &Bus) -> Finished {
+    let message = outcome.to_message(call);
+    bus.emit(AgentEvent::MessageStart {
+        message: message.clone().into(),
+    })
+    .await;
+    bus.emit(AgentEvent::MessageEnd {
+        message: message.clone().into(),
+    })
+    .await;
+    (message, outcome.result.terminate)
+}

@@ -1,0 +1,245 @@
+//! `AgentBuilder`: one place to give an agent its model, prompt, tools, execution mode,
+//! hooks and limits.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::config::{Config, Shared};
+use super::error::BuildError;
+use super::handle::Agent;
+use super::hooks::{
+    AfterToolCall, BeforeToolCall, FinishedTurn, Hooks, RequestPlan, ToolCallDecision,
+    ToolResultPatch, TurnControl, boxed_after, boxed_before, boxed_finish_turn,
+    boxed_prepare_request,
+};
+use super::state::QueueMode;
+use crate::message::Message;
+use crate::stream::{LanguageModel, ThinkingLevel};
+use crate::tool::{ExecutionMode, ToolDefinition, ToolError, ToolRegistry, ToolSet};
+
+/// Builds an [`Agent`]; start with [`Agent::builder`].
+pub struct AgentBuilder {
+    model: Option<Arc<dyn LanguageModel>>,
+    system_prompt: String,
+    tool_section: bool,
+    prompt_guidelines: Vec<String>,
+    tools: Vec<Arc<dyn ToolDefinition>>,
+    execution: ExecutionMode,
+    hooks: Hooks,
+    thinking_level: ThinkingLevel,
+    max_tokens: Option<u32>,
+    time_limit: Option<Duration>,
+    messages: Vec<Message>,
+    steering_mode: QueueMode,
+    follow_up_mode: QueueMode,
+}
+
+impl Default for AgentBuilder {
+    fn default() -> Self {
+        AgentBuilder {
+            model: None,
+            system_prompt: String::new(),
+            tool_section: true,
+            prompt_guidelines: Vec::new(),
+            tools: Vec::new(),
+            execution: ExecutionMode::Parallel,
+            hooks: Hooks::default(),
+            thinking_level: ThinkingLevel::Off,
+            max_tokens: None,
+            time_limit: None,
+            messages: Vec::new(),
+            steering_mode: QueueMode::OneAtATime,
+            follow_up_mode: QueueMode::OneAtATime,
+        }
+    }
+}
+
+impl fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("model", &self.model)
+            .field("system_prompt", &self.system_prompt)
+            .field("tools", &self.tools.len())
+            .field("execution", &self.execution)
+            .field("hooks", &self.hooks)
+            .field("time_limit", &self.time_limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentBuilder {
+    /// The model to ask (required).
+    #[must_use]
+    pub fn model(self, model: impl LanguageModel + 'static) -> Self {
+        self.shared_model(Arc::new(model))
+    }
+
+    /// A model shared with other agents.
+    #[must_use]
+    pub fn shared_model(mut self, model: Arc<dyn LanguageModel>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// The system prompt. Each request sends it followed by a blank line and the tool
+    /// section built from the active tools (SPEC §8), unless
+    /// [`without_tool_section`](Self::without_tool_section) is set.
+    #[must_use]
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = prompt.into();
+        self
+    }
+
+    /// Send the system prompt as given, without the tool section.
+    #[must_use]
+    pub fn without_tool_section(mut self) -> Self {
+        self.tool_section = false;
+        self
+    }
+
+    /// Prompt-level guidelines for the tool section's `Guidelines:` list.
+    #[must_use]
+    pub fn prompt_guidelines<I, S>(mut self, guidelines: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.prompt_guidelines = guidelines.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Register tools: one tool, a tuple of tools, or a `Vec<Arc<dyn ToolDefinition>>`.
+    /// May be called more than once; names must be unique.
+    #[must_use]
+    pub fn tools(mut self, tools: impl ToolSet) -> Self {
+        self.tools.extend(tools.into_tools());
+        self
+    }
+
+    /// Parallel (the default) or sequential batches (SPEC §5.2).
+    #[must_use]
+    pub fn tool_execution(mut self, mode: ExecutionMode) -> Self {
+        self.execution = mode;
+        self
+    }
+
+    /// Decide about each call whose arguments passed validation: allow it, replace its
+    /// arguments, or block it (SPEC §3.2). An `Err` or a panic becomes the call's error.
+    #[must_use]
+    pub fn before_tool_call<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(BeforeToolCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ToolCallDecision, ToolError>> + Send + 'static,
+    {
+        self.hooks.before_tool_call = Some(boxed_before(hook));
+        self
+    }
+
+    /// Patch each executed call's result (SPEC §3.5). An `Err` or a panic replaces the
+    /// result with an error result.
+    #[must_use]
+    pub fn after_tool_call<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(AfterToolCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ToolResultPatch, ToolError>> + Send + 'static,
+    {
+        self.hooks.after_tool_call = Some(boxed_after(hook));
+        self
+    }
+
+    /// Called after every turn, before its `turn_end`: end the run (a turn limit), force one
+    /// more request, or let the loop decide (SPEC §5.10). A panic ends the run.
+    #[must_use]
+    pub fn finish_turn<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(FinishedTurn) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = TurnControl> + Send + 'static,
+    {
+        self.hooks.finish_turn = Some(boxed_finish_turn(hook));
+        self
+    }
+
+    /// Change the context, the model or the thinking level right before each request.
+    #[must_use]
+    pub fn prepare_request<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(RequestPlan) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = RequestPlan> + Send + 'static,
+    {
+        self.hooks.prepare_request = Some(boxed_prepare_request(hook));
+        self
+    }
+
+    /// Abort a run that takes longer than this (the tools see the cancellation; the run
+    /// ends with an `aborted` response).
+    #[must_use]
+    pub fn time_limit(mut self, limit: Duration) -> Self {
+        self.time_limit = Some(limit);
+        self
+    }
+
+    /// The reasoning level requested from models that reason (default: off).
+    #[must_use]
+    pub fn thinking_level(mut self, level: ThinkingLevel) -> Self {
+        self.thinking_level = level;
+        self
+    }
+
+    /// The output token limit of each request.
+    #[must_use]
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Start from this transcript.
+    #[must_use]
+    pub fn messages(mut self, messages: Vec<Message>) -> Self {
+        self.messages = messages;
+        self
+    }
+
+    /// How many steering messages each drain point delivers (SPEC §5.11).
+    #[must_use]
+    pub fn steering_mode(mut self, mode: QueueMode) -> Self {
+        self.steering_mode = mode;
+        self
+    }
+
+    /// How many follow-up messages each drain point delivers (SPEC §5.11).
+    #[must_use]
+    pub fn follow_up_mode(mut self, mode: QueueMode) -> Self {
+        self.follow_up_mode = mode;
+        self
+    }
+
+    /// Build the agent.
+    ///
+    /// # Errors
+    /// No model, two tools with one name, or a tool schema that does not compile.
+    pub fn build(self) -> Result<Agent, BuildError> {
+        let model = self.model.ok_or(BuildError::MissingModel)?;
+        let tools = ToolRegistry::new(self.tools)?;
+        let shared = Shared::new(Config {
+            model,
+            system_prompt: self.system_prompt,
+            tool_section: self.tool_section,
+            prompt_guidelines: self.prompt_guidelines,
+            tools: Arc::new(tools),
+            execution: self.execution,
+            hooks: Arc::new(self.hooks),
+            thinking_level: self.thinking_level,
+            max_tokens: self.max_tokens,
+            time_limit: self.time_limit,
+        });
+        {
+            let mut state = shared.bus.state();
+            state.view.messages = self.messages;
+            state.steering_mode = self.steering_mode;
+            state.follow_up_mode = self.follow_up_mode;
+        }
+        Ok(Agent::from_shared(shared))
+    }
+}

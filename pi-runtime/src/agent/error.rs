@@ -1,0 +1,37 @@
+//! The errors an [`Agent`](super::Agent) reports to its caller (SPEC §5.13, verbatim).
+//! What goes wrong inside a run is never one of these: it becomes a message the model sees.
+
+use crate::tool::RegistryError;
+
+/// A request the agent cannot take in its current state.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentError {
+    /// `prompt` while a run is in progress.
+    #[error(
+        "Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion."
+    )]
+    BusyPrompting,
+    /// `continue_run` while a run is in progress.
+    #[error("Agent is already processing. Wait for completion before continuing.")]
+    BusyContinuing,
+    /// `reset` while a run is in progress.
+    #[error("Agent is already processing. Wait for completion before resetting.")]
+    BusyResetting,
+    /// `continue_run` with an empty transcript.
+    #[error("No messages to continue from")]
+    NoMessages,
+    /// `continue_run` after an assistant message with nothing queued.
+    #[error("Cannot continue from message role: {0}")]
+    CannotContinueFrom(&'static str),
+}
+
+/// A builder that cannot make an agent.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BuildError {
+    /// No model was given.
+    #[error("an agent needs a model: call `.model(..)` on the builder")]
+    MissingModel,
+    /// Two tools share a name, or a schema does not compile.
+    #[error(transparent)]
+    Tools(#[from] RegistryError),
+}

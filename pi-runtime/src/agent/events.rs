@@ -1,0 +1,236 @@
+//! Agent events (SPEC §2.5): what a run reports, in the order it happens.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::Value;
+
+use crate::message::{AssistantMessage, Message, ToolResultMessage};
+use crate::stream::AssistantMessageEvent;
+use crate::tool::ToolResult;
+
+/// One event of an agent run.
+///
+/// Serializes with pi's wire names: `{"type":"tool_execution_end","toolCallId":...}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum AgentEvent {
+    /// The run began.
+    AgentStart,
+    /// A turn began: one model response plus the results of its batch.
+    TurnStart,
+    /// A message joins the transcript (for the assistant: the response began).
+    MessageStart {
+        /// The message (for the assistant: the partial at `start`).
+        message: Message,
+    },
+    /// The streaming assistant message changed.
+    MessageUpdate {
+        /// A snapshot of the partial message after the event (shared, so subscribers and
+        /// the agent's state hold it without copying).
+        #[serde(serialize_with = "as_shared_assistant_message")]
+        message: Arc<AssistantMessage>,
+        /// The raw stream event.
+        #[serde(serialize_with = "as_stream_event")]
+        assistant_message_event: AssistantMessageEvent,
+    },
+    /// A message is final.
+    MessageEnd {
+        /// The final message.
+        message: Message,
+    },
+    /// A tool call is about to be prepared.
+    ToolExecutionStart {
+        /// The call's id.
+        tool_call_id: String,
+        /// The tool the model called.
+        tool_name: String,
+        /// The raw arguments, as the model sent them.
+        args: Value,
+    },
+    /// A running tool reported progress.
+    ToolExecutionUpdate {
+        /// The call's id.
+        tool_call_id: String,
+        /// The tool the model called.
+        tool_name: String,
+        /// The raw arguments, as the model sent them.
+        args: Value,
+        /// The progress the tool reported.
+        #[serde(serialize_with = "as_tool_result")]
+        partial_result: ToolResult,
+    },
+    /// A tool call is finished (after `after_tool_call`).
+    ToolExecutionEnd {
+        /// The call's id.
+        tool_call_id: String,
+        /// The tool the model called.
+        tool_name: String,
+        /// The result the model will see.
+        #[serde(serialize_with = "as_tool_result")]
+        result: ToolResult,
+        /// The call failed.
+        is_error: bool,
+        /// How long `execute` took; absent when it never ran.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+    },
+    /// A turn is finished.
+    TurnEnd {
+        /// The turn's assistant message.
+        #[serde(serialize_with = "as_assistant_message")]
+        message: AssistantMessage,
+        /// The batch's result messages, in source order.
+        tool_results: Vec<ToolResultMessage>,
+    },
+    /// The run is finished.
+    AgentEnd {
+        /// The messages the run added (a prompt run includes the prompts).
+        messages: Vec<Message>,
+    },
+}
+
+impl AgentEvent {
+    /// The event's wire name (`tool_execution_end`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AgentEvent::AgentStart => "agent_start",
+            AgentEvent::TurnStart => "turn_start",
+            AgentEvent::MessageStart { .. } => "message_start",
+            AgentEvent::MessageUpdate { .. } => "message_update",
+            AgentEvent::MessageEnd { .. } => "message_end",
+            AgentEvent::ToolExecutionStart { .. } => "tool_execution_start",
+            AgentEvent::ToolExecutionUpdate { .. } => "tool_execution_update",
+            AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
+            AgentEvent::TurnEnd { .. } => "turn_end",
+            AgentEvent::AgentEnd { .. } => "agent_end",
+        }
+    }
+}
+
+/// An assistant message with its `role`, as pi's events carry it.
+fn as_assistant_message<S: Serializer>(
+    message: &AssistantMessage,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Tagged<'a> {
+        role: &'static str,
+        #[serde(flatten)]
+        message: &'a AssistantMessage,
+    }
+    Tagged {
+        role: "assistant",
+        message,
+    }
+    .serialize(serializer)
+}
+
+fn as_shared_assistant_message<S: Serializer>(
+    message: &Arc<AssistantMessage>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    as_assistant_message(message, serializer)
+}
+
+/// pi's `AgentToolResult`: `{content, details?, structuredContent?, usage?, isError?, terminate?}`.
+fn as_tool_result<S: Serializer>(result: &ToolResult, serializer: S) -> Result<S::Ok, S::Error> {
+    let mut map = serializer.serialize_map(None)?;
+    map.serialize_entry("content", &result.content)?;
+    if let Some(details) = &result.details {
+        map.serialize_entry("details", details)?;
+    }
+    if let Some(structured) = &result.structured_content {
+        map.serialize_entry("structuredContent", structured)?;
+    }
+    if let Some(usage) = &result.usage {
+        map.serialize_entry("usage", usage)?;
+    }
+    if result.is_error {
+        map.serialize_entry("isError", &true)?;
+    }
+    if result.terminate {
+        map.serialize_entry("terminate", &true)?;
+    }
+    map.end()
+}
+
+/// The stream event without its partial message (which `message` already carries):
+/// `{"type", "contentIndex"?, "delta"?}`.
+fn as_stream_event<S: Serializer>(
+    event: &AssistantMessageEvent,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let mut map = serializer.serialize_map(None)?;
+    map.serialize_entry("type", event.kind())?;
+    if let Some(index) = event.content_index() {
+        map.serialize_entry("contentIndex", &index)?;
+    }
+    match event {
+        AssistantMessageEvent::TextDelta { delta, .. }
+        | AssistantMessageEvent::ThinkingDelta { delta, .. }
+        | AssistantMessageEvent::ToolCallDelta { delta, .. } => {
+            map.serialize_entry("delta", delta)?;
+        }
+        AssistantMessageEvent::TextEnd { content, .. }
+        | AssistantMessageEvent::ThinkingEnd { content, .. } => {
+            map.serialize_entry("content", content)?;
+        }
+        AssistantMessageEvent::ToolCallStart { tool_call, .. }
+        | AssistantMessageEvent::ToolCallEnd { tool_call, .. } => {
+            map.serialize_entry("toolCall", tool_call)?;
+        }
+        AssistantMessageEvent::Done { reason, .. }
+        | AssistantMessageEvent::Error { reason, .. } => {
+            map.serialize_entry("reason", reason)?;
+        }
+        _ => {}
+    }
+    map.end()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn wire_names_are_pis() {
+        let end = AgentEvent::ToolExecutionEnd {
+            tool_call_id: "c1".into(),
+            tool_name: "add".into(),
+            result: ToolResult::error("boom"),
+            is_error: true,
+            duration_ms: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&end).unwrap(),
+            json!({"type": "tool_execution_end", "toolCallId": "c1", "toolName": "add",
+                   "result": {"content": [{"type": "text", "text": "boom"}], "details": {}, "isError": true},
+                   "isError": true})
+        );
+        assert_eq!(
+            serde_json::to_value(AgentEvent::AgentStart).unwrap(),
+            json!({"type": "agent_start"})
+        );
+    }
+
+    #[test]
+    fn turn_end_carries_the_assistant_role() {
+        let mut message = AssistantMessage::empty("faux", "faux", "faux-1");
+        message.stop_reason = crate::StopReason::Stop;
+        let value = serde_json::to_value(AgentEvent::TurnEnd {
+            message,
+            tool_results: Vec::new(),
+        })
+        .unwrap();
+        assert_eq!(value["message"]["role"], "assistant");
+        assert_eq!(value["message"]["stopReason"], "stop");
+        assert_eq!(value["toolResults"], json!([]));
+    }
+}

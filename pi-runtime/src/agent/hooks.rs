@@ -1,0 +1,274 @@
+//! Hooks: what an application may decide around each tool call and each turn (SPEC §3.2,
+//! §3.5, §5.10). Every hook is an async closure; a failing or panicking hook never ends the
+//! run.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage, Usage};
+use crate::stream::{Context, LanguageModel, ThinkingLevel};
+use crate::tool::{ToolError, ToolResult};
+
+/// What `before_tool_call` sees: a call whose arguments passed validation.
+#[derive(Debug, Clone)]
+pub struct BeforeToolCall {
+    /// The assistant message the call belongs to.
+    pub assistant_message: Arc<AssistantMessage>,
+    /// The call as the model sent it (raw arguments).
+    pub tool_call: ToolCall,
+    /// The validated, coerced arguments the tool would receive.
+    pub args: Value,
+    /// The transcript before this batch.
+    pub messages: Arc<[Message]>,
+    /// The run's cancellation signal.
+    pub signal: CancellationToken,
+}
+
+/// The answer of `before_tool_call`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum ToolCallDecision {
+    /// Run the call with the validated arguments.
+    #[default]
+    Allow,
+    /// Run the call with these arguments instead. They are not validated again (SPEC §3.2).
+    Replace(Value),
+    /// Do not run the call; the model sees an error result.
+    Block {
+        /// The text the model sees; `None` or empty: `Tool execution was blocked`.
+        reason: Option<String>,
+        /// Mark the error result with `terminate` (SPEC §5.6).
+        terminate: bool,
+    },
+}
+
+impl ToolCallDecision {
+    /// Block the call with this reason.
+    pub fn block(reason: impl Into<String>) -> Self {
+        ToolCallDecision::Block {
+            reason: Some(reason.into()),
+            terminate: false,
+        }
+    }
+
+    /// Block the call with this reason and ask the run to stop after the batch.
+    pub fn block_and_terminate(reason: impl Into<String>) -> Self {
+        ToolCallDecision::Block {
+            reason: Some(reason.into()),
+            terminate: true,
+        }
+    }
+}
+
+/// What `after_tool_call` sees: a call that executed.
+#[derive(Debug, Clone)]
+pub struct AfterToolCall {
+    /// The assistant message the call belongs to.
+    pub assistant_message: Arc<AssistantMessage>,
+    /// The call as the model sent it (raw arguments).
+    pub tool_call: ToolCall,
+    /// The arguments the tool received.
+    pub args: Value,
+    /// The result before any patch (`result.is_error` tells whether the call failed).
+    pub result: ToolResult,
+    /// The transcript before this batch.
+    pub messages: Arc<[Message]>,
+    /// The run's cancellation signal.
+    pub signal: CancellationToken,
+}
+
+/// Field-by-field changes to a result (SPEC §3.5): each `Some` replaces the field as a
+/// whole; `None` keeps it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolResultPatch {
+    /// Replaces the content; drops the old `structured_content` unless that is patched too.
+    pub content: Option<Vec<ContentBlock>>,
+    /// Replaces `details`.
+    pub details: Option<Value>,
+    /// Replaces `structured_content`.
+    pub structured_content: Option<Value>,
+    /// Replaces `usage`.
+    pub usage: Option<Usage>,
+    /// Replaces `terminate` (can reset it).
+    pub terminate: Option<bool>,
+    /// Replaces `is_error`.
+    pub is_error: Option<bool>,
+}
+
+impl ToolResultPatch {
+    /// Apply the patch.
+    pub fn apply(self, result: &mut ToolResult) {
+        if let Some(content) = self.content {
+            result.content = content;
+            if self.structured_content.is_none() {
+                result.structured_content = None;
+            }
+        }
+        if let Some(details) = self.details {
+            result.details = Some(details);
+        }
+        if let Some(structured) = self.structured_content {
+            result.structured_content = Some(structured);
+        }
+        if let Some(usage) = self.usage {
+            result.usage = Some(usage);
+        }
+        if let Some(terminate) = self.terminate {
+            result.terminate = terminate;
+        }
+        if let Some(is_error) = self.is_error {
+            result.is_error = is_error;
+        }
+    }
+}
+
+/// What `finish_turn` sees: a finished turn, before its `turn_end`.
+#[derive(Debug, Clone)]
+pub struct FinishedTurn {
+    /// The turn's assistant message.
+    pub message: AssistantMessage,
+    /// The batch's result messages, in source order.
+    pub tool_results: Vec<ToolResultMessage>,
+    /// How many messages the run has added so far.
+    pub new_messages: usize,
+    /// The run's cancellation signal.
+    pub signal: CancellationToken,
+}
+
+/// The answer of `finish_turn` (SPEC §5.10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TurnControl {
+    /// Normal scheduling: ask the model again if the batch asks for it.
+    #[default]
+    Proceed,
+    /// End the run after this turn's `turn_end`. This is how turn limits work.
+    End,
+    /// Ask the model at least once more, even if nothing else would.
+    Continue,
+}
+
+/// What `prepare_request` may change right before a model request (SPEC §5.10). Changes to
+/// the model and the thinking level stay for the rest of the run.
+#[derive(Debug, Clone)]
+pub struct RequestPlan {
+    /// What the model will be asked.
+    pub context: Context,
+    /// The model to ask.
+    pub model: Arc<dyn LanguageModel>,
+    /// The reasoning level.
+    pub thinking_level: ThinkingLevel,
+}
+
+pub(crate) type BeforeHook = Arc<
+    dyn Fn(BeforeToolCall) -> BoxFuture<'static, Result<ToolCallDecision, ToolError>> + Send + Sync,
+>;
+pub(crate) type AfterHook = Arc<
+    dyn Fn(AfterToolCall) -> BoxFuture<'static, Result<ToolResultPatch, ToolError>> + Send + Sync,
+>;
+pub(crate) type FinishTurnHook =
+    Arc<dyn Fn(FinishedTurn) -> BoxFuture<'static, TurnControl> + Send + Sync>;
+pub(crate) type PrepareRequestHook =
+    Arc<dyn Fn(RequestPlan) -> BoxFuture<'static, RequestPlan> + Send + Sync>;
+
+/// The hooks of a run.
+#[derive(Clone, Default)]
+pub(crate) struct Hooks {
+    pub(crate) before_tool_call: Option<BeforeHook>,
+    pub(crate) after_tool_call: Option<AfterHook>,
+    pub(crate) finish_turn: Option<FinishTurnHook>,
+    pub(crate) prepare_request: Option<PrepareRequestHook>,
+}
+
+impl Hooks {
+    /// Tool hooks see the transcript, so it is only snapshotted when one is set.
+    pub(crate) fn wants_transcript(&self) -> bool {
+        self.before_tool_call.is_some() || self.after_tool_call.is_some()
+    }
+}
+
+impl fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Hooks")
+            .field("before_tool_call", &self.before_tool_call.is_some())
+            .field("after_tool_call", &self.after_tool_call.is_some())
+            .field("finish_turn", &self.finish_turn.is_some())
+            .field("prepare_request", &self.prepare_request.is_some())
+            .finish()
+    }
+}
+
+pub(crate) fn boxed_before<F, Fut>(hook: F) -> BeforeHook
+where
+    F: Fn(BeforeToolCall) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolCallDecision, ToolError>> + Send + 'static,
+{
+    Arc::new(move |call| Box::pin(hook(call)))
+}
+
+pub(crate) fn boxed_after<F, Fut>(hook: F) -> AfterHook
+where
+    F: Fn(AfterToolCall) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolResultPatch, ToolError>> + Send + 'static,
+{
+    Arc::new(move |call| Box::pin(hook(call)))
+}
+
+pub(crate) fn boxed_finish_turn<F, Fut>(hook: F) -> FinishTurnHook
+where
+    F: Fn(FinishedTurn) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = TurnControl> + Send + 'static,
+{
+    Arc::new(move |turn| Box::pin(hook(turn)))
+}
+
+pub(crate) fn boxed_prepare_request<F, Fut>(hook: F) -> PrepareRequestHook
+where
+    F: Fn(RequestPlan) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = RequestPlan> + Send + 'static,
+{
+    Arc::new(move |plan| Box::pin(hook(plan)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn content_patch_drops_structured_content_unless_patched_too() {
+        let mut result = ToolResult::text("old");
+        result.structured_content = Some(json!({"n": 1}));
+        result.details = Some(json!({"kept": true}));
+        ToolResultPatch {
+            content: Some(vec![ContentBlock::text("new")]),
+            ..ToolResultPatch::default()
+        }
+        .apply(&mut result);
+        assert_eq!(result.text_content(), "new");
+        assert_eq!(result.structured_content, None);
+        assert_eq!(result.details, Some(json!({"kept": true})));
+
+        ToolResultPatch {
+            content: Some(vec![ContentBlock::text("newer")]),
+            structured_content: Some(json!({"n": 2})),
+            terminate: Some(true),
+            is_error: Some(true),
+            ..ToolResultPatch::default()
+        }
+        .apply(&mut result);
+        assert_eq!(result.structured_content, Some(json!({"n": 2})));
+        assert!(result.terminate && result.is_error);
+    }
+
+    #[test]
+    fn empty_patch_changes_nothing() {
+        let mut result = ToolResult::text("same").with_terminate(true);
+        let before = result.clone();
+        ToolResultPatch::default().apply(&mut result);
+        assert_eq!(result, before);
+    }
+}

@@ -1,0 +1,122 @@
+//! Event delivery: every event updates the agent's state, then goes to each subscriber in
+//! subscription order (awaited, SPEC §2.5, §11.3.7) and to every open event stream.
+
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::task::{Context, Poll};
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, Stream};
+use tokio::sync::mpsc;
+
+use super::AgentEvent;
+use super::state::Inner;
+
+pub(crate) type Listener = Arc<dyn Fn(&AgentEvent) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// Identifies a subscription, to [`unsubscribe`](super::Agent::unsubscribe) it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SubscriptionId(u64);
+
+/// The agent's events as a [`Stream`]; see [`Agent::events`](super::Agent::events).
+///
+/// It yields every event emitted after it was created and ends when the agent is dropped.
+#[derive(Debug)]
+pub struct EventStream {
+    rx: mpsc::UnboundedReceiver<AgentEvent>,
+}
+
+impl Stream for EventStream {
+    type Item = AgentEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+/// The state lock, the subscribers and the open streams.
+#[derive(Default)]
+pub(crate) struct Bus {
+    state: Mutex<Inner>,
+    // Swapped as a whole on (un)subscribe, so an emit holds the lock only to clone an `Arc`.
+    listeners: RwLock<Arc<Vec<(SubscriptionId, Listener)>>>,
+    streams: Mutex<Vec<mpsc::UnboundedSender<AgentEvent>>>,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for Bus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bus")
+            .field("state", &*self.state())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Lock a mutex; a panic elsewhere while it was held leaves plain data, still usable.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Bus {
+    pub(crate) fn state(&self) -> MutexGuard<'_, Inner> {
+        lock(&self.state)
+    }
+
+    pub(crate) fn subscribe(&self, listener: Listener) -> SubscriptionId {
+        let id = SubscriptionId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let mut listeners = self
+            .listeners
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut next = Vec::clone(&listeners);
+        next.push((id, listener));
+        *listeners = Arc::new(next);
+        id
+    }
+
+    pub(crate) fn unsubscribe(&self, id: SubscriptionId) -> bool {
+        let mut listeners = self
+            .listeners
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let before = listeners.len();
+        let next: Vec<_> = listeners
+            .iter()
+            .filter(|(i, _)| *i != id)
+            .cloned()
+            .collect();
+        let removed = next.len() != before;
+        *listeners = Arc::new(next);
+        removed
+    }
+
+    pub(crate) fn stream(&self) -> EventStream {
+        let (tx, rx) = mpsc::unbounded_channel();
+        lock(&self.streams).push(tx);
+        EventStream { rx }
+    }
+
+    /// Deliver one event. A panicking subscriber is skipped: observers never end a run.
+    pub(crate) async fn emit(&self, event: AgentEvent) {
+        self.state().reduce(&event);
+        {
+            let mut streams = lock(&self.streams);
+            if !streams.is_empty() {
+                streams.retain(|tx| tx.send(event.clone()).is_ok());
+            }
+        }
+        let listeners = Arc::clone(
+            &self
+                .listeners
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for (_, listener) in listeners.iter() {
+            if let Ok(delivered) = std::panic::catch_unwind(AssertUnwindSafe(|| listener(&event))) {
+                let _ = AssertUnwindSafe(delivered).catch_unwind().await;
+            }
+        }
+    }
+}

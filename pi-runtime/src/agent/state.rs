@@ -1,0 +1,141 @@
+//! The agent's observable state (SPEC §5.13) and the steering / follow-up queues (§5.11),
+//! kept current from the run's own events.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::AgentEvent;
+use crate::message::{AssistantMessage, Message};
+
+/// How many queued messages one drain point delivers (SPEC §5.11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueueMode {
+    /// One message per drain point.
+    #[default]
+    OneAtATime,
+    /// Every queued message at once.
+    All,
+}
+
+/// A snapshot of an agent's state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentState {
+    /// The transcript.
+    pub messages: Vec<Message>,
+    /// A run is in progress.
+    pub is_streaming: bool,
+    /// The assistant message being streamed, if any.
+    pub streaming_message: Option<Arc<AssistantMessage>>,
+    /// Ids of the calls between `tool_execution_start` and `tool_execution_end`.
+    pub pending_tool_calls: Vec<String>,
+    /// The `error_message` of the last failed turn.
+    pub error_message: Option<String>,
+}
+
+/// Mutable state behind the agent's lock: the snapshot plus the run bookkeeping.
+#[derive(Debug, Default)]
+pub(crate) struct Inner {
+    pub(crate) view: AgentState,
+    pub(crate) run_signal: Option<CancellationToken>,
+    pub(crate) steering: VecDeque<Message>,
+    pub(crate) follow_ups: VecDeque<Message>,
+    pub(crate) steering_mode: QueueMode,
+    pub(crate) follow_up_mode: QueueMode,
+}
+
+impl Inner {
+    /// Keep the state current with one event, before any listener sees it (as pi's
+    /// `Agent` does), so listeners can read a state that already includes the event.
+    pub(crate) fn reduce(&mut self, event: &AgentEvent) {
+        let view = &mut self.view;
+        match event {
+            AgentEvent::MessageStart {
+                message: Message::Assistant(message),
+            } => view.streaming_message = Some(Arc::new(message.clone())),
+            AgentEvent::MessageUpdate { message, .. } => {
+                view.streaming_message = Some(Arc::clone(message));
+            }
+            AgentEvent::MessageEnd { message } => {
+                view.streaming_message = None;
+                view.messages.push(message.clone());
+            }
+            AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
+                view.pending_tool_calls.push(tool_call_id.clone());
+            }
+            AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
+                if let Some(i) = view
+                    .pending_tool_calls
+                    .iter()
+                    .position(|id| id == tool_call_id)
+                {
+                    view.pending_tool_calls.remove(i);
+                }
+            }
+            AgentEvent::TurnEnd { message, .. } => {
+                if let Some(error) = &message.error_message {
+                    view.error_message = Some(error.clone());
+                }
+            }
+            AgentEvent::AgentEnd { .. } => view.streaming_message = None,
+            _ => {}
+        }
+    }
+
+    pub(crate) fn poll_steering(&mut self) -> Vec<Message> {
+        drain(&mut self.steering, self.steering_mode)
+    }
+
+    pub(crate) fn poll_follow_ups(&mut self) -> Vec<Message> {
+        drain(&mut self.follow_ups, self.follow_up_mode)
+    }
+}
+
+fn drain(queue: &mut VecDeque<Message>, mode: QueueMode) -> Vec<Message> {
+    match mode {
+        QueueMode::All => queue.drain(..).collect(),
+        QueueMode::OneAtATime => queue.pop_front().into_iter().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::UserMessage;
+
+    #[test]
+    fn queues_drain_one_at_a_time_or_all() {
+        let mut inner = Inner::default();
+        for text in ["a", "b", "c"] {
+            inner.steering.push_back(UserMessage::text(text).into());
+            inner.follow_ups.push_back(UserMessage::text(text).into());
+        }
+        assert_eq!(inner.poll_steering().len(), 1);
+        assert_eq!(inner.poll_steering().len(), 1);
+        inner.follow_up_mode = QueueMode::All;
+        assert_eq!(inner.poll_follow_ups().len(), 3);
+        assert!(inner.poll_follow_ups().is_empty());
+        assert_eq!(inner.steering.len(), 1);
+    }
+
+    #[test]
+    fn pending_calls_follow_start_and_end_events() {
+        let mut inner = Inner::default();
+        let start = |id: &str| AgentEvent::ToolExecutionStart {
+            tool_call_id: id.into(),
+            tool_name: "t".into(),
+            args: serde_json::json!({}),
+        };
+        inner.reduce(&start("c1"));
+        inner.reduce(&start("c2"));
+        inner.reduce(&AgentEvent::ToolExecutionEnd {
+            tool_call_id: "c1".into(),
+            tool_name: "t".into(),
+            result: crate::ToolResult::text("ok"),
+            is_error: false,
+            duration_ms: Some(0),
+        });
+        assert_eq!(inner.view.pending_tool_calls, ["c2"]);
+    }
+}

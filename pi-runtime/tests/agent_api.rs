@@ -1,0 +1,285 @@
+//! The `Agent` wrapper (SPEC §5.13): errors, state, event delivery, queues, running a call
+//! outside the loop.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use pi_runtime::agent::{Agent, AgentError, AgentEvent, ToolCallDecision};
+use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+use pi_runtime::{FnTool, Message, ToolCall, ToolError, ToolResult, UserMessage};
+use serde_json::json;
+
+fn echo() -> FnTool {
+    FnTool::new(
+        "echo",
+        "Echo.",
+        json!({"type": "object"}),
+        |args, _| async move { Ok::<_, ToolError>(ToolResult::text(args.to_string())) },
+    )
+}
+
+fn roles(messages: &[Message]) -> Vec<&'static str> {
+    messages.iter().map(Message::role).collect()
+}
+
+#[tokio::test]
+async fn busy_and_empty_states_answer_with_the_exact_errors() {
+    let model = FauxModel::new().with_chunk_delay(Duration::from_millis(20));
+    let agent = Agent::builder().model(model).build().unwrap();
+    assert_eq!(
+        agent.continue_run().await.unwrap_err().to_string(),
+        "No messages to continue from"
+    );
+
+    let running = agent.clone();
+    let run = tokio::spawn(async move { running.prompt("go").await });
+    while !agent.is_streaming() {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        agent.prompt("again").await.unwrap_err().to_string(),
+        "Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion."
+    );
+    assert_eq!(
+        agent.continue_run().await.unwrap_err().to_string(),
+        "Agent is already processing. Wait for completion before continuing."
+    );
+    assert_eq!(
+        agent.reset().unwrap_err().to_string(),
+        "Agent is already processing. Wait for completion before resetting."
+    );
+    agent.wait_for_idle().await;
+    assert_eq!(roles(&run.await.unwrap().unwrap()), ["user", "assistant"]);
+
+    assert_eq!(
+        agent.continue_run().await.unwrap_err(),
+        AgentError::CannotContinueFrom("assistant")
+    );
+    assert_eq!(
+        AgentError::CannotContinueFrom("assistant").to_string(),
+        "Cannot continue from message role: assistant"
+    );
+    agent.reset().unwrap();
+    assert!(agent.messages().is_empty());
+}
+
+#[tokio::test]
+async fn continue_runs_from_a_user_message_or_delivers_queued_steering() {
+    let model = FauxModel::new()
+        .respond(FauxResponse::text("first"))
+        .respond(FauxResponse::text("second"));
+    let agent = Agent::builder()
+        .model(model)
+        .messages(vec![UserMessage::text("hello").into()])
+        .build()
+        .unwrap();
+    let added = agent.continue_run().await.unwrap();
+    assert_eq!(roles(&added), ["assistant"]);
+
+    agent.steer(UserMessage::text("and now?"));
+    let added = agent.continue_run().await.unwrap();
+    assert_eq!(roles(&added), ["user", "assistant"]);
+    assert_eq!(
+        roles(&agent.messages()),
+        ["user", "assistant", "user", "assistant"]
+    );
+}
+
+#[tokio::test]
+async fn steering_arrives_after_the_turns_tools_and_follow_ups_when_it_would_stop() {
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call("c1", "echo", json!({})))
+        .respond(FauxResponse::text("steered"))
+        .respond(FauxResponse::text("followed up"));
+    let agent = Agent::builder().model(model).tools(echo()).build().unwrap();
+    let steerer = agent.clone();
+    agent.subscribe(move |event| {
+        if let AgentEvent::ToolExecutionStart { .. } = event {
+            steerer.steer(UserMessage::text("use the other file"));
+        }
+        std::future::ready(())
+    });
+    agent.follow_up(UserMessage::text("one more thing"));
+    let added = agent.prompt("go").await.unwrap();
+    assert_eq!(
+        roles(&added),
+        [
+            "user",
+            "assistant",
+            "toolResult",
+            "user",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+    let Message::Assistant(last) = &added[6] else {
+        panic!("an assistant message last");
+    };
+    assert_eq!(last.text(), "followed up");
+}
+
+#[tokio::test]
+async fn subscribers_are_awaited_in_order_before_the_run_goes_on() {
+    let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "echo", json!({})));
+    let agent = Agent::builder().model(model).tools(echo()).build().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let slow_log = Arc::clone(&log);
+    agent.subscribe(move |event| {
+        let is_assistant_end = matches!(
+            event,
+            AgentEvent::MessageEnd {
+                message: Message::Assistant(_)
+            }
+        );
+        let log = Arc::clone(&slow_log);
+        async move {
+            if is_assistant_end {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                log.lock().unwrap().push("slow listener done");
+            }
+        }
+    });
+    let fast_log = Arc::clone(&log);
+    agent.subscribe(move |event| {
+        if let AgentEvent::ToolExecutionStart { .. } = event {
+            fast_log.lock().unwrap().push("tool start");
+        }
+        std::future::ready(())
+    });
+    agent.prompt("go").await.unwrap();
+    assert_eq!(
+        log.lock().unwrap()[..2],
+        ["slow listener done", "tool start"]
+    );
+}
+
+#[tokio::test]
+async fn events_are_also_a_stream() {
+    let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "echo", json!({"n": 1})));
+    let agent = Agent::builder().model(model).tools(echo()).build().unwrap();
+    let events = agent.events();
+    agent.prompt("go").await.unwrap();
+    drop(agent);
+    let kinds: Vec<_> = events
+        .filter(|e| std::future::ready(!matches!(e, AgentEvent::MessageUpdate { .. })))
+        .map(|e| e.kind())
+        .collect()
+        .await;
+    assert_eq!(
+        kinds,
+        [
+            "agent_start",
+            "turn_start",
+            "message_start",
+            "message_end",
+            "message_start",
+            "message_end",
+            "tool_execution_start",
+            "tool_execution_end",
+            "message_start",
+            "message_end",
+            "turn_end",
+            "turn_start",
+            "message_start",
+            "message_end",
+            "turn_end",
+            "agent_end",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn state_tracks_pending_calls_while_they_run() {
+    let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "echo", json!({})));
+    let agent = Agent::builder().model(model).tools(echo()).build().unwrap();
+    let observed = Arc::new(Mutex::new(Vec::new()));
+    let (watcher, sink) = (agent.clone(), Arc::clone(&observed));
+    agent.subscribe(move |event| {
+        if let AgentEvent::ToolExecutionStart { .. } | AgentEvent::ToolExecutionEnd { .. } = event {
+            sink.lock()
+                .unwrap()
+                .push(watcher.state().pending_tool_calls);
+        }
+        std::future::ready(())
+    });
+    agent.prompt("go").await.unwrap();
+    assert_eq!(*observed.lock().unwrap(), [vec!["c1".to_owned()], vec![]]);
+    let state = agent.state();
+    assert!(!state.is_streaming && state.streaming_message.is_none());
+    assert_eq!(
+        roles(&state.messages),
+        ["user", "assistant", "toolResult", "assistant"]
+    );
+}
+
+#[tokio::test]
+async fn the_system_prompt_is_sent_as_given_without_the_tool_section() {
+    let model = FauxModel::new();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .system_prompt("You are careful.")
+        .tools(echo())
+        .without_tool_section()
+        .build()
+        .unwrap();
+    agent.prompt("go").await.unwrap();
+    let request = &model.requests()[0];
+    assert_eq!(request.system_prompt, "You are careful.");
+    let names: Vec<_> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["echo"]);
+}
+
+#[tokio::test]
+async fn run_tool_call_applies_the_hooks_outside_the_loop() {
+    let agent = Agent::builder()
+        .model(FauxModel::new())
+        .tools(echo())
+        .before_tool_call(|call| async move {
+            Ok(if call.args.get("dangerous").is_some() {
+                ToolCallDecision::block("not allowed")
+            } else {
+                ToolCallDecision::Allow
+            })
+        })
+        .build()
+        .unwrap();
+    let ok = agent
+        .run_tool_call(ToolCall::new("x1", "echo", json!({"safe": true})))
+        .await;
+    assert_eq!(
+        (ok.is_error, ok.text_content()),
+        (false, r#"{"safe":true}"#.to_owned())
+    );
+    let blocked = agent
+        .run_tool_call(ToolCall::new("x2", "echo", json!({"dangerous": true})))
+        .await;
+    assert_eq!(
+        (blocked.is_error, blocked.text_content()),
+        (true, "not allowed".to_owned())
+    );
+    let unknown = agent
+        .run_tool_call(ToolCall::new("x3", "nope", json!({})))
+        .await;
+    assert_eq!(unknown.text_content(), "Tool nope not found");
+    assert!(agent.messages().is_empty(), "no messages outside the loop");
+}
+
+#[tokio::test]
+async fn building_needs_a_model_and_unique_tool_names() {
+    let missing = Agent::builder().build().unwrap_err();
+    assert_eq!(
+        missing.to_string(),
+        "an agent needs a model: call `.model(..)` on the builder"
+    );
+    let duplicate = Agent::builder()
+        .model(FauxModel::new())
+        .tools((echo(), echo()))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        duplicate.to_string(),
+        "duplicate tool name \"echo\": every tool needs its own name"
+    );
+}
