@@ -34,7 +34,7 @@ fn results(messages: &[Message]) -> Vec<(bool, String)> {
 }
 
 #[tokio::test]
-#[ignore = "needs the argument pipeline"]
+
 async fn the_model_corrects_itself_after_a_validation_error() {
     let model = FauxModel::new()
         .respond(FauxResponse::tool_call(
@@ -72,7 +72,7 @@ async fn the_model_corrects_itself_after_a_validation_error() {
 }
 
 #[tokio::test]
-#[ignore = "needs the argument pipeline"]
+
 async fn the_turn_limit_ends_a_model_that_keeps_sending_invalid_arguments() {
     let invalid = FauxResponse::tool_call("c", "add", json!({"a": 1, "b": [2]}));
     let model = FauxModel::new().with_fallback(invalid);
@@ -101,7 +101,7 @@ async fn the_turn_limit_ends_a_model_that_keeps_sending_invalid_arguments() {
 }
 
 #[tokio::test]
-#[ignore = "needs the argument pipeline"]
+
 async fn coerced_arguments_reach_the_tool_while_the_transcript_keeps_the_raw_call() {
     let model = FauxModel::new().respond(FauxResponse::tool_call(
         "c1",
