@@ -5,7 +5,7 @@
 
 use proc_macro2::TokenStream;
 use syn::meta::ParseNestedMeta;
-use syn::parse::Parser;
+use syn::parse::{ParseStream, Parser};
 use syn::punctuated::Punctuated;
 use syn::{LitBool, LitStr, Token};
 
@@ -94,7 +94,7 @@ impl ToolAttrs {
             DESCRIPTION => set(cx, &mut self.description, key, lit_str(meta)?),
             SNIPPET => set(cx, &mut self.snippet, key, lit_str(meta)?),
             GUIDELINES => {
-                let guidelines = lit_str_list(meta, GUIDELINES)?;
+                let guidelines = lit_str_list(meta.value()?, GUIDELINES)?;
                 set(cx, &mut self.guidelines, key, guidelines);
             }
             MODE => {
@@ -189,7 +189,7 @@ impl ParamAttrs {
                 parsed.alias_key = Some(meta.path.clone());
                 let value = meta.value()?;
                 parsed.aliases = if value.peek(syn::token::Bracket) {
-                    lit_str_list(&meta, ALIAS)?
+                    lit_str_list(value, ALIAS)?
                 } else {
                     vec![value.parse::<LitStr>().map_err(|error| {
                         syn::Error::new(
@@ -235,8 +235,7 @@ fn lit_str(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {
     })
 }
 
-fn lit_str_list(meta: &ParseNestedMeta<'_>, key: &str) -> syn::Result<Vec<LitStr>> {
-    let value = meta.value()?;
+fn lit_str_list(value: ParseStream<'_>, key: &str) -> syn::Result<Vec<LitStr>> {
     let expected =
         || format!("expected a list of string literals: write `{key} = [\"...\", \"...\"]`");
     if !value.peek(syn::token::Bracket) {

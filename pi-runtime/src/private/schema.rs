@@ -43,13 +43,16 @@ struct Tidy {
 impl Transform for Tidy {
     fn transform(&mut self, schema: &mut Schema) {
         if let Some(node) = schema.as_object_mut() {
+            // One key order everywhere, whatever order schemars wrote: `additionalProperties`
+            // after `properties` and `required`, the description last (as TypeBox writes it).
             if node.contains_key("properties") {
-                // Last, after `properties` and `required`, whether schemars wrote it (it puts
-                // it first for `deny_unknown_fields`) or we add it.
                 let additional = node.shift_remove("additionalProperties");
                 if let Some(additional) = additional.or(self.closed.then_some(Value::Bool(false))) {
                     node.insert("additionalProperties".to_owned(), additional);
                 }
+            }
+            if let Some(description) = node.shift_remove("description") {
+                node.insert("description".to_owned(), description);
             }
             if node
                 .get("format")
@@ -64,20 +67,23 @@ impl Transform for Tidy {
 }
 
 /// The root-only part: the tool's own description is the tool description, not the type's
-/// doc comment, and the root always says which properties are required (`[]` when none).
+/// doc comment, and an object root always lists `properties` and `required` (empty when
+/// there are none), in that order after `type`.
 fn tidy_root(root: &mut Map<String, Value>) {
     root.shift_remove("$schema");
     root.shift_remove("title");
     root.shift_remove("description");
-    if root.contains_key("properties") && !root.contains_key("required") {
-        // Right after `properties`, where schemars puts a non-empty `required`.
-        let entries = std::mem::take(root);
-        for (key, value) in entries {
-            let after_properties = key == "properties";
-            root.insert(key, value);
-            if after_properties {
-                root.insert("required".to_owned(), Value::Array(Vec::new()));
-            }
-        }
+    if root.get("type").and_then(Value::as_str) != Some("object") {
+        return;
     }
+    let mut rest = std::mem::take(root);
+    for (key, empty) in [
+        ("type", Value::Null),
+        ("properties", Value::Object(Map::new())),
+        ("required", Value::Array(Vec::new())),
+    ] {
+        let value = rest.shift_remove(key).unwrap_or(empty);
+        root.insert(key.to_owned(), value);
+    }
+    root.extend(rest);
 }
