@@ -2,7 +2,7 @@
 //! `::pi_runtime::__private` (or `<crate>::__private` with `crate = "..."`), so a user's crate
 //! needs no dependency but `pi-runtime` and no `use` statements.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote};
 
 /// Where the runtime crate is.
@@ -23,6 +23,19 @@ impl Paths {
     pub(crate) fn private(&self) -> TokenStream {
         let root = &self.root;
         quote!(#root::__private)
+    }
+
+    /// `::pi_runtime::__private` with every token at `span`. A bound in a hidden check fn is
+    /// reported at its trait path's span, so the path must carry the user's span for the
+    /// error to land on the user's type rather than on `#[tool]`.
+    pub(crate) fn private_at(&self, span: Span) -> TokenStream {
+        self.private()
+            .into_iter()
+            .map(|mut token| {
+                token.set_span(span);
+                token
+            })
+            .collect()
     }
 
     /// The string serde's `#[serde(crate = "...")]` takes.

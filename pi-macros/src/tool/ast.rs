@@ -165,7 +165,7 @@ pub(crate) fn unraw(ident: &Ident) -> String {
 }
 
 /// The last path segment of a type, if it is a plain path.
-fn last_segment<'t>(ty: &'t Type) -> Option<&'t syn::PathSegment> {
+fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
     match ty {
         Type::Path(TypePath { qself: None, path }) => path.segments.last(),
         Type::Group(group) => last_segment(&group.elem),

@@ -28,6 +28,10 @@ pub(crate) fn tool(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
 /// and `#[schemars]` on parameters (rustc rejects them there). It stays callable directly.
 pub(crate) fn cleaned_fn(original: &ItemFn) -> ItemFn {
     let mut func = original.clone();
+    // A tool that never awaits is still a tool: `#[tool]` demands the `async`.
+    func.attrs.push(syn::parse_quote!(
+        #[allow(clippy::unused_async, reason = "`#[tool]` requires an async fn")]
+    ));
     for input in &mut func.sig.inputs {
         if let FnArg::Typed(pat) = input {
             pat.attrs.retain(|attr| !is_macro_only(attr));
@@ -74,21 +78,18 @@ fn params_ident(tool: &ToolFn<'_>) -> Ident {
 /// Hidden fns whose bounds fail on the user's own tokens when a type cannot do its job, with
 /// messages from the marker traits in `__private` (axum-macros' `debug_handler` technique).
 fn checks(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
-    let private = paths.private();
     let fn_ident = &tool.original.sig.ident;
     let mut bounds = Vec::new();
     for param in &tool.params {
         match &param.kind {
-            ParamKind::Plain(plain) => {
-                let ty = plain.ty;
+            ParamKind::Plain(Plain { ty, .. }) | ParamKind::Args { inner: ty } => {
+                let private = paths.private_at(ty.span());
                 bounds.push(quote_spanned!(ty.span()=>
                     #ty: #private::DeserializeArgument + #private::DescribeArgument
                 ));
             }
-            ParamKind::Args { inner } => bounds.push(quote_spanned!(inner.span()=>
-                #inner: #private::DeserializeArgument + #private::DescribeArgument
-            )),
             ParamKind::State { inner } => {
+                let private = paths.private_at(inner.span());
                 bounds.push(quote_spanned!(inner.span()=> #inner: #private::ToolState));
             }
             ParamKind::Context | ParamKind::Receiver => {}
@@ -98,12 +99,14 @@ fn checks(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
         ReturnType::Default => quote!(()),
         ReturnType::Type(_, ty) => quote!(#ty),
     };
-    let output_span = tool.original.sig.output.span();
+    let output_span = output_span(tool);
+    let private = paths.private_at(output_span);
     bounds.push(quote_spanned!(output_span=> #output: #private::IntoToolOutcome));
 
     // Calling the fn with `loop {}` (type `!`) for every argument gives its future without
     // values; the fn holding the call is never called.
     let placeholders = tool.params.iter().map(|_| quote!(loop {}));
+    let private = paths.private_at(fn_ident.span());
     let send_check = quote_spanned! {fn_ident.span()=>
         #[allow(unreachable_code, clippy::diverging_sub_expression, clippy::empty_loop, reason = "only type-checked, never run")]
         fn __pi_check_send() {
@@ -117,6 +120,14 @@ fn checks(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             fn __pi_check_types() where #(#bounds),* {}
             #send_check
         };
+    }
+}
+
+/// The return type's span, or the fn name's for `-> ()` written as nothing.
+fn output_span(tool: &ToolFn<'_>) -> Span {
+    match &tool.original.sig.output {
+        ReturnType::Default => tool.original.sig.ident.span(),
+        ReturnType::Type(_, ty) => ty.span(),
     }
 }
 
@@ -301,7 +312,7 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
         }
     });
     let prepare = prepare(tool, &private);
-    let execute = execute(tool, &private);
+    let execute = execute(tool, paths);
     let prompt = prompt(tool, &private);
 
     quote! {
@@ -382,7 +393,8 @@ fn prepare(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
 
 /// `execute`: deserialize the validated arguments, call the fn with them in its own
 /// parameter order, convert what it returns.
-fn execute(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
+fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
+    let private = paths.private();
     let fn_ident = &tool.original.sig.ident;
     let ty = type_ident(tool);
     let args_type = args_type(tool);
@@ -409,6 +421,17 @@ fn execute(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
         ParamKind::State { .. } => quote!(#private::State(__state)),
         ParamKind::Context | ParamKind::Receiver => quote!(__ctx),
     });
+    // Where a non-`Send` future or an unconvertible return type is reported a second time
+    // (after the checks), point at the user's tokens too, not at `#[tool]`.
+    let boxed = {
+        let private = paths.private_at(fn_ident.span());
+        quote_spanned!(fn_ident.span()=> #private::boxed)
+    };
+    let into_outcome = {
+        let span = output_span(tool);
+        let private = paths.private_at(span);
+        quote_spanned!(span=> #private::IntoToolOutcome::into_outcome(__output))
+    };
     quote! {
         fn execute(
             &self,
@@ -417,9 +440,10 @@ fn execute(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
             #ctx: #private::ToolContext,
         ) -> #private::BoxFuture<'_, ::core::result::Result<#private::ToolResult, #private::ToolError>> {
             #state
-            #private::boxed(async move {
+            #boxed(async move {
                 let __args: #args_type = #private::deserialize_arguments(#ty::NAME, params)?;
-                #private::IntoToolOutcome::into_outcome(#fn_ident(#(#call_args),*).await)
+                let __output = #fn_ident(#(#call_args),*).await;
+                #into_outcome
             })
         }
     }

@@ -6,7 +6,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::ast::ToolFn;
+use super::ast::{ParamKind, ToolFn};
 use super::expand::{cleaned_fn, type_ident};
 use crate::paths::Paths;
 
@@ -14,6 +14,14 @@ pub(crate) fn tool(tool: &ToolFn<'_>, paths: &Paths, errors: &syn::Error) -> Tok
     let private = paths.private();
     let errors = errors.to_compile_error();
     let func = cleaned_fn(tool.original);
+    // A fn with `self` sits in an `impl` block, where a struct cannot be declared.
+    if tool
+        .params
+        .iter()
+        .any(|param| matches!(param.kind, ParamKind::Receiver))
+    {
+        return quote!(#errors #func);
+    }
     let vis = &tool.original.vis;
     let ty = type_ident(tool);
     quote! {

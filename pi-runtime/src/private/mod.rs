@@ -8,7 +8,7 @@ mod shim;
 
 pub use bounds::{DescribeArgument, DeserializeArgument, IntoToolOutcome, SendFuture, ToolState};
 pub use schema::parameters_schema;
-pub use shim::{prepare, rename_aliases};
+pub use shim::{PrepareFn, prepare, rename_aliases};
 
 pub use futures;
 pub use schemars;

@@ -43,6 +43,10 @@ pub fn rename_aliases<'a>(raw: &'a Value, aliases: &[(&str, &str)]) -> Cow<'a, V
     Cow::Owned(Value::Object(renamed))
 }
 
+/// The signature of a `#[tool(prepare = ...)]` shim: `AgentTool::prepare_arguments` as a
+/// free fn.
+pub type PrepareFn = fn(&Value) -> Result<Cow<'_, Value>, ToolError>;
+
 /// The whole generated shim: aliases first, so a custom `prepare` fn sees current names.
 ///
 /// # Errors
@@ -50,7 +54,7 @@ pub fn rename_aliases<'a>(raw: &'a Value, aliases: &[(&str, &str)]) -> Cow<'a, V
 pub fn prepare<'a>(
     raw: &'a Value,
     aliases: &[(&str, &str)],
-    custom: Option<fn(&Value) -> Result<Cow<'_, Value>, ToolError>>,
+    custom: Option<PrepareFn>,
 ) -> Result<Cow<'a, Value>, ToolError> {
     let renamed = rename_aliases(raw, aliases);
     let Some(custom) = custom else {
