@@ -48,7 +48,8 @@
 //! // The agent loop validates the arguments, then calls `execute`; so can you.
 //! let result = bash
 //!     .execute("call-1".into(), json!({"command": "ls"}), ToolContext::detached("call-1"))
-//!     .await?;
+//!     .await
+//!     .map_err(ToolError::into_message)?;
 //! assert_eq!(result.text_content(), "ran `ls` (timeout None)");
 //! # Ok(())
 //! # }

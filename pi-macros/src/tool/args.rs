@@ -298,3 +298,23 @@ fn edit_distance(a: &str, b: &str) -> usize {
     }
     previous[b.len()]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{TOOL_KEYS, closest, edit_distance};
+
+    #[test]
+    fn edit_distance_counts_single_character_edits() {
+        assert_eq!(edit_distance("snippet", "snippet"), 0);
+        assert_eq!(edit_distance("snipet", "snippet"), 1);
+        assert_eq!(edit_distance("nmae", "name"), 2);
+        assert_eq!(edit_distance("", "mode"), 4);
+    }
+
+    #[test]
+    fn typos_suggest_the_nearest_key() {
+        assert_eq!(closest("snipet", TOOL_KEYS), Some("snippet"));
+        assert_eq!(closest("lable", TOOL_KEYS), Some("label"));
+        assert_eq!(closest("colour", TOOL_KEYS), None);
+    }
+}

@@ -469,3 +469,15 @@ fn prompt(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
     });
     quote!(#snippet #guidelines)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::upper_camel;
+
+    #[test]
+    fn tool_types_are_upper_camel_case() {
+        assert_eq!(upper_camel("bash"), "Bash");
+        assert_eq!(upper_camel("submit_analysis"), "SubmitAnalysis");
+        assert_eq!(upper_camel("_read__file2"), "ReadFile2");
+    }
+}
