@@ -104,6 +104,20 @@ fn no_parameters() {
     assert_rejected::<NothingParams>(&schema(&Nothing), &[json!({"a": 1}), json!("")]);
 }
 
+/// Undocumented parameters.
+#[tool]
+async fn bare(path: String, depth: Option<u8>) -> String {
+    format!("{path} {depth:?}")
+}
+
+#[test]
+fn an_undocumented_parameter_has_no_description() {
+    assert_eq!(
+        schema(&Bare).to_string(),
+        r#"{"type":"object","properties":{"path":{"type":"string"},"depth":{"type":"integer","minimum":0,"maximum":255}},"required":["path"],"additionalProperties":false}"#
+    );
+}
+
 /// Everything optional.
 #[tool]
 async fn optional(

@@ -174,10 +174,15 @@ fn field(plain: &Plain<'_>, vis: &syn::Visibility, private: &TokenStream) -> Tok
     let passthrough = &plain.passthrough;
     // The description follows our doc rule, not schemars' (which turns a `# heading` into a
     // title): set both explicitly.
-    let description = (!plain.docs.is_blank()).then(|| {
+    let description = if plain.docs.is_blank() {
+        // Undocumented: a field doc for rustdoc (and `missing_docs`), but no description for
+        // the model (schemars skips empty metadata).
+        let doc = format!("The `{}` argument.", unraw(ident));
+        quote!(#[doc = #doc] #[schemars(title = "", description = "")])
+    } else {
         let description = plain.docs.to_expr(private);
         quote!(#[schemars(title = "", description = #description)])
-    });
+    };
     // `Option<T>` is an optional property with `T`'s schema, like pi's `Type.Optional(T)`,
     // rather than schemars' `T | null`: models are told to omit the key, and the coercion
     // pass drops an explicit `null` for optional properties anyway (SPEC §4.3).

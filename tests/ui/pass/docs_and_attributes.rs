@@ -12,8 +12,9 @@ pub async fn built(
     count: u32,
     /// A keyword as a name.
     r#type: String,
+    depth: Option<u8>,
 ) -> String {
-    format!("{count} {type}", type = r#type)
+    format!("{count} {type} {depth:?}", type = r#type)
 }
 
 fn assert_tool<T: ToolDefinition>() {}
