@@ -51,25 +51,20 @@ pub(crate) enum Strict {
     Require,
 }
 
-/// A key's value. The value keeps its own tokens (`LitStr`, `Path`), so later stages can
-/// point errors at it.
-pub(crate) struct Keyed<T> {
-    pub(crate) value: T,
-}
-
-/// The keys of `#[tool(...)]` on the fn.
+/// The keys of `#[tool(...)]` on the fn. Values keep their own tokens (`LitStr`, `Path`),
+/// so later stages can point errors at them.
 #[derive(Default)]
 pub(crate) struct ToolAttrs {
-    pub(crate) name: Option<Keyed<LitStr>>,
-    pub(crate) label: Option<Keyed<LitStr>>,
-    pub(crate) description: Option<Keyed<LitStr>>,
-    pub(crate) snippet: Option<Keyed<LitStr>>,
-    pub(crate) guidelines: Option<Keyed<Vec<LitStr>>>,
-    pub(crate) mode: Option<Keyed<Mode>>,
-    pub(crate) strict: Option<Keyed<Strict>>,
-    pub(crate) prepare: Option<Keyed<syn::Path>>,
-    pub(crate) closed: Option<Keyed<LitBool>>,
-    pub(crate) krate: Option<Keyed<syn::Path>>,
+    pub(crate) name: Option<LitStr>,
+    pub(crate) label: Option<LitStr>,
+    pub(crate) description: Option<LitStr>,
+    pub(crate) snippet: Option<LitStr>,
+    pub(crate) guidelines: Option<Vec<LitStr>>,
+    pub(crate) mode: Option<Mode>,
+    pub(crate) strict: Option<Strict>,
+    pub(crate) prepare: Option<syn::Path>,
+    pub(crate) closed: Option<LitBool>,
+    pub(crate) krate: Option<syn::Path>,
 }
 
 impl ToolAttrs {
@@ -209,7 +204,7 @@ impl ParamAttrs {
 }
 
 /// Store a key's value, or report the repetition at the second key.
-fn set<T>(cx: &Ctxt, slot: &mut Option<Keyed<T>>, key: syn::Path, value: T) {
+fn set<T>(cx: &Ctxt, slot: &mut Option<T>, key: syn::Path, value: T) {
     if slot.is_some() {
         let name = key.get_ident().map(ToString::to_string).unwrap_or_default();
         cx.error_spanned_by(
@@ -217,7 +212,7 @@ fn set<T>(cx: &Ctxt, slot: &mut Option<Keyed<T>>, key: syn::Path, value: T) {
             format!("duplicate `{name}` key: `#[tool]` takes each key once, remove this one"),
         );
     } else {
-        *slot = Some(Keyed { value });
+        *slot = Some(value);
     }
 }
 

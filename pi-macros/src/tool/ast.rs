@@ -94,7 +94,7 @@ impl<'a> ToolFn<'a> {
     /// The name the model calls: `name = "..."` or the fn's name.
     pub(crate) fn tool_name(&self) -> String {
         match &self.attrs.name {
-            Some(name) => name.value.value(),
+            Some(name) => name.value(),
             None => unraw(&self.original.sig.ident),
         }
     }

@@ -2,7 +2,7 @@
 //! one compile reports every independent mistake. Each error points at the offending token
 //! and says what to write instead.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use quote::ToTokens;
 use syn::{FnArg, Type};
@@ -147,10 +147,10 @@ fn attrs_on_special_params(cx: &Ctxt, tool: &ToolFn<'_>) {
 /// An alias is an old name no parameter has now, declared once.
 /// `path: String` with `#[tool(alias = "path")]` → `#[tool(alias = "filePath")]`.
 fn aliases_unique(cx: &Ctxt, tool: &ToolFn<'_>) {
-    let names: HashMap<String, String> = tool
+    let names: HashSet<String> = tool
         .plain()
         .filter_map(|plain| plain.ident)
-        .map(|ident| (unraw(ident), unraw(ident)))
+        .map(unraw)
         .collect();
     let mut aliases: HashMap<String, String> = HashMap::new();
     for plain in tool.plain() {
@@ -163,7 +163,7 @@ fn aliases_unique(cx: &Ctxt, tool: &ToolFn<'_>) {
                     alias,
                     "an alias cannot be empty: write the old argument name, `alias = \"filePath\"`",
                 );
-            } else if names.contains_key(&value) {
+            } else if names.contains(&value) {
                 cx.error_spanned_by(
                     alias,
                     format!(
@@ -196,7 +196,7 @@ fn tool_name_valid(cx: &Ctxt, tool: &ToolFn<'_>) {
         suggest_name(&name)
     );
     match &tool.attrs.name {
-        Some(keyed) => cx.error_spanned_by(&keyed.value, message),
+        Some(name) => cx.error_spanned_by(name, message),
         None => cx.error_spanned_by(&tool.original.sig.ident, message),
     }
 }

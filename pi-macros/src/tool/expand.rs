@@ -5,7 +5,7 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{FnArg, Ident, ItemFn, ReturnType};
+use syn::{FnArg, Ident, ItemFn, LitBool, ReturnType};
 
 use super::args::{Mode, Strict};
 use super::ast::{ParamKind, Plain, ToolFn, is_macro_only, unraw};
@@ -228,10 +228,7 @@ fn has_serde_default(plain: &Plain<'_>) -> bool {
 }
 
 fn closed(tool: &ToolFn<'_>) -> bool {
-    tool.attrs
-        .closed
-        .as_ref()
-        .is_none_or(|keyed| keyed.value.value)
+    tool.attrs.closed.as_ref().is_none_or(LitBool::value)
 }
 
 /// The tool type, its constructor and the `AgentTool` and `ToolDefinition` impls.
@@ -278,16 +275,13 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     });
 
     let description = match &tool.attrs.description {
-        Some(keyed) => {
-            let lit = &keyed.value;
-            quote!(#lit)
-        }
+        Some(lit) => quote!(#lit),
         None => tool.docs.to_expr(&private),
     };
     let args_type = args_type(tool);
     let closed = closed(tool);
-    let sampling = tool.attrs.strict.as_ref().map(|keyed| {
-        let strict = match keyed.value {
+    let sampling = tool.attrs.strict.map(|strict| {
+        let strict = match strict {
             Strict::Prefer => quote!(Prefer),
             Strict::Require => quote!(Require),
         };
@@ -297,16 +291,15 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             })
         }
     });
-    let label = tool.attrs.label.as_ref().map(|keyed| {
-        let label = &keyed.value;
+    let label = tool.attrs.label.as_ref().map(|label| {
         quote! {
             fn label(&self) -> &str {
                 #label
             }
         }
     });
-    let mode = tool.attrs.mode.as_ref().map(|keyed| {
-        let mode = match keyed.value {
+    let mode = tool.attrs.mode.map(|mode| {
+        let mode = match mode {
             Mode::Sequential => quote!(Sequential),
             Mode::Parallel => quote!(Parallel),
         };
@@ -378,10 +371,11 @@ fn prepare(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
             aliases.iter().map(move |alias| quote!((#alias, #current)))
         })
         .collect();
-    let custom = tool.attrs.prepare.as_ref().map(|keyed| {
-        let path = &keyed.value;
-        quote_spanned!(path.span()=> ::core::option::Option::Some(#path))
-    });
+    let custom = tool
+        .attrs
+        .prepare
+        .as_ref()
+        .map(|path| quote_spanned!(path.span()=> ::core::option::Option::Some(#path)));
     if aliases.is_empty() && custom.is_none() {
         return TokenStream::new();
     }
@@ -456,16 +450,14 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
 
 /// The system prompt's snippet and guidelines (SPEC §8).
 fn prompt(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
-    let snippet = tool.attrs.snippet.as_ref().map(|keyed| {
-        let snippet = &keyed.value;
+    let snippet = tool.attrs.snippet.as_ref().map(|snippet| {
         quote! {
             fn prompt_snippet(&self) -> ::core::option::Option<#private::Cow<'_, str>> {
                 ::core::option::Option::Some(#private::Cow::Borrowed(#snippet))
             }
         }
     });
-    let guidelines = tool.attrs.guidelines.as_ref().map(|keyed| {
-        let guidelines = &keyed.value;
+    let guidelines = tool.attrs.guidelines.as_ref().map(|guidelines| {
         quote! {
             fn prompt_guidelines(&self) -> ::std::vec::Vec<#private::Cow<'_, str>> {
                 ::std::vec![#(#private::Cow::Borrowed(#guidelines)),*]

@@ -30,7 +30,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let attrs = args::ToolAttrs::parse(&cx, attr);
     let tool = ast::ToolFn::from_syn(&cx, &func, attrs);
     check::check(&cx, &tool);
-    let paths = Paths::new(tool.attrs.krate.as_ref().map(|keyed| keyed.value.clone()));
+    let paths = Paths::new(tool.attrs.krate.clone());
     match cx.check() {
         Ok(()) => expand::tool(&tool, &paths),
         Err(errors) => fallback::tool(&tool, &paths, &errors),
