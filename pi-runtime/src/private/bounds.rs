@@ -41,12 +41,10 @@ pub trait ToolState: Clone + Send + Sync + 'static {}
 
 impl<S: Clone + Send + Sync + 'static> ToolState for S {}
 
-/// The future a tool fn returns runs on a multi-threaded runtime.
-#[diagnostic::on_unimplemented(
-    message = "the future returned by this tool fn is not `Send`",
-    label = "the agent runs tools on a multi-threaded runtime",
-    note = "do not hold a non-`Send` value (`Rc`, a `RefCell` borrow, a `std::sync::MutexGuard`) across an `.await`: drop it first, or use `Arc` and `tokio::sync::Mutex`"
-)]
+/// The future a tool fn returns runs on a multi-threaded runtime. No custom message: for an
+/// auto trait rustc ignores `on_unimplemented` and says "future cannot be sent between
+/// threads safely", pointing at the value held across the `.await`, which is the better
+/// error anyway.
 pub trait SendFuture: Future + Send {}
 
 impl<F: Future + Send> SendFuture for F {}
