@@ -221,8 +221,16 @@ fn suggest_name(name: &str) -> String {
 }
 
 /// The model needs a description: the fn's doc comment or `description = "..."`.
+/// `description = ""` → `description = "Read a file."`.
 fn has_description(cx: &Ctxt, tool: &ToolFn<'_>) {
-    if tool.attrs.description.is_none() && tool.docs.is_blank() {
+    if let Some(description) = &tool.attrs.description {
+        if description.value().trim().is_empty() {
+            cx.error_spanned_by(
+                description,
+                "an empty description tells the model nothing: write what the tool does, `description = \"Read a file.\"`",
+            );
+        }
+    } else if tool.docs.is_blank() {
         cx.error_spanned_by(
             &tool.original.sig.ident,
             "a tool needs a description for the model: add a `///` doc comment to the fn, or write `#[tool(description = \"...\")]`",
