@@ -43,7 +43,14 @@ pub(crate) fn cleaned_fn(original: &ItemFn) -> ItemFn {
 /// `read_file` → `ReadFile`: the tool type.
 pub(crate) fn type_ident(tool: &ToolFn<'_>) -> Ident {
     let ident = &tool.original.sig.ident;
-    Ident::new(&upper_camel(&unraw(ident)), ident.span())
+    let camel = upper_camel(&unraw(ident));
+    // `fn __()` has no word to capitalise; an empty ident would panic.
+    let camel = if camel.is_empty() {
+        "Tool".to_owned()
+    } else {
+        camel
+    };
+    Ident::new(&camel, ident.span())
 }
 
 fn upper_camel(snake: &str) -> String {
