@@ -1,9 +1,264 @@
 //! Give an LLM agent tools.
 //!
-//! Write an ordinary `async fn`, put `#[tool]` on it, register it with one builder call;
+//! Write an ordinary `async fn`, put [`#[tool]`](macro@tool) on it, register it in one call;
 //! the runtime does the rest: the JSON Schema the model sees, argument coercion and
 //! validation with errors the model can correct itself from, hooks, parallel execution,
 //! streaming, and the wire formats of the big providers.
+//!
+//! ```
+//! use pi_runtime::{AgentTool, ToolContext, ToolError, ToolRegistry, tool};
+//! use serde_json::json;
+//!
+//! /// Execute a bash command in the working directory.
+//! #[tool(snippet = "Execute bash commands (ls, grep, find, etc.)", mode = "sequential")]
+//! async fn bash(
+//!     /// Bash command to execute
+//!     command: String,
+//!     /// Timeout in seconds (optional, no default timeout)
+//!     timeout: Option<f64>,
+//!     ctx: ToolContext,
+//! ) -> Result<String, ToolError> {
+//!     if ctx.is_cancelled() {
+//!         return Err(ToolError::new("Command aborted"));
+//!     }
+//!     Ok(format!("ran `{command}` (timeout {timeout:?})"))
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // The schema the model sees, generated once from the parameters.
+//! assert_eq!(
+//!     Bash.definition().parameters,
+//!     json!({
+//!         "type": "object",
+//!         "properties": {
+//!             "command": {"type": "string", "description": "Bash command to execute"},
+//!             "timeout": {"type": "number",
+//!                         "description": "Timeout in seconds (optional, no default timeout)"}
+//!         },
+//!         "required": ["command"],
+//!         "additionalProperties": false
+//!     })
+//! );
+//!
+//! // Register tools of different types in one call (a tuple, a `Vec`, or one tool).
+//! let registry = ToolRegistry::new((Bash,))?;
+//! let bash = registry.get("bash").expect("registered");
+//!
+//! // The agent loop validates the arguments, then calls `execute`; so can you.
+//! let result = bash
+//!     .execute("call-1".into(), json!({"command": "ls"}), ToolContext::detached("call-1"))
+//!     .await
+//!     .map_err(ToolError::into_message)?;
+//! assert_eq!(result.text_content(), "ran `ls` (timeout None)");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## Running an agent
+//!
+//! <!-- LEAD: the `Agent::builder().tools((Bash, Read, SubmitAnalysis::new(state)))` example
+//! goes here once `pi_runtime::agent` lands. -->
+//! The agent loop and its builder live in [`agent`]. Anything that implements
+//! [`ToolSet`] (one tool, a tuple of tools, a `Vec<Arc<dyn ToolDefinition>>`) registers in
+//! one call, as [`ToolRegistry::new`] shows above.
+//!
+//! # `#[tool]`
+//!
+//! `#[tool]` goes on a free `async fn`. The fn stays as written and callable directly; next
+//! to it the attribute generates, for `async fn read_file(...)`:
+//!
+//! | item | what it is |
+//! |---|---|
+//! | `ReadFileParams` | a struct with one field per plain parameter, deriving `Deserialize` and `JsonSchema` (absent with `Args<T>`) |
+//! | `ReadFile` | the tool: a unit struct, or a struct holding the state with `ReadFile::new(state)`; implements [`AgentTool`] and [`ToolDefinition`] |
+//! | `ReadFile::NAME`, `ReadFile::DESCRIPTION` | the name the model calls and the description it reads |
+//!
+//! The [`Tool`] definition (name, description, schema, constrained sampling) is built once,
+//! on first use, and the registry compiles its schema when the tool is registered.
+//!
+//! ## Attribute keys
+//!
+//! | key | type | default | meaning |
+//! |---|---|---|---|
+//! | `name` | string | the fn's name | the name the model calls; must match `^[a-zA-Z0-9_-]{1,64}$` (checked at compile time) |
+//! | `label` | string | the name | a name for UIs ([`AgentTool::label`]) |
+//! | `description` | string | the fn's doc comment | what the model reads; wins over the doc comment. A tool without either does not compile |
+//! | `snippet` | string | none | one line for the system prompt's `Available tools:` list; a tool without one is not listed there but is still sent to the provider |
+//! | `guidelines` | list of strings | `[]` | bullets for the system prompt's `Guidelines:` section |
+//! | `mode` | `"sequential"` or `"parallel"` | `"parallel"` | [`ExecutionMode`]: a sequential tool makes its whole batch run one call at a time |
+//! | `strict` | `"prefer"` or `"require"` | none | constrained sampling, [`ConstrainedSampling::JsonSchema`]: strict where the provider allows it, or strict or the request fails |
+//! | `prepare` | path to a fn | none | a shape shim run before validation: `fn(&Value) -> Result<Cow<'_, Value>, ToolError>`, returning `Cow::Borrowed` when nothing changed; runs after the aliases are renamed |
+//! | `closed` | bool | `true` | `"additionalProperties": false` on every object schema (an extra key is reported to the model as an unknown field); `false` leaves objects open, like pi's built-in tools |
+//! | `crate` | string | `"::pi_runtime"` | the path of this crate, for crates that re-export it under another name |
+//!
+//! ## Parameters
+//!
+//! - **`name: Type`**: one argument, in parameter order. `Type` is any
+//!   `DeserializeOwned + JsonSchema` type; derive both on your own types with
+//!   [`#[tool_args]`](macro@tool_args). The parameter's `///` doc comment is the property's
+//!   description; `Option<T>` is an optional property with `T`'s schema (the model omits it;
+//!   an explicit `null` is dropped by coercion).
+//! - **`#[serde(...)]`, `#[schemars(...)]`** on a parameter pass through to its field, e.g.
+//!   `#[serde(default)]` (optional, with a default) or `#[schemars(range(min = 1))]`.
+//! - **`#[tool(alias = "filePath")]`** (or `alias = ["filePath", "file"]`) declares an old name
+//!   the model may still send: the generated `prepare_arguments` renames it before
+//!   validation. The transcript keeps the model's raw arguments, and arguments without an old
+//!   name are passed on borrowed, without a copy.
+//! - **`ctx: ToolContext`**, in any position: the call id, the run's cancellation signal and
+//!   progress updates ([`ToolContext`]).
+//! - **`State(state): State<S>`**: data the tool value holds; the tool type becomes
+//!   `MyTool::new(state)` and each call gets a clone ([`State`]).
+//! - **`Args(value): Args<T>`**: every argument as one type `T`, instead of plain
+//!   parameters ([`Args`]); its schema is `T`'s.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicBool, Ordering};
+//! use pi_runtime::{Args, State, ToolError, ToolResult, tool, tool_args};
+//!
+//! /// The final analysis of one function.
+//! #[tool_args]
+//! pub struct FunctionAnalysis {
+//!     /// The function's name.
+//!     pub name: String,
+//!     /// A quote from the source backing the analysis.
+//!     pub evidence: String,
+//! }
+//!
+//! /// Submit the final analysis of the current function; only one valid result is accepted.
+//! #[tool(strict = "prefer", mode = "sequential")]
+//! async fn submit_analysis(
+//!     State(accepted): State<Arc<AtomicBool>>,
+//!     Args(analysis): Args<FunctionAnalysis>,
+//! ) -> Result<ToolResult, ToolError> {
+//!     if accepted.swap(true, Ordering::SeqCst) {
+//!         return Err(ToolError::new("already accepted"));
+//!     }
+//!     Ok(ToolResult::text(format!("accepted {}", analysis.name)).with_terminate(true))
+//! }
+//!
+//! let tool = SubmitAnalysis::new(Arc::new(AtomicBool::new(false)));
+//! # let _ = tool;
+//! ```
+//!
+//! ## Return types
+//!
+//! The fn returns anything that converts into a [`ToolResult`] ([`IntoToolResult`]):
+//! `String`, `&'static str`, `()`, [`ToolResult`] itself, `Vec<ContentBlock>`, or [`Json<T>`]
+//! for `T: Serialize` (the model sees compact JSON, `details` gets the value); or a
+//! `Result` of one of those and any `E: Display`, whose `Err` becomes an error result with
+//! that text (the model sees it and may retry).
+//!
+//! ## Doc comments
+//!
+//! One rule, for the tool description and every parameter description: every `#[doc]` line
+//! in order (`///` lines, `#[doc = include_str!(...)]`, `#[doc = concat!(...)]`), one
+//! leading space stripped from each, joined with `\n`, the whole trimmed.
+//!
+//! ## The schema
+//!
+//! Generated with schemars: root `"type": "object"`, `properties` in parameter order,
+//! `required` always present (`[]` when nothing is required), descriptions last in each
+//! node, nested types inline (no `$defs`, which strict mode rejects), no `$schema`, no root
+//! `title` or `description` (the tool has its own), no schemars `format` annotations for Rust
+//! number types (`int32`, `double`, ...). Objects are closed unless `closed = false`.
+//!
+//! ## Mistakes are compile errors
+//!
+//! Every mistake is an error on the offending token that says what to write instead, and one
+//! compile reports every independent mistake.
+//!
+//! ```compile_fail
+//! # use pi_runtime::tool;
+//! /// Not async.
+//! #[tool]
+//! fn add(a: i64, b: i64) -> String { (a + b).to_string() }
+//! // error: `#[tool]` needs an `async fn`: write `async fn`
+//! ```
+//!
+//! ```compile_fail
+//! # use pi_runtime::tool;
+//! /// A misspelled mode.
+//! #[tool(mode = "sequental")]
+//! async fn add(a: i64, b: i64) -> String { (a + b).to_string() }
+//! // error: unknown execution mode `sequental`: write `mode = "sequential"` or `mode = "parallel"`
+//! ```
+//!
+//! ```compile_fail
+//! # use pi_runtime::tool;
+//! #[tool]
+//! async fn add(a: i64, b: i64) -> String { (a + b).to_string() }
+//! // error: a tool needs a description for the model: add a `///` doc comment to the fn, or
+//! // write `#[tool(description = "...")]`
+//! ```
+//!
+//! ```compile_fail
+//! # use pi_runtime::tool;
+//! struct Point { x: f64 }
+//!
+//! /// A parameter type without `Deserialize` and `JsonSchema`.
+//! #[tool]
+//! async fn plot(point: Point) -> String { point.x.to_string() }
+//! // error: `Point` cannot be a tool parameter: it does not implement `serde::Deserialize`
+//! //   = note: derive it: put `#[pi_runtime::tool_args]` on the type ...
+//! ```
+//!
+//! ```compile_fail
+//! # use pi_runtime::{Args, tool, tool_args};
+//! #[tool_args]
+//! struct Analysis { name: String }
+//!
+//! /// `Args<T>` next to a plain parameter.
+//! #[tool]
+//! async fn submit(Args(a): Args<Analysis>, extra: String) -> String { a.name + &extra }
+//! // error: `Args<Analysis>` already holds all of the tool's arguments: move this parameter
+//! // into `Analysis` as a field, or replace `Args<Analysis>` with one parameter per field
+//! ```
+//!
+//! # `#[tool_args]`
+//!
+//! Derives `Deserialize` and `JsonSchema` on your own argument types through this crate's
+//! serde and schemars, so your crate needs neither as a dependency; the type's own
+//! `#[serde(...)]` and `#[schemars(...)]` attributes keep working. `#[tool_args(serialize)]`
+//! also derives `Serialize`, for types returned inside [`Json`].
+//!
+//! ```
+//! use pi_runtime::{Json, tool, tool_args};
+//!
+//! /// One targeted replacement.
+//! #[tool_args]
+//! #[serde(rename_all = "camelCase")]
+//! pub struct Replacement {
+//!     /// Exact text to replace.
+//!     pub old_text: String,
+//!     /// Replacement text.
+//!     pub new_text: String,
+//! }
+//!
+//! /// What an edit did.
+//! #[tool_args(serialize)]
+//! pub struct EditReport {
+//!     /// Replacements applied.
+//!     pub applied: usize,
+//! }
+//!
+//! /// Apply replacements to a file.
+//! #[tool]
+//! async fn edit(
+//!     /// Path to the file to edit
+//!     path: String,
+//!     /// One or more targeted replacements.
+//!     edits: Vec<Replacement>,
+//! ) -> Json<EditReport> {
+//!     let _ = path;
+//!     Json(EditReport { applied: edits.len() })
+//! }
+//! ```
+//!
+//! # Cargo features
+//!
+//! `pi-runtime` has no optional features: everything above is always available.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 pub mod agent;
@@ -23,16 +278,20 @@ pub use message::{
 pub use stream::{AssistantMessageEvent, Context, LanguageModel, StreamOptions, ThinkingLevel};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
-    AgentTool, ConstrainedSampling, ExecutionMode, FnTool, IntoToolResult, Json, Strictness, Tool,
-    ToolContext, ToolDefinition, ToolError, ToolRegistry, ToolResult, ToolSet,
+    AgentTool, Args, ConstrainedSampling, ExecutionMode, FnTool, IntoToolResult, Json, State,
+    Strictness, Tool, ToolContext, ToolDefinition, ToolError, ToolRegistry, ToolResult, ToolSet,
 };
 
-/// Paths the code generated by `#[tool]` uses, so users need no dependency but this crate.
-/// Not public API.
+// Lets code inside this crate (the built-in tools, doc tests) use `#[tool]`, whose
+// expansion names `::pi_runtime`.
+#[allow(
+    unused_extern_crates,
+    reason = "used by macro expansions, which the lint does not see"
+)]
+extern crate self as pi_runtime;
+
+pub use pi_macros::{tool, tool_args};
+
 #[doc(hidden)]
-pub mod __private {
-    pub use futures;
-    pub use schemars;
-    pub use serde;
-    pub use serde_json;
-}
+#[path = "private/mod.rs"]
+pub mod __private;

@@ -6,6 +6,7 @@ mod context;
 mod definition;
 mod dynamic;
 mod layers;
+mod params;
 mod registry;
 mod result;
 
@@ -13,5 +14,6 @@ pub use context::ToolContext;
 pub use definition::{ConstrainedSampling, GrammarVariants, Strictness, Tool};
 pub use dynamic::FnTool;
 pub use layers::{AgentTool, ExecutionMode, ToolDefinition};
+pub use params::{Args, State};
 pub use registry::{RegistryError, ToolRegistry, ToolSet};
 pub use result::{IntoToolError, IntoToolResult, Json, ToolError, ToolResult};

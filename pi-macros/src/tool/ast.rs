@@ -1,0 +1,196 @@
+//! Our model of the user's fn: every parameter classified (plain argument, `Args<T>`,
+//! `State<S>`, `ToolContext`), each node keeping the user's tokens so later stages can put an
+//! error on the exact token.
+
+use syn::{
+    Attribute, FnArg, GenericArgument, Ident, ItemFn, Pat, PatType, PathArguments, Type, TypePath,
+};
+
+use super::args::{ParamAttrs, ToolAttrs};
+use crate::ctxt::Ctxt;
+use crate::docs::Docs;
+
+/// The fn under `#[tool]`.
+pub(crate) struct ToolFn<'a> {
+    pub(crate) original: &'a ItemFn,
+    pub(crate) attrs: ToolAttrs,
+    pub(crate) docs: Docs,
+    pub(crate) params: Vec<Param<'a>>,
+}
+
+/// One parameter of the fn.
+pub(crate) struct Param<'a> {
+    pub(crate) original: &'a FnArg,
+    pub(crate) kind: ParamKind<'a>,
+}
+
+pub(crate) enum ParamKind<'a> {
+    /// `name: Type`: one property of the schema.
+    Plain(Plain<'a>),
+    /// `Args(x): Args<T>`: `T` holds every argument.
+    Args { inner: &'a Type },
+    /// `State(x): State<S>`: the tool value holds an `S`.
+    State { inner: &'a Type },
+    /// `ctx: ToolContext`.
+    Context,
+    /// `self`, `&self`: rejected by `check`.
+    Receiver,
+}
+
+/// A plain argument.
+pub(crate) struct Plain<'a> {
+    pub(crate) pat: &'a PatType,
+    /// `None` for a pattern other than `name` / `mut name` (rejected by `check`).
+    pub(crate) ident: Option<&'a Ident>,
+    pub(crate) ty: &'a Type,
+    /// `T` when the type is `Option<T>`: the property is optional.
+    pub(crate) option_inner: Option<&'a Type>,
+    pub(crate) docs: Docs,
+    pub(crate) attrs: ParamAttrs,
+    /// `#[serde(...)]` and `#[schemars(...)]`, moved onto the generated field.
+    pub(crate) passthrough: Vec<&'a Attribute>,
+}
+
+impl<'a> ToolFn<'a> {
+    pub(crate) fn from_syn(cx: &Ctxt, original: &'a ItemFn, attrs: ToolAttrs) -> Self {
+        let params = original
+            .sig
+            .inputs
+            .iter()
+            .map(|input| Param::from_syn(cx, input))
+            .collect();
+        ToolFn {
+            original,
+            attrs,
+            docs: Docs::from_attrs(&original.attrs),
+            params,
+        }
+    }
+
+    /// The plain arguments, in order.
+    pub(crate) fn plain(&self) -> impl Iterator<Item = &Plain<'a>> {
+        self.params.iter().filter_map(|param| match &param.kind {
+            ParamKind::Plain(plain) => Some(plain),
+            _ => None,
+        })
+    }
+
+    /// `T` of the `Args<T>` parameter, if any.
+    pub(crate) fn args(&self) -> Option<&'a Type> {
+        self.params.iter().find_map(|param| match param.kind {
+            ParamKind::Args { inner } => Some(inner),
+            _ => None,
+        })
+    }
+
+    /// `S` of the `State<S>` parameter, if any.
+    pub(crate) fn state(&self) -> Option<&'a Type> {
+        self.params.iter().find_map(|param| match param.kind {
+            ParamKind::State { inner } => Some(inner),
+            _ => None,
+        })
+    }
+
+    /// The name the model calls: `name = "..."` or the fn's name.
+    pub(crate) fn tool_name(&self) -> String {
+        match &self.attrs.name {
+            Some(name) => name.value(),
+            None => unraw(&self.original.sig.ident),
+        }
+    }
+}
+
+impl<'a> Param<'a> {
+    fn from_syn(cx: &Ctxt, original: &'a FnArg) -> Self {
+        let FnArg::Typed(pat) = original else {
+            return Param {
+                original,
+                kind: ParamKind::Receiver,
+            };
+        };
+        let kind = if let Some(inner) = wrapper_inner(&pat.ty, "Args") {
+            ParamKind::Args { inner }
+        } else if let Some(inner) = wrapper_inner(&pat.ty, "State") {
+            ParamKind::State { inner }
+        } else if is_named(&pat.ty, "ToolContext") {
+            ParamKind::Context
+        } else {
+            let ident = match &*pat.pat {
+                Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
+                    Some(&ident.ident)
+                }
+                _ => None,
+            };
+            ParamKind::Plain(Plain {
+                pat,
+                ident,
+                ty: &pat.ty,
+                option_inner: wrapper_inner(&pat.ty, "Option"),
+                docs: Docs::from_attrs(&pat.attrs),
+                attrs: ParamAttrs::parse(cx, &pat.attrs),
+                passthrough: pat
+                    .attrs
+                    .iter()
+                    .filter(|attr| is_passthrough(attr))
+                    .collect(),
+            })
+        };
+        Param { original, kind }
+    }
+
+    /// The parameter's own attributes, for errors about attributes on special parameters.
+    pub(crate) fn attrs(&self) -> &'a [Attribute] {
+        match self.original {
+            FnArg::Typed(pat) => &pat.attrs,
+            FnArg::Receiver(receiver) => &receiver.attrs,
+        }
+    }
+}
+
+/// Attributes the macro consumes from a parameter (rustc rejects them on fn parameters).
+pub(crate) fn is_macro_only(attr: &Attribute) -> bool {
+    attr.path().is_ident("doc") || attr.path().is_ident("tool") || is_passthrough(attr)
+}
+
+/// serde and schemars attributes go onto the generated field as written.
+pub(crate) fn is_passthrough(attr: &Attribute) -> bool {
+    attr.path().is_ident("serde") || attr.path().is_ident("schemars")
+}
+
+/// `x` without a raw-identifier prefix: the name serde and the model see.
+pub(crate) fn unraw(ident: &Ident) -> String {
+    let name = ident.to_string();
+    name.strip_prefix("r#")
+        .map_or(name.clone(), ToOwned::to_owned)
+}
+
+/// The last path segment of a type, if it is a plain path.
+fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
+    match ty {
+        Type::Path(TypePath { qself: None, path }) => path.segments.last(),
+        Type::Group(group) => last_segment(&group.elem),
+        _ => None,
+    }
+}
+
+/// Recognised by name, like axum-macros' extractors: `ToolContext`, `pi_runtime::ToolContext`.
+fn is_named(ty: &Type, name: &str) -> bool {
+    last_segment(ty).is_some_and(|segment| {
+        segment.ident == name && matches!(segment.arguments, PathArguments::None)
+    })
+}
+
+/// `T` in `Name<T>` (any path prefix).
+fn wrapper_inner<'t>(ty: &'t Type, name: &str) -> Option<&'t Type> {
+    let segment = last_segment(ty)?;
+    if segment.ident != name {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &segment.arguments else {
+        return None;
+    };
+    match args.args.iter().collect::<Vec<_>>().as_slice() {
+        [GenericArgument::Type(inner)] => Some(inner),
+        _ => None,
+    }
+}

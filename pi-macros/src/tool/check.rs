@@ -1,0 +1,239 @@
+//! The rules a `#[tool]` fn must follow, one small fn each, all run on every expansion so
+//! one compile reports every independent mistake. Each error points at the offending token
+//! and says what to write instead.
+
+use std::collections::{HashMap, HashSet};
+
+use quote::ToTokens;
+use syn::{FnArg, Type};
+
+use super::args::ALIAS;
+use super::ast::{ParamKind, ToolFn, is_passthrough, unraw};
+use crate::ctxt::Ctxt;
+
+pub(crate) fn check(cx: &Ctxt, tool: &ToolFn<'_>) {
+    is_async(cx, tool);
+    no_receiver(cx, tool);
+    no_generics(cx, tool);
+    plain_patterns(cx, tool);
+    one_of_each_special(cx, tool);
+    args_alone(cx, tool);
+    attrs_on_special_params(cx, tool);
+    aliases_unique(cx, tool);
+    tool_name_valid(cx, tool);
+    has_description(cx, tool);
+}
+
+/// The fn is `async`: the agent awaits every tool.
+/// `fn bash(command: String)` → `async fn bash(command: String)`.
+fn is_async(cx: &Ctxt, tool: &ToolFn<'_>) {
+    let sig = &tool.original.sig;
+    if sig.asyncness.is_none() {
+        cx.error_spanned_by(
+            sig.fn_token,
+            "`#[tool]` needs an `async fn`: write `async fn`",
+        );
+    }
+}
+
+/// No `self`: a tool is a free fn; shared data comes in through `State<S>`.
+/// `async fn read(&self, path: String)` → `async fn read(State(s): State<Arc<S>>, path: String)`.
+fn no_receiver(cx: &Ctxt, tool: &ToolFn<'_>) {
+    for param in &tool.params {
+        if let ParamKind::Receiver = param.kind {
+            cx.error_spanned_by(
+                param.original,
+                "a `#[tool]` fn cannot take `self`: write a free `async fn` and pass shared data with a `State<S>` parameter",
+            );
+        }
+    }
+}
+
+/// No generic, lifetime or `impl Trait` parameters: the schema is computed once, from
+/// concrete types. `async fn f<T: Display>(x: T)` → `async fn f(x: String)`.
+fn no_generics(cx: &Ctxt, tool: &ToolFn<'_>) {
+    let generics = &tool.original.sig.generics;
+    if !generics.params.is_empty() {
+        cx.error_spanned_by(
+            &generics.params,
+            "a `#[tool]` fn cannot be generic: its JSON Schema is computed from concrete types; replace the type parameters with concrete types",
+        );
+    } else if let Some(where_clause) = &generics.where_clause {
+        cx.error_spanned_by(
+            where_clause,
+            "a `#[tool]` fn cannot have a `where` clause: use concrete parameter types",
+        );
+    }
+    for param in &tool.params {
+        if let FnArg::Typed(pat) = param.original
+            && let Type::ImplTrait(impl_trait) = &*pat.ty
+        {
+            cx.error_spanned_by(
+                impl_trait,
+                "a `#[tool]` parameter cannot be `impl Trait`: its JSON Schema is computed from a concrete type; write the concrete type",
+            );
+        }
+    }
+}
+
+/// A plain argument is bound to a name, which becomes the property name.
+/// `(a, b): (i64, i64)` → `a: i64, b: i64`.
+fn plain_patterns(cx: &Ctxt, tool: &ToolFn<'_>) {
+    for plain in tool.plain() {
+        if plain.ident.is_none() {
+            cx.error_spanned_by(
+                &plain.pat.pat,
+                "unsupported parameter pattern: write `name: Type` (the name becomes the argument's name), `Args(value): Args<T>` or `State(state): State<S>`",
+            );
+        }
+    }
+}
+
+/// At most one `ToolContext`, one `State<S>` and one `Args<T>`.
+fn one_of_each_special(cx: &Ctxt, tool: &ToolFn<'_>) {
+    let (mut context, mut state, mut args) = (false, false, false);
+    for param in &tool.params {
+        let (seen, what) = match param.kind {
+            ParamKind::Context => (&mut context, "`ToolContext`"),
+            ParamKind::State { .. } => (&mut state, "`State<S>`"),
+            ParamKind::Args { .. } => (&mut args, "`Args<T>`"),
+            _ => continue,
+        };
+        if *seen {
+            cx.error_spanned_by(
+                param.original,
+                format!("a tool takes at most one {what} parameter: remove this one"),
+            );
+        }
+        *seen = true;
+    }
+}
+
+/// `Args<T>` holds every argument, so no plain argument may sit next to it.
+/// `Args(a): Args<Analysis>, extra: String` → move `extra` into `Analysis`.
+fn args_alone(cx: &Ctxt, tool: &ToolFn<'_>) {
+    let Some(args) = tool.args() else {
+        return;
+    };
+    let args = args.to_token_stream().to_string().replace(' ', "");
+    for plain in tool.plain() {
+        cx.error_spanned_by(
+            plain.pat,
+            format!(
+                "`Args<{args}>` already holds all of the tool's arguments: move this parameter into `{args}` as a field, or replace `Args<{args}>` with one parameter per field"
+            ),
+        );
+    }
+}
+
+/// `#[tool(alias)]`, `///`, `#[serde]` and `#[schemars]` describe a property, so they only go
+/// on plain arguments.
+fn attrs_on_special_params(cx: &Ctxt, tool: &ToolFn<'_>) {
+    for param in &tool.params {
+        if matches!(param.kind, ParamKind::Plain(_)) {
+            continue;
+        }
+        for attr in param.attrs() {
+            if attr.path().is_ident("tool") || is_passthrough(attr) {
+                cx.error_spanned_by(
+                    attr,
+                    "this attribute describes an argument of the schema, so it only goes on a plain `name: Type` parameter: remove it (put serde/schemars attributes on the fields of `T` in `Args<T>`)",
+                );
+            }
+        }
+    }
+}
+
+/// An alias is an old name no parameter has now, declared once.
+/// `path: String` with `#[tool(alias = "path")]` → `#[tool(alias = "filePath")]`.
+fn aliases_unique(cx: &Ctxt, tool: &ToolFn<'_>) {
+    let names: HashSet<String> = tool
+        .plain()
+        .filter_map(|plain| plain.ident)
+        .map(unraw)
+        .collect();
+    let mut aliases: HashMap<String, String> = HashMap::new();
+    for plain in tool.plain() {
+        let Some(ident) = plain.ident else { continue };
+        let owner = unraw(ident);
+        for alias in &plain.attrs.aliases {
+            let value = alias.value();
+            if value.is_empty() {
+                cx.error_spanned_by(
+                    alias,
+                    "an alias cannot be empty: write the old argument name, `alias = \"filePath\"`",
+                );
+            } else if names.contains(&value) {
+                cx.error_spanned_by(
+                    alias,
+                    format!(
+                        "alias `{value}` is already the name of parameter `{value}`: an {ALIAS} is an old name the model may still send; choose a name no parameter has"
+                    ),
+                );
+            } else if let Some(previous) = aliases.insert(value.clone(), owner.clone()) {
+                cx.error_spanned_by(
+                    alias,
+                    format!("alias `{value}` is already declared for parameter `{previous}`: declare each old name once"),
+                );
+            }
+        }
+    }
+}
+
+/// Tool names match `^[a-zA-Z0-9_-]{1,64}$` (what providers accept).
+/// `name = "read file"` → `name = "read_file"`.
+fn tool_name_valid(cx: &Ctxt, tool: &ToolFn<'_>) {
+    let name = tool.tool_name();
+    let valid = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if valid {
+        return;
+    }
+    let message = format!(
+        "invalid tool name `{name}`: a tool name has 1 to 64 characters from `a-z`, `A-Z`, `0-9`, `_` and `-` (providers reject others); write e.g. `name = \"{}\"`",
+        suggest_name(&name)
+    );
+    match &tool.attrs.name {
+        Some(name) => cx.error_spanned_by(name, message),
+        None => cx.error_spanned_by(&tool.original.sig.ident, message),
+    }
+}
+
+fn suggest_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if cleaned.is_empty() {
+        "my_tool".to_owned()
+    } else {
+        cleaned
+    }
+}
+
+/// The model needs a description: the fn's doc comment or `description = "..."`.
+/// `description = ""` → `description = "Read a file."`.
+fn has_description(cx: &Ctxt, tool: &ToolFn<'_>) {
+    if let Some(description) = &tool.attrs.description {
+        if description.value().trim().is_empty() {
+            cx.error_spanned_by(
+                description,
+                "an empty description tells the model nothing: write what the tool does, `description = \"Read a file.\"`",
+            );
+        }
+    } else if tool.docs.is_blank() {
+        cx.error_spanned_by(
+            &tool.original.sig.ident,
+            "a tool needs a description for the model: add a `///` doc comment to the fn, or write `#[tool(description = \"...\")]`",
+        );
+    }
+}

@@ -1,0 +1,487 @@
+//! Code generation for a checked `#[tool]` fn: the cleaned fn, hidden bound checks spanned
+//! at the user's tokens, the parameter struct and the tool type with its `AgentTool` and
+//! `ToolDefinition` impls.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{FnArg, Ident, ItemFn, LitBool, ReturnType};
+
+use super::args::{Mode, Strict};
+use super::ast::{ParamKind, Plain, ToolFn, is_macro_only, unraw};
+use crate::paths::Paths;
+
+pub(crate) fn tool(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
+    let func = cleaned_fn(tool.original);
+    let checks = checks(tool, paths);
+    let params = params_struct(tool, paths);
+    let tool_type = tool_type(tool, paths);
+    quote! {
+        #func
+        #checks
+        #params
+        #tool_type
+    }
+}
+
+/// The user's fn as written, minus what only the macro reads: `#[tool]`, `///`, `#[serde]`
+/// and `#[schemars]` on parameters (rustc rejects them there). It stays callable directly.
+pub(crate) fn cleaned_fn(original: &ItemFn) -> ItemFn {
+    let mut func = original.clone();
+    // A tool that never awaits is still a tool: `#[tool]` demands the `async`.
+    func.attrs.push(syn::parse_quote!(
+        #[allow(clippy::unused_async, reason = "`#[tool]` requires an async fn")]
+    ));
+    for input in &mut func.sig.inputs {
+        if let FnArg::Typed(pat) = input {
+            pat.attrs.retain(|attr| !is_macro_only(attr));
+        }
+    }
+    func
+}
+
+/// `read_file` → `ReadFile`: the tool type.
+pub(crate) fn type_ident(tool: &ToolFn<'_>) -> Ident {
+    let ident = &tool.original.sig.ident;
+    let camel = upper_camel(&unraw(ident));
+    // `fn __()` has no word to capitalise; an empty ident would panic.
+    let camel = if camel.is_empty() {
+        "Tool".to_owned()
+    } else {
+        camel
+    };
+    Ident::new(&camel, ident.span())
+}
+
+fn upper_camel(snake: &str) -> String {
+    snake
+        .split('_')
+        .filter(|word| !word.is_empty())
+        .map(|word| {
+            let mut chars = word.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_uppercase().chain(chars).collect()
+            })
+        })
+        .collect()
+}
+
+/// The type the arguments deserialize into: `T` of `Args<T>`, or the generated struct.
+fn args_type(tool: &ToolFn<'_>) -> TokenStream {
+    match tool.args() {
+        Some(inner) => quote!(#inner),
+        None => {
+            let ident = params_ident(tool);
+            quote!(#ident)
+        }
+    }
+}
+
+fn params_ident(tool: &ToolFn<'_>) -> Ident {
+    let ty = type_ident(tool);
+    format_ident!("{}Params", ty, span = ty.span())
+}
+
+/// Hidden fns whose bounds fail on the user's own tokens when a type cannot do its job, with
+/// messages from the marker traits in `__private` (axum-macros' `debug_handler` technique).
+fn checks(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
+    let fn_ident = &tool.original.sig.ident;
+    let mut bounds = Vec::new();
+    for param in &tool.params {
+        match &param.kind {
+            ParamKind::Plain(Plain { ty, .. }) | ParamKind::Args { inner: ty } => {
+                let private = paths.private_at(ty.span());
+                bounds.push(quote_spanned!(ty.span()=>
+                    #ty: #private::DeserializeArgument + #private::DescribeArgument
+                ));
+            }
+            ParamKind::State { inner } => {
+                let private = paths.private_at(inner.span());
+                bounds.push(quote_spanned!(inner.span()=> #inner: #private::ToolState));
+            }
+            ParamKind::Context | ParamKind::Receiver => {}
+        }
+    }
+    let output = match &tool.original.sig.output {
+        ReturnType::Default => quote!(()),
+        ReturnType::Type(_, ty) => quote!(#ty),
+    };
+    let output_span = output_span(tool);
+    let private = paths.private_at(output_span);
+    bounds.push(quote_spanned!(output_span=> #output: #private::IntoToolOutcome));
+
+    // Calling the fn with `loop {}` (type `!`) for every argument gives its future without
+    // values; the fn holding the call is never called.
+    let placeholders = tool.params.iter().map(|_| quote!(loop {}));
+    let private = paths.private_at(fn_ident.span());
+    let send_check = quote_spanned! {fn_ident.span()=>
+        #[allow(unreachable_code, clippy::diverging_sub_expression, clippy::empty_loop, reason = "only type-checked, never run")]
+        fn __pi_check_send() {
+            fn send<F: #private::SendFuture>(_: F) {}
+            send(#fn_ident(#(#placeholders),*));
+        }
+    };
+    quote! {
+        const _: () = {
+            #[allow(clippy::trait_duplication_in_bounds, reason = "one bound per parameter, so each error lands on its own type")]
+            fn __pi_check_types() where #(#bounds),* {}
+            #send_check
+        };
+    }
+}
+
+/// The return type's span, or the fn name's for `-> ()` written as nothing.
+fn output_span(tool: &ToolFn<'_>) -> Span {
+    match &tool.original.sig.output {
+        ReturnType::Default => tool.original.sig.ident.span(),
+        ReturnType::Type(_, ty) => ty.span(),
+    }
+}
+
+/// The parameter struct of the plain-argument form: one field per argument, in order, with
+/// the argument's doc comment as its description.
+fn params_struct(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
+    if tool.args().is_some() {
+        return TokenStream::new();
+    }
+    let private = paths.private();
+    let vis = &tool.original.vis;
+    let ident = params_ident(tool);
+    let serde_crate = paths.serde();
+    let schemars_crate = paths.schemars();
+    let fields = tool.plain().map(|plain| field(plain, vis, &private));
+    let closed = closed(tool).then(|| quote!(#[serde(deny_unknown_fields)]));
+    let doc = format!(
+        "The arguments of the [`{}`] tool, as the model sends them.",
+        tool.original.sig.ident
+    );
+    quote! {
+        #[doc = #doc]
+        #[derive(#private::serde::Deserialize, #private::schemars::JsonSchema)]
+        #[serde(crate = #serde_crate)]
+        #[schemars(crate = #schemars_crate)]
+        #closed
+        #[allow(missing_debug_implementations, reason = "argument types need not be Debug")]
+        #vis struct #ident {
+            #(#fields)*
+        }
+    }
+}
+
+fn field(plain: &Plain<'_>, vis: &syn::Visibility, private: &TokenStream) -> TokenStream {
+    let Some(ident) = plain.ident else {
+        return TokenStream::new();
+    };
+    let ty = plain.ty;
+    let docs = plain
+        .pat
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("doc"));
+    let passthrough = &plain.passthrough;
+    // The description follows our doc rule, not schemars' (which turns a `# heading` into a
+    // title): set both explicitly.
+    let description = if plain.docs.is_blank() {
+        // Undocumented: a field doc for rustdoc (and `missing_docs`), but no description for
+        // the model (schemars skips empty metadata).
+        let doc = format!("The `{}` argument.", unraw(ident));
+        quote!(#[doc = #doc] #[schemars(title = "", description = "")])
+    } else {
+        let description = plain.docs.to_expr(private);
+        quote!(#[schemars(title = "", description = #description)])
+    };
+    // `Option<T>` is an optional property with `T`'s schema, like pi's `Type.Optional(T)`,
+    // rather than schemars' `T | null`: models are told to omit the key, and the coercion
+    // pass drops an explicit `null` for optional properties anyway (SPEC §4.3).
+    let optional = plain.option_inner.map(|inner| {
+        let inner = quote!(#inner).to_string();
+        // `skip_serializing_if` keeps schemars from writing `"default": null`; the struct is
+        // never serialized.
+        let default = (!has_serde_default(plain)).then(
+            || quote!(#[serde(default, skip_serializing_if = "::core::option::Option::is_none")]),
+        );
+        quote!(#default #[schemars(with = #inner)])
+    });
+    quote! {
+        #(#docs)*
+        #optional
+        #description
+        #(#passthrough)*
+        #vis #ident: #ty,
+    }
+}
+
+/// The user wrote `#[serde(default)]` or `#[serde(default = "...")]` already.
+fn has_serde_default(plain: &Plain<'_>) -> bool {
+    plain
+        .passthrough
+        .iter()
+        .filter(|attr| attr.path().is_ident("serde"))
+        .any(|attr| {
+            let mut found = false;
+            // Unparseable serde attributes are serde's to report; here they only mean "no".
+            let _ = attr.parse_nested_meta(|meta| {
+                found |= meta.path.is_ident("default");
+                if meta.input.peek(syn::Token![=]) {
+                    meta.value()?.parse::<syn::Expr>()?;
+                } else if meta.input.peek(syn::token::Paren) {
+                    let _content;
+                    syn::parenthesized!(_content in meta.input);
+                }
+                Ok(())
+            });
+            found
+        })
+}
+
+fn closed(tool: &ToolFn<'_>) -> bool {
+    tool.attrs.closed.as_ref().is_none_or(LitBool::value)
+}
+
+/// The tool type, its constructor and the `AgentTool` and `ToolDefinition` impls.
+fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
+    let private = paths.private();
+    let vis = &tool.original.vis;
+    let fn_ident = &tool.original.sig.ident;
+    let ty = type_ident(tool);
+    let name = tool.tool_name();
+    let type_doc = format!("The `{name}` tool: calls [`{fn_ident}`] with the model's arguments.");
+
+    let (definition, constructor) = match tool.state() {
+        Some(state) => (
+            quote! {
+                #[derive(Clone)]
+                #vis struct #ty {
+                    state: #state,
+                }
+            },
+            quote! {
+                /// The tool, holding the state every call receives a clone of.
+                #vis fn new(state: #state) -> Self {
+                    #ty { state }
+                }
+            },
+        ),
+        None => (
+            quote! {
+                #[derive(Debug, Clone, Copy, Default)]
+                #vis struct #ty;
+            },
+            TokenStream::new(),
+        ),
+    };
+    let debug = tool.state().map(|_| {
+        quote! {
+            #[automatically_derived]
+            impl ::core::fmt::Debug for #ty {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    f.debug_struct(::core::stringify!(#ty)).finish_non_exhaustive()
+                }
+            }
+        }
+    });
+
+    let description = match &tool.attrs.description {
+        Some(lit) => quote!(#lit),
+        None => tool.docs.to_expr(&private),
+    };
+    let args_type = args_type(tool);
+    let closed = closed(tool);
+    let sampling = tool.attrs.strict.map(|strict| {
+        let strict = match strict {
+            Strict::Prefer => quote!(Prefer),
+            Strict::Require => quote!(Require),
+        };
+        quote! {
+            .with_constrained_sampling(#private::ConstrainedSampling::JsonSchema {
+                strict: #private::Strictness::#strict,
+            })
+        }
+    });
+    let label = tool.attrs.label.as_ref().map(|label| {
+        quote! {
+            fn label(&self) -> &str {
+                #label
+            }
+        }
+    });
+    let mode = tool.attrs.mode.map(|mode| {
+        let mode = match mode {
+            Mode::Sequential => quote!(Sequential),
+            Mode::Parallel => quote!(Parallel),
+        };
+        quote! {
+            fn execution_mode(&self) -> #private::ExecutionMode {
+                #private::ExecutionMode::#mode
+            }
+        }
+    });
+    let prepare = prepare(tool, &private);
+    let execute = execute(tool, paths);
+    let prompt = prompt(tool, &private);
+
+    quote! {
+        #[doc = #type_doc]
+        #definition
+
+        impl #ty {
+            /// The name the model calls.
+            #vis const NAME: &'static str = #name;
+            /// The description the model reads.
+            #vis const DESCRIPTION: &'static str = #description;
+            #constructor
+        }
+
+        const _: () = ::core::assert!(
+            !#ty::DESCRIPTION.is_empty(),
+            "a tool needs a description for the model: add a `///` doc comment to the fn, or write `#[tool(description = \"...\")]`",
+        );
+
+        #debug
+
+        #[automatically_derived]
+        impl #private::AgentTool for #ty {
+            fn definition(&self) -> &#private::Tool {
+                static DEFINITION: #private::LazyLock<#private::Tool> =
+                    #private::LazyLock::new(|| {
+                        #private::Tool::new(
+                            #ty::NAME,
+                            #ty::DESCRIPTION,
+                            #private::parameters_schema::<#args_type>(#closed),
+                        )
+                        #sampling
+                    });
+                &DEFINITION
+            }
+
+            #label
+            #prepare
+            #mode
+            #execute
+        }
+
+        #[automatically_derived]
+        impl #private::ToolDefinition for #ty {
+            #prompt
+        }
+    }
+}
+
+/// `prepare_arguments`: aliases renamed, then the `prepare = ...` shim. Absent when there is
+/// neither, so the trait's zero-cost default applies.
+fn prepare(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
+    let aliases: Vec<TokenStream> = tool
+        .plain()
+        .filter_map(|plain| Some((plain.ident?, &plain.attrs.aliases)))
+        .flat_map(|(ident, aliases)| {
+            let current = unraw(ident);
+            aliases.iter().map(move |alias| quote!((#alias, #current)))
+        })
+        .collect();
+    let custom = tool
+        .attrs
+        .prepare
+        .as_ref()
+        .map(|path| quote_spanned!(path.span()=> ::core::option::Option::Some(#path)));
+    if aliases.is_empty() && custom.is_none() {
+        return TokenStream::new();
+    }
+    let custom = custom.unwrap_or_else(|| quote!(::core::option::Option::None));
+    quote! {
+        fn prepare_arguments<'__a>(
+            &self,
+            raw: &'__a #private::Value,
+        ) -> ::core::result::Result<#private::Cow<'__a, #private::Value>, #private::ToolError> {
+            #private::prepare(raw, &[#(#aliases),*], #custom)
+        }
+    }
+}
+
+/// `execute`: deserialize the validated arguments, call the fn with them in its own
+/// parameter order, convert what it returns.
+fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
+    let private = paths.private();
+    let fn_ident = &tool.original.sig.ident;
+    let ty = type_ident(tool);
+    let args_type = args_type(tool);
+    let uses_context = tool
+        .params
+        .iter()
+        .any(|param| matches!(param.kind, ParamKind::Context));
+    let ctx = if uses_context {
+        quote!(__ctx)
+    } else {
+        quote!(_)
+    };
+    let state = tool
+        .state()
+        .map(|_| quote!(let __state = ::core::clone::Clone::clone(&self.state);));
+    let call_args = tool.params.iter().map(|param| match &param.kind {
+        ParamKind::Plain(plain) => {
+            let ident = plain
+                .ident
+                .map_or_else(|| Ident::new("_", Span::call_site()), Clone::clone);
+            quote!(__args.#ident)
+        }
+        ParamKind::Args { .. } => quote!(#private::Args(__args)),
+        ParamKind::State { .. } => quote!(#private::State(__state)),
+        ParamKind::Context | ParamKind::Receiver => quote!(__ctx),
+    });
+    // Where a non-`Send` future or an unconvertible return type is reported a second time
+    // (after the checks), point at the user's tokens too, not at `#[tool]`.
+    let boxed = {
+        let private = paths.private_at(fn_ident.span());
+        quote_spanned!(fn_ident.span()=> #private::boxed)
+    };
+    let into_outcome = {
+        let span = output_span(tool);
+        let private = paths.private_at(span);
+        quote_spanned!(span=> #private::IntoToolOutcome::into_outcome(__output))
+    };
+    quote! {
+        fn execute(
+            &self,
+            _call_id: ::std::string::String,
+            params: #private::Value,
+            #ctx: #private::ToolContext,
+        ) -> #private::BoxFuture<'_, ::core::result::Result<#private::ToolResult, #private::ToolError>> {
+            #state
+            #boxed(async move {
+                let __args: #args_type = #private::deserialize_arguments(#ty::NAME, params)?;
+                let __output = #fn_ident(#(#call_args),*).await;
+                #into_outcome
+            })
+        }
+    }
+}
+
+/// The system prompt's snippet and guidelines (SPEC §8).
+fn prompt(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
+    let snippet = tool.attrs.snippet.as_ref().map(|snippet| {
+        quote! {
+            fn prompt_snippet(&self) -> ::core::option::Option<#private::Cow<'_, str>> {
+                ::core::option::Option::Some(#private::Cow::Borrowed(#snippet))
+            }
+        }
+    });
+    let guidelines = tool.attrs.guidelines.as_ref().map(|guidelines| {
+        quote! {
+            fn prompt_guidelines(&self) -> ::std::vec::Vec<#private::Cow<'_, str>> {
+                ::std::vec![#(#private::Cow::Borrowed(#guidelines)),*]
+            }
+        }
+    });
+    quote!(#snippet #guidelines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::upper_camel;
+
+    #[test]
+    fn tool_types_are_upper_camel_case() {
+        assert_eq!(upper_camel("bash"), "Bash");
+        assert_eq!(upper_camel("submit_analysis"), "SubmitAnalysis");
+        assert_eq!(upper_camel("_read__file2"), "ReadFile2");
+    }
+}

@@ -1,0 +1,78 @@
+//! Marker traits whose only job is a good error message: the macro asks for them in hidden
+//! check fns spanned at the user's tokens, so an unmet bound lands on the offending type and
+//! says what to write instead (rustc's own "`X: Deserialize<'de>` is not satisfied" points
+//! into generated code and names no fix).
+
+use std::future::Future;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+use crate::tool::{IntoToolError, IntoToolResult, ToolError, ToolResult};
+
+/// A plain tool parameter's type is deserialized from the model's arguments.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool parameter: it does not implement `serde::Deserialize`",
+    label = "not deserializable from the model's JSON arguments",
+    note = "derive it: put `#[pi_runtime::tool_args]` on the type (or `#[derive(serde::Deserialize, schemars::JsonSchema)]`)",
+    note = "borrowed types such as `&str` cannot be deserialized from the arguments: use an owned type such as `String`"
+)]
+pub trait DeserializeArgument {}
+
+impl<T: DeserializeOwned> DeserializeArgument for T {}
+
+/// A plain tool parameter's type has a JSON Schema: it becomes a property of `parameters`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool parameter: it does not implement `schemars::JsonSchema`",
+    label = "no JSON Schema for the model",
+    note = "derive it: put `#[pi_runtime::tool_args]` on the type (or `#[derive(serde::Deserialize, schemars::JsonSchema)]`)"
+)]
+pub trait DescribeArgument {}
+
+impl<T: JsonSchema + ?Sized> DescribeArgument for T {}
+
+/// The `S` of a `State<S>` parameter: the tool value holds it and clones it into each call.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool's state: it must be `Clone + Send + Sync + 'static`",
+    label = "each call gets a clone of the state, possibly on another thread",
+    note = "wrap the state in an `Arc` (and mutable parts in a `Mutex` or atomics): `State<Arc<MyState>>`"
+)]
+pub trait ToolState: Clone + Send + Sync + 'static {}
+
+impl<S: Clone + Send + Sync + 'static> ToolState for S {}
+
+/// The future a tool fn returns runs on a multi-threaded runtime. No custom message: for an
+/// auto trait rustc ignores `on_unimplemented` and says "future cannot be sent between
+/// threads safely", pointing at the value held across the `.await`, which is the better
+/// error anyway.
+pub trait SendFuture: Future + Send {}
+
+impl<F: Future + Send> SendFuture for F {}
+
+/// What a tool fn's return value becomes: `Ok` (or a plain value) converts through
+/// [`IntoToolResult`], `Err` through [`IntoToolError`] (its `Display` text).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from a tool",
+    label = "this type does not convert into a tool result",
+    note = "return `String`, `()`, `ToolResult`, `Json<T>` (for `T: Serialize`) or `Vec<ContentBlock>`, optionally inside `Result<_, E>` with `E: Display`"
+)]
+pub trait IntoToolOutcome {
+    /// The call's outcome.
+    ///
+    /// # Errors
+    /// The fn returned `Err`.
+    fn into_outcome(self) -> Result<ToolResult, ToolError>;
+}
+
+impl<T: IntoToolResult> IntoToolOutcome for T {
+    fn into_outcome(self) -> Result<ToolResult, ToolError> {
+        Ok(self.into_tool_result())
+    }
+}
+
+impl<T: IntoToolResult, E: IntoToolError> IntoToolOutcome for Result<T, E> {
+    fn into_outcome(self) -> Result<ToolResult, ToolError> {
+        self.map(IntoToolResult::into_tool_result)
+            .map_err(IntoToolError::into_tool_error)
+    }
+}

@@ -1,0 +1,89 @@
+//! The parameter schema of a tool, generated once per type: schemars' output tidied into the
+//! shape SPEC §1 and §7.2 expect (root `type: "object"`, `required` always present, no
+//! `$schema`, no root `title`/`description`, everything inline, closed objects by default).
+
+use schemars::generate::SchemaSettings;
+use schemars::transform::{Transform, transform_subschemas};
+use schemars::{JsonSchema, Schema};
+use serde_json::{Map, Value};
+
+/// `format` values schemars adds for Rust number types. They are not JSON Schema formats:
+/// the model gains nothing from them, and strict-mode providers reject unknown formats.
+const RUST_NUMBER_FORMATS: &[&str] = &[
+    "int", "int8", "int16", "int32", "int64", "int128", "uint", "uint8", "uint16", "uint32",
+    "uint64", "uint128", "float", "double",
+];
+
+/// The `parameters` schema of a tool whose arguments deserialize into `T`.
+///
+/// With `closed`, every object schema that lists `properties` and says nothing about
+/// `additionalProperties` gets `"additionalProperties": false` (SPEC §1.1's recommendation),
+/// so an extra key is reported to the model as an unknown field.
+pub fn parameters_schema<T: JsonSchema + ?Sized>(closed: bool) -> Value {
+    // Inline everything: strict mode (SPEC §7.2) rejects `$defs`/`$ref`. Recursive types
+    // still get a `$ref`; they cannot be strict anyway.
+    let settings = SchemaSettings::draft2020_12().with(|settings| {
+        settings.meta_schema = None;
+        settings.inline_subschemas = true;
+    });
+    let mut schema = settings.into_generator().into_root_schema_for::<T>();
+    Tidy { closed }.transform(&mut schema);
+    let mut value = schema.to_value();
+    if let Value::Object(root) = &mut value {
+        tidy_root(root);
+    }
+    value
+}
+
+/// The per-node part, applied to every subschema.
+struct Tidy {
+    closed: bool,
+}
+
+impl Transform for Tidy {
+    fn transform(&mut self, schema: &mut Schema) {
+        if let Some(node) = schema.as_object_mut() {
+            // One key order everywhere, whatever order schemars wrote: `additionalProperties`
+            // after `properties` and `required`, the description last (as TypeBox writes it).
+            if node.contains_key("properties") {
+                let additional = node.shift_remove("additionalProperties");
+                if let Some(additional) = additional.or(self.closed.then_some(Value::Bool(false))) {
+                    node.insert("additionalProperties".to_owned(), additional);
+                }
+            }
+            if let Some(description) = node.shift_remove("description") {
+                node.insert("description".to_owned(), description);
+            }
+            if node
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|format| RUST_NUMBER_FORMATS.contains(&format))
+            {
+                node.shift_remove("format");
+            }
+        }
+        transform_subschemas(self, schema);
+    }
+}
+
+/// The root-only part: the tool's own description is the tool description, not the type's
+/// doc comment, and an object root always lists `properties` and `required` (empty when
+/// there are none), in that order after `type`.
+fn tidy_root(root: &mut Map<String, Value>) {
+    root.shift_remove("$schema");
+    root.shift_remove("title");
+    root.shift_remove("description");
+    if root.get("type").and_then(Value::as_str) != Some("object") {
+        return;
+    }
+    let mut rest = std::mem::take(root);
+    for (key, empty) in [
+        ("type", Value::Null),
+        ("properties", Value::Object(Map::new())),
+        ("required", Value::Array(Vec::new())),
+    ] {
+        let value = rest.shift_remove(key).unwrap_or(empty);
+        root.insert(key.to_owned(), value);
+    }
+    root.extend(rest);
+}

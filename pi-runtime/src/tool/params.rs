@@ -1,0 +1,56 @@
+//! The two parameter wrappers a `#[tool]` fn may take besides plain arguments: [`Args`]
+//! (every argument as one type) and [`State`] (data the tool value carries).
+
+/// All of a tool's arguments as one type, instead of one fn parameter per argument.
+///
+/// `T` is any `DeserializeOwned + JsonSchema` type whose schema is an object (a struct or a
+/// map); its schema becomes the tool's `parameters`. Derive both traits without depending on
+/// serde or schemars with [`#[tool_args]`](crate::tool_args). An `Args<T>` parameter holds
+/// all arguments, so it cannot be mixed with plain parameters; `ToolContext` and
+/// [`State`] may still sit next to it.
+///
+/// ```
+/// use pi_runtime::{Args, tool, tool_args};
+///
+/// /// The final analysis of one function.
+/// #[tool_args]
+/// pub struct FunctionAnalysis {
+///     /// The function's name.
+///     pub name: String,
+///     /// Quotes from the source backing the analysis.
+///     pub evidence: Vec<String>,
+/// }
+///
+/// /// Submit the final analysis.
+/// #[tool]
+/// async fn submit_analysis(Args(analysis): Args<FunctionAnalysis>) -> String {
+///     format!("accepted {}", analysis.name)
+/// }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Args<T>(pub T);
+
+/// Data the tool value holds and hands to every call: a submit tool's "accepted" flag, a
+/// connection pool, a callback.
+///
+/// The generated tool type stores the `S` and gets a constructor, `MyTool::new(state)`; each
+/// call receives a clone (so `S` is usually an `Arc` or a cheap handle). `S` must be
+/// `Clone + Send + Sync + 'static`. A tool without a `State` parameter is a unit struct.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use pi_runtime::{State, tool};
+///
+/// /// Count the calls.
+/// #[tool]
+/// async fn count(State(calls): State<Arc<AtomicUsize>>) -> String {
+///     (calls.fetch_add(1, Ordering::SeqCst) + 1).to_string()
+/// }
+///
+/// let calls = Arc::new(AtomicUsize::new(0));
+/// let tool = Count::new(Arc::clone(&calls));
+/// # let _ = tool;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct State<S>(pub S);

@@ -1,0 +1,8 @@
+use pi_runtime::tool;
+
+#[tool(description = "")]
+async fn add(a: i64, b: i64) -> String {
+    (a + b).to_string()
+}
+
+fn main() {}

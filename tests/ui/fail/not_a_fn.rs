@@ -1,0 +1,7 @@
+use pi_runtime::tool;
+
+/// A struct.
+#[tool]
+struct Bash;
+
+fn main() {}
