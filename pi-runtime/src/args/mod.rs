@@ -45,7 +45,7 @@ use serde_json::Value;
 use crate::message::ToolCall;
 use crate::tool::{Tool, ToolError};
 
-/// A parameter schema that cannot be used (SPEC §1.1 [RUST]: rejected at registration).
+/// A parameter schema that cannot be used (SPEC §1.1, a Rust rule: rejected at registration).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct SchemaError {

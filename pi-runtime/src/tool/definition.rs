@@ -83,7 +83,7 @@ impl Tool {
     /// The compiled validator of `parameters`, compiled on the first call and cached.
     ///
     /// # Errors
-    /// The schema is not an object or does not compile (SPEC §1.1 [RUST]).
+    /// The schema is not an object or does not compile (SPEC §1.1, a Rust rule).
     pub fn compiled_schema(&self) -> Result<&Arc<CompiledSchema>, &SchemaError> {
         self.compiled
             .get_or_init(|| CompiledSchema::compile(&self.parameters).map(Arc::new))

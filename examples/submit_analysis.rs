@@ -1,0 +1,3 @@
+//! Example placeholder.
+
+fn main() {}
