@@ -57,11 +57,54 @@
 //!
 //! ## Running an agent
 //!
-//! <!-- LEAD: the `Agent::builder().tools((Bash, Read, SubmitAnalysis::new(state)))` example
-//! goes here once `pi_runtime::agent` lands. -->
-//! The agent loop and its builder live in [`agent`]. Anything that implements
-//! [`ToolSet`] (one tool, a tuple of tools, a `Vec<Arc<dyn ToolDefinition>>`) registers in
-//! one call, as [`ToolRegistry::new`] shows above.
+//! Register tools in one builder call, give the agent a model, prompt it. The faux model
+//! below replays a script (one invalid call, the corrected call, a final answer), so this
+//! runs offline; swap in a real provider from [`provider::presets`] to talk to a server.
+//!
+//! ```
+//! use pi_runtime::agent::Agent;
+//! use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+//! use pi_runtime::{Message, tool};
+//! use serde_json::json;
+//!
+//! /// Add two numbers.
+//! #[tool(snippet = "Add two numbers")]
+//! async fn add(a: f64, b: f64) -> String {
+//!     (a + b).to_string()
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let model = FauxModel::new()
+//!     .respond(FauxResponse::tool_call("c1", "add", json!({"a": 1, "b": "x"})))
+//!     .respond(FauxResponse::tool_call("c2", "add", json!({"a": 1, "b": 2})))
+//!     .respond(FauxResponse::text("1 + 2 = 3"));
+//! let agent = Agent::builder().model(model).tools((Add,)).build()?;
+//!
+//! let new_messages = agent.prompt("What is 1 + 2?").await?;
+//! let results: Vec<String> = new_messages
+//!     .iter()
+//!     .filter_map(|m| match m {
+//!         Message::ToolResult(r) => Some(r.text()),
+//!         _ => None,
+//!     })
+//!     .collect();
+//! // The model saw exactly what was wrong, corrected itself, and got its answer.
+//! assert_eq!(
+//!     results,
+//!     [
+//!         "Validation failed for tool \"add\":\n  - b: expected number, got string\n\n\
+//!          Received arguments:\n{\n  \"a\": 1,\n  \"b\": \"x\"\n}",
+//!         "3",
+//!     ]
+//! );
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The agent loop, its builder, hooks (`before_tool_call`, `after_tool_call`,
+//! `finish_turn`), events and state live in [`agent`]. Anything that implements [`ToolSet`]
+//! (one tool, a tuple of tools, a `Vec<Arc<dyn ToolDefinition>>`) registers in one call.
 //!
 //! # `#[tool]`
 //!
@@ -271,6 +314,7 @@ pub mod stream;
 pub mod tool;
 pub mod tools;
 
+pub use agent::{Agent, AgentEvent};
 pub use message::{
     AssistantMessage, ContentBlock, Message, StopReason, ToolCall, ToolResultMessage, Usage,
     UserMessage,
