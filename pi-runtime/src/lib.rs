@@ -339,3 +339,8 @@ pub use pi_macros::{tool, tool_args};
 #[doc(hidden)]
 #[path = "private/mod.rs"]
 pub mod __private;
+
+// The README's examples compile and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -307,3 +307,19 @@ pub trait LanguageModel: Send + Sync + fmt::Debug {
     /// Stream a response.
     fn stream(&self, context: Context, options: StreamOptions) -> AssistantEventStream;
 }
+
+/// A shared model is a model: `Agent::builder().model(presets::openai("gpt-4o").build())`.
+impl<M: LanguageModel + ?Sized> LanguageModel for std::sync::Arc<M> {
+    fn api(&self) -> &str {
+        (**self).api()
+    }
+    fn provider(&self) -> &str {
+        (**self).provider()
+    }
+    fn id(&self) -> &str {
+        (**self).id()
+    }
+    fn stream(&self, context: Context, options: StreamOptions) -> AssistantEventStream {
+        (**self).stream(context, options)
+    }
+}
