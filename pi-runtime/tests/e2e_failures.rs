@@ -24,7 +24,8 @@ async fn add(a: f64, b: f64) -> String {
     (a + b).to_string()
 }
 
-const OVERLOADED: &str = r#"{"error":{"message":"The server is overloaded","type":"server_error"}}"#;
+const OVERLOADED: &str =
+    r#"{"error":{"message":"The server is overloaded","type":"server_error"}}"#;
 const HTTP_500: &str = r#"HTTP 500 Internal Server Error: {"error":{"message":"The server is overloaded","type":"server_error"}}"#;
 
 /// A hang in the code under test fails the test instead of stalling the suite; the bound is
@@ -154,8 +155,14 @@ fn stalling_text() -> Reply {
 fn assert_aborted<'a>(added: &'a [Message], agent: &Agent) -> &'a AssistantMessage {
     let aborted = last_assistant(added);
     assert_eq!(aborted.stop_reason, StopReason::Aborted);
-    assert_eq!(aborted.error_message.as_deref(), Some("Request was aborted"));
-    assert_eq!(agent.error_message().as_deref(), Some("Request was aborted"));
+    assert_eq!(
+        aborted.error_message.as_deref(),
+        Some("Request was aborted")
+    );
+    assert_eq!(
+        agent.error_message().as_deref(),
+        Some("Request was aborted")
+    );
     assert!(!agent.is_streaming());
     aborted
 }

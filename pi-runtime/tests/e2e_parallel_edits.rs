@@ -23,9 +23,10 @@ fn model(edits: &[Edit<'_>]) -> FauxModel {
     };
     let mut calls = edits.iter().map(call);
     let (id, args) = calls.next().expect("at least one edit");
-    let batch = calls.fold(FauxResponse::tool_call(id, "edit", args), |batch, (id, args)| {
-        batch.and_tool_call(id, "edit", args)
-    });
+    let batch = calls.fold(
+        FauxResponse::tool_call(id, "edit", args),
+        |batch, (id, args)| batch.and_tool_call(id, "edit", args),
+    );
     FauxModel::new()
         .respond(batch)
         .respond(FauxResponse::text("Edited."))
@@ -93,7 +94,10 @@ async fn parallel_edits_of_one_file_all_apply_and_report_in_source_order() {
     let agent = agent(model(&edits), dir.path());
     let events = record_tool_events(&agent);
 
-    let added = agent.prompt("Capitalise every line.").await.expect("idle agent");
+    let added = agent
+        .prompt("Capitalise every line.")
+        .await
+        .expect("idle agent");
 
     assert_eq!(
         std::fs::read_to_string(&file).expect("read"),

@@ -6,9 +6,9 @@
 mod provider_support;
 
 use pi_runtime::agent::Agent;
+use pi_runtime::message::ThinkingContent;
 use pi_runtime::provider::http::RetryPolicy;
 use pi_runtime::provider::presets::{self, Preset};
-use pi_runtime::message::ThinkingContent;
 use pi_runtime::{ContentBlock, Message, StopReason, ToolCall, tool};
 use provider_support::{
     Recorded, Reply, Server, anthropic_text, anthropic_tool_call, openai_chunk, openai_sse,
@@ -44,8 +44,14 @@ fn agent(preset: Preset, server: &Server) -> Agent {
 
 /// The events of a turn whose response streamed one call in `deltas` argument pieces.
 fn call_turn(id: &str, deltas: usize, is_error: bool) -> Vec<String> {
-    let mut lines = vec!["start assistant".to_owned(), "update toolcall_start 0".into()];
-    lines.extend(std::iter::repeat_n("update toolcall_delta 0".to_owned(), deltas));
+    let mut lines = vec![
+        "start assistant".to_owned(),
+        "update toolcall_start 0".into(),
+    ];
+    lines.extend(std::iter::repeat_n(
+        "update toolcall_delta 0".to_owned(),
+        deltas,
+    ));
     lines.extend([
         "update toolcall_end 0".into(),
         "end assistant".into(),
@@ -410,5 +416,8 @@ async fn a_call_in_a_stop_response_still_runs() {
     let Some(Message::Assistant(last)) = added.last() else {
         panic!("no final answer: {added:?}");
     };
-    assert_eq!((last.stop_reason, last.text()), (StopReason::Stop, ANSWER.into()));
+    assert_eq!(
+        (last.stop_reason, last.text()),
+        (StopReason::Stop, ANSWER.into())
+    );
 }

@@ -335,8 +335,10 @@ fn anthropic_message(blocks: Vec<Value>, stop_reason: &str) -> String {
         "id": "msg_1", "type": "message", "role": "assistant", "content": [],
         "usage": {"input_tokens": 10, "output_tokens": 1}}})];
     events.extend(blocks);
-    events.push(json!({"type": "message_delta", "delta": {"stop_reason": stop_reason},
-                       "usage": {"output_tokens": 12}}));
+    events.push(
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason},
+                       "usage": {"output_tokens": 12}}),
+    );
     events.push(json!({"type": "message_stop"}));
     anthropic_sse(&events)
 }
