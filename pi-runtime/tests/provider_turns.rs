@@ -1,126 +1,133 @@
-//! Seed 2's self-correction loop over real HTTP: the model submits an invalid result, sees
-//! the error as a tool result, and submits again. The loopback server speaks OpenAI SSE in
-//! one test and Anthropic SSE in the other, and checks that each request replays the
-//! history the previous turns produced.
-//!
-//! The turns are driven here by a small loop (stream, answer each call, send again): the
-//! `Agent` had not landed on this branch. Once it has, the same scripted server should be
-//! driven by `Agent` with a `submit_result` tool (seed 2), asserting the same requests.
+//! Seed 2's submit-result pattern over real HTTP (SPEC §10): an `Agent` with a
+//! `submit_result` tool that accepts one valid score and ends the run, a turn limit of four,
+//! and the loopback server speaking OpenAI SSE in some tests and Anthropic SSE in others.
+//! Each request must replay the history the previous turns produced, including the
+//! validation error the model corrects itself from.
 
 mod provider_support;
 
-use pi_runtime::message::{Message, ToolResultMessage};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use pi_runtime::agent::{Agent, TurnControl};
 use pi_runtime::provider::Api;
 use pi_runtime::provider::anthropic::client::AnthropicMessages;
 use pi_runtime::provider::openai::client::OpenAiCompletions;
-use pi_runtime::{
-    AssistantMessage, ContentBlock, Context, LanguageModel, StopReason, StreamOptions, Tool,
+use pi_runtime::{AssistantMessage, LanguageModel, Message, State, StopReason, ToolResult, tool};
+use provider_support::{
+    Reply, Server, anthropic_tool_call, model, openai_chunk, openai_sse, openai_text,
+    openai_tool_call, options,
 };
-use provider_support::{Reply, Server, collect, final_message, model, options};
 use serde_json::{Value, json};
 
-const INVALID_SCORE: &str = "Validation failed for tool \"submit_result\":\n  - score: expected number, got string\n\nReceived arguments:\n{\"score\":\"high\"}";
+const INVALID_SCORE: &str = "Validation failed for tool \"submit_result\":\n  - score: expected number, got string\n\nReceived arguments:\n{\n  \"score\": \"high\"\n}";
+const TURN_LIMIT: usize = 4;
 
-/// The submit tool of seed 2: accepts a number `score` once.
-fn context() -> Context {
-    Context {
-        system_prompt: "Rate the snippet, then submit the result.".into(),
-        messages: vec![
-            pi_runtime::UserMessage {
-                content: pi_runtime::message::UserContent::Text("fn main() {}".into()),
-                timestamp: 1,
+/// The score the tool accepted, if any.
+type Accepted = Arc<Mutex<Option<f64>>>;
+
+/// Submit the final rating of the snippet.
+#[tool(strict = "prefer", mode = "sequential")]
+async fn submit_result(State(accepted): State<Accepted>, score: f64) -> Result<ToolResult, String> {
+    let mut accepted = accepted.lock().map_err(|_| "the result store is broken")?;
+    if accepted.is_some() {
+        return Err("already accepted".to_owned());
+    }
+    *accepted = Some(score);
+    Ok(ToolResult::text("accepted").with_terminate(true))
+}
+
+/// Seed 2's run: sequential submissions, ended by the accepted result or at the fourth turn.
+fn agent(model: impl LanguageModel + 'static) -> (Agent, Accepted) {
+    let accepted = Accepted::default();
+    let turns = Arc::new(AtomicUsize::new(0));
+    let agent = Agent::builder()
+        .model(model)
+        .system_prompt("Rate the snippet, then submit the result. Never answer in prose.")
+        .tools(SubmitResult::new(Arc::clone(&accepted)))
+        .finish_turn(move |_| {
+            let done = turns.fetch_add(1, Ordering::Relaxed) + 1;
+            std::future::ready(if done >= TURN_LIMIT {
+                TurnControl::End
+            } else {
+                TurnControl::Proceed
+            })
+        })
+        .build()
+        .expect("agent");
+    (agent, accepted)
+}
+
+fn accepted_score(accepted: &Accepted) -> Option<f64> {
+    *accepted.lock().expect("lock")
+}
+
+/// `(toolCallId, isError, text)` of every tool result.
+fn results(messages: &[Message]) -> Vec<(String, bool, String)> {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            Message::ToolResult(result) => {
+                Some((result.tool_call_id.clone(), result.is_error, result.text()))
             }
-            .into(),
-        ],
-        tools: vec![Tool::new(
-            "submit_result",
-            "Submit the final rating",
-            json!({"type": "object", "properties": {"score": {"type": "number"}},
-                   "required": ["score"]}),
-        )],
-    }
+            _ => None,
+        })
+        .collect()
 }
 
-/// The stand-in for the agent's argument check: a numeric score is accepted, anything else
-/// is the validation error the model would see.
-fn answer(call: &pi_runtime::ToolCall) -> ToolResultMessage {
-    let accepted = call.arguments["score"].is_number();
-    ToolResultMessage {
-        tool_call_id: call.id.clone(),
-        tool_name: call.name.clone(),
-        content: vec![ContentBlock::text(if accepted {
-            "accepted"
-        } else {
-            INVALID_SCORE
-        })],
-        details: None,
-        usage: None,
-        is_error: !accepted,
-        duration_ms: None,
-        timestamp: 2,
-    }
-}
-
-/// Stream, answer the calls, repeat until the model stops calling; the assistant messages.
-async fn drive_turns(client: &dyn LanguageModel) -> Vec<AssistantMessage> {
-    let mut context = context();
-    let mut turns = Vec::new();
-    for _ in 0..5 {
-        let events = collect(client.stream(context.clone(), StreamOptions::default())).await;
-        let message = final_message(&events).clone();
-        let results: Vec<ToolResultMessage> = message.tool_calls().map(answer).collect();
-        context.messages.push(Message::Assistant(message.clone()));
-        context
-            .messages
-            .extend(results.into_iter().map(Message::ToolResult));
-        let done = message.stop_reason != StopReason::ToolUse;
-        turns.push(message);
-        if done {
-            break;
-        }
-    }
-    turns
-}
-
-fn openai_turn(id: &str, arguments: &str) -> String {
-    let arguments = serde_json::to_string(arguments).expect("JSON string");
-    format!(
-        "data: {{\"id\":\"r\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":0,\"id\":\"{id}\",\"type\":\"function\",\"function\":{{\"name\":\"submit_result\",\"arguments\":\"\"}}}}]}},\"finish_reason\":null}}]}}\n\n\
-         data: {{\"id\":\"r\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":{arguments}}}}}]}},\"finish_reason\":\"tool_calls\"}}]}}\n\n\
-         data: [DONE]\n\n"
-    )
+fn last_assistant(messages: &[Message]) -> &AssistantMessage {
+    messages
+        .iter()
+        .rev()
+        .find_map(|message| match message {
+            Message::Assistant(assistant) => Some(assistant),
+            _ => None,
+        })
+        .expect("an assistant message")
 }
 
 #[tokio::test]
-async fn openai_self_correction_loop() {
+async fn openai_invalid_then_valid_submission() {
     let server = Server::start(vec![
-        Reply::Sse(openai_turn("call_1", r#"{"score":"high"}"#)),
-        Reply::Sse(openai_turn("call_2", r#"{"score":9}"#)),
-        Reply::Sse(
-            "data: {\"id\":\"r\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Submitted.\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
-                .into(),
-        ),
+        Reply::Sse(openai_tool_call(
+            "call_1",
+            "submit_result",
+            r#"{"score":"high"}"#,
+        )),
+        Reply::Sse(openai_tool_call(
+            "call_2",
+            "submit_result",
+            r#"{"score":9}"#,
+        )),
     ])
     .await;
     let client = OpenAiCompletions::new(
         model(Api::OpenAiCompletions, "openai", "gpt-test", &server),
         options(),
     );
-    let turns = drive_turns(&client).await;
-    let calls: Vec<Value> = turns
-        .iter()
-        .flat_map(AssistantMessage::tool_calls)
-        .map(|call| call.arguments.clone())
-        .collect();
-    assert_eq!(calls, [json!({"score": "high"}), json!({"score": 9})]);
+    let (agent, accepted) = agent(client);
+
+    let added = agent.prompt("fn main() {}").await.expect("idle agent");
+
+    assert_eq!(accepted_score(&accepted), Some(9.0));
     assert_eq!(
-        turns.last().map(AssistantMessage::text).as_deref(),
-        Some("Submitted.")
+        results(&added),
+        [
+            ("call_1".to_owned(), true, INVALID_SCORE.to_owned()),
+            ("call_2".to_owned(), false, "accepted".to_owned()),
+        ]
+    );
+    // The accepting result terminates the batch: no request after it, and the last
+    // assistant message is the call itself.
+    let last = last_assistant(&added);
+    assert_eq!(last.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        last.tool_calls().map(|call| &call.id).collect::<Vec<_>>(),
+        ["call_2"]
     );
 
     let requests = server.requests();
-    assert_eq!(requests.len(), 3);
-    // The second request replays the invalid call and the error the model must see.
+    assert_eq!(requests.len(), 2);
     assert_eq!(
         requests[1].body["messages"]
             .as_array()
@@ -132,60 +139,90 @@ async fn openai_self_correction_loop() {
             json!({"role": "tool", "content": INVALID_SCORE, "tool_call_id": "call_1"}),
         ])
     );
-    assert_eq!(
-        requests[2].body["messages"][5],
-        json!({"role": "tool", "content": "accepted", "tool_call_id": "call_2"})
-    );
-}
-
-fn anthropic_turn(blocks: &str, stop: &str) -> String {
-    format!(
-        "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"msg\",\"usage\":{{\"input_tokens\":10,\"output_tokens\":1}}}}}}\n\n\
-         {blocks}\
-         event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"{stop}\"}},\"usage\":{{\"output_tokens\":12}}}}\n\n\
-         event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
-    )
-}
-
-fn anthropic_call(id: &str, arguments: &str) -> String {
-    let arguments = serde_json::to_string(arguments).expect("JSON string");
-    let blocks = format!(
-        "event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{{\"type\":\"tool_use\",\"id\":\"{id}\",\"name\":\"submit_result\",\"input\":{{}}}}}}\n\n\
-         event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":{arguments}}}}}\n\n\
-         event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":0}}\n\n"
-    );
-    anthropic_turn(&blocks, "tool_use")
 }
 
 #[tokio::test]
-async fn anthropic_self_correction_loop() {
-    let text = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n\
-                event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Submitted.\"}}\n\n\
-                event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n";
+async fn openai_two_valid_submissions_in_one_batch() {
+    let call = |index: usize, id: &str, score: u32| {
+        json!({"index": index, "id": id, "type": "function",
+               "function": {"name": "submit_result", "arguments": format!("{{\"score\":{score}}}")}})
+    };
+    let both = openai_sse(&[openai_chunk(
+        json!({"role": "assistant", "tool_calls": [call(0, "call_1", 7), call(1, "call_2", 8)]}),
+        Some("tool_calls"),
+    )]);
+    let server = Server::start(vec![Reply::Sse(both), Reply::Sse(openai_text("Done."))]).await;
+    let client = OpenAiCompletions::new(
+        model(Api::OpenAiCompletions, "openai", "gpt-test", &server),
+        options(),
+    );
+    let (agent, accepted) = agent(client);
+
+    let added = agent.prompt("fn main() {}").await.expect("idle agent");
+
+    // Sequential: the first is accepted, the second refused; not every result terminates,
+    // so the model is asked again.
+    assert_eq!(accepted_score(&accepted), Some(7.0));
+    assert_eq!(
+        results(&added),
+        [
+            ("call_1".to_owned(), false, "accepted".to_owned()),
+            ("call_2".to_owned(), true, "already accepted".to_owned()),
+        ]
+    );
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(last_assistant(&added).text(), "Done.");
+}
+
+#[tokio::test]
+async fn openai_prose_is_never_a_result() {
+    let server = Server::start(vec![Reply::Sse(openai_text(r#"{"score": 9}"#))]).await;
+    let client = OpenAiCompletions::new(
+        model(Api::OpenAiCompletions, "openai", "gpt-test", &server),
+        options(),
+    );
+    let (agent, accepted) = agent(client);
+
+    let added = agent.prompt("fn main() {}").await.expect("idle agent");
+
+    assert_eq!(accepted_score(&accepted), None);
+    assert_eq!(last_assistant(&added).stop_reason, StopReason::Stop);
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn anthropic_invalid_then_valid_submission() {
     let server = Server::start(vec![
-        Reply::Sse(anthropic_call("toolu_1", r#"{"score":"high"}"#)),
-        Reply::Sse(anthropic_call("toolu_2", r#"{"score":9}"#)),
-        Reply::Sse(anthropic_turn(text, "end_turn")),
+        Reply::Sse(anthropic_tool_call(
+            "toolu_1",
+            "submit_result",
+            r#"{"score":"high"}"#,
+        )),
+        Reply::Sse(anthropic_tool_call(
+            "toolu_2",
+            "submit_result",
+            r#"{"score":9}"#,
+        )),
     ])
     .await;
     let client = AnthropicMessages::new(
         model(Api::AnthropicMessages, "anthropic", "claude-test", &server),
         options(),
     );
-    let turns = drive_turns(&client).await;
-    let calls: Vec<Value> = turns
-        .iter()
-        .flat_map(AssistantMessage::tool_calls)
-        .map(|call| call.arguments.clone())
-        .collect();
-    assert_eq!(calls, [json!({"score": "high"}), json!({"score": 9})]);
-    assert_eq!(
-        turns.last().map(AssistantMessage::text).as_deref(),
-        Some("Submitted.")
-    );
+    let (agent, accepted) = agent(client);
 
+    let added = agent.prompt("fn main() {}").await.expect("idle agent");
+
+    assert_eq!(accepted_score(&accepted), Some(9.0));
+    assert_eq!(
+        results(&added),
+        [
+            ("toolu_1".to_owned(), true, INVALID_SCORE.to_owned()),
+            ("toolu_2".to_owned(), false, "accepted".to_owned()),
+        ]
+    );
     let requests = server.requests();
-    assert_eq!(requests.len(), 3);
+    assert_eq!(requests.len(), 2);
     let second = &requests[1].body["messages"];
     assert_eq!(
         second[1]["content"][0],
@@ -198,8 +235,38 @@ async fn anthropic_self_correction_loop() {
         (&json!("tool_result"), &json!("toolu_1"), &json!(true))
     );
     assert_eq!(result["content"], INVALID_SCORE);
-    assert_eq!(
-        requests[2].body["messages"][4]["content"][0]["content"],
-        "accepted"
+}
+
+#[tokio::test]
+async fn anthropic_always_invalid_stops_at_the_turn_limit() {
+    let invalid = |turn: usize| {
+        Reply::Sse(anthropic_tool_call(
+            &format!("toolu_{turn}"),
+            "submit_result",
+            r#"{"score":"high"}"#,
+        ))
+    };
+    // One reply more than the limit allows: the run must not ask for it.
+    let server = Server::start((1..=TURN_LIMIT + 1).map(invalid).collect()).await;
+    let client = AnthropicMessages::new(
+        model(Api::AnthropicMessages, "anthropic", "claude-test", &server),
+        options(),
     );
+    let (agent, accepted) = agent(client);
+
+    let added = agent.prompt("fn main() {}").await.expect("idle agent");
+
+    assert_eq!(accepted_score(&accepted), None);
+    let expected: Vec<(String, bool, String)> = (1..=TURN_LIMIT)
+        .map(|turn| (format!("toolu_{turn}"), true, INVALID_SCORE.to_owned()))
+        .collect();
+    assert_eq!(results(&added), expected);
+    let requests = server.requests();
+    assert_eq!(requests.len(), TURN_LIMIT);
+    // The last request replays all three earlier rounds: prompt + 3 × (call, result).
+    let replayed: Vec<Value> = requests[TURN_LIMIT - 1].body["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(replayed.len(), 1 + 2 * (TURN_LIMIT - 1));
 }

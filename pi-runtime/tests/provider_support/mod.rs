@@ -16,6 +16,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use futures::StreamExt;
+use pi_runtime::agent::{Agent, AgentEvent};
 use pi_runtime::message::{AssistantMessage, ContentBlock, UserContent, UserMessage};
 use pi_runtime::provider::http::{HttpOptions, RetryPolicy};
 use pi_runtime::provider::{Api, Model};
@@ -274,4 +275,156 @@ pub(crate) fn chunks_to_sse(chunks: &str, api: Api) -> String {
         body.push_str("data: [DONE]\n\n");
     }
     body
+}
+
+/// An OpenAI chunk: one choice with this delta and finish reason.
+pub(crate) fn openai_chunk(delta: Value, finish_reason: Option<&str>) -> Value {
+    json!({"id": "chatcmpl-1", "object": "chat.completion.chunk",
+           "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]})
+}
+
+/// OpenAI SSE: one `data:` frame per chunk, then `[DONE]`.
+pub(crate) fn openai_sse(chunks: &[Value]) -> String {
+    let mut body: String = chunks
+        .iter()
+        .map(|chunk| format!("data: {chunk}\n\n"))
+        .collect();
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+/// An OpenAI response that calls `name`: the id and name first, then the argument text,
+/// then `finish_reason: tool_calls` (the shape the real API streams).
+pub(crate) fn openai_tool_call(id: &str, name: &str, arguments: &str) -> String {
+    openai_sse(&[
+        openai_chunk(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": id,
+                   "type": "function", "function": {"name": name, "arguments": ""}}]}),
+            None,
+        ),
+        openai_chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}),
+            Some("tool_calls"),
+        ),
+    ])
+}
+
+/// An OpenAI response of plain text.
+pub(crate) fn openai_text(text: &str) -> String {
+    openai_sse(&[openai_chunk(
+        json!({"role": "assistant", "content": text}),
+        Some("stop"),
+    )])
+}
+
+/// Anthropic SSE: each event as an `event:` line named by its `type`, then its `data:`.
+pub(crate) fn anthropic_sse(events: &[Value]) -> String {
+    events
+        .iter()
+        .map(|event| {
+            let name = event["type"].as_str().unwrap_or_default();
+            format!("event: {name}\ndata: {event}\n\n")
+        })
+        .collect()
+}
+
+/// One Anthropic message: `message_start`, these content events, the stop reason,
+/// `message_stop`.
+fn anthropic_message(blocks: Vec<Value>, stop_reason: &str) -> String {
+    let mut events = vec![json!({"type": "message_start", "message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "content": [],
+        "usage": {"input_tokens": 10, "output_tokens": 1}}})];
+    events.extend(blocks);
+    events.push(
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason},
+                       "usage": {"output_tokens": 12}}),
+    );
+    events.push(json!({"type": "message_stop"}));
+    anthropic_sse(&events)
+}
+
+/// An Anthropic response that calls `name`, its input streamed as one `input_json_delta`.
+pub(crate) fn anthropic_tool_call(id: &str, name: &str, arguments: &str) -> String {
+    anthropic_message(
+        vec![
+            json!({"type": "content_block_start", "index": 0, "content_block":
+                   {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+            json!({"type": "content_block_delta", "index": 0, "delta":
+                   {"type": "input_json_delta", "partial_json": arguments}}),
+            json!({"type": "content_block_stop", "index": 0}),
+        ],
+        "tool_use",
+    )
+}
+
+/// An Anthropic response of plain text.
+pub(crate) fn anthropic_text(text: &str) -> String {
+    anthropic_message(
+        vec![
+            json!({"type": "content_block_start", "index": 0, "content_block":
+                   {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta":
+                   {"type": "text_delta", "text": text}}),
+            json!({"type": "content_block_stop", "index": 0}),
+        ],
+        "end_turn",
+    )
+}
+
+/// Record an agent's events as short lines, in delivery order: `message_update` shows the
+/// stream event it carries (`update toolcall_delta 0`), tool events their call id.
+pub(crate) fn record_agent(agent: &Agent) -> Arc<Mutex<Vec<String>>> {
+    let trace = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&trace);
+    agent.subscribe(move |event| {
+        let line = match event {
+            AgentEvent::MessageStart { message } => format!("start {}", message.role()),
+            AgentEvent::MessageUpdate {
+                assistant_message_event: update,
+                ..
+            } => match update.content_index() {
+                Some(index) => format!("update {} {index}", update.kind()),
+                None => format!("update {}", update.kind()),
+            },
+            AgentEvent::MessageEnd { message } => format!("end {}", message.role()),
+            AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
+                format!("tool_start {tool_call_id}")
+            }
+            AgentEvent::ToolExecutionUpdate { tool_call_id, .. } => {
+                format!("tool_update {tool_call_id}")
+            }
+            AgentEvent::ToolExecutionEnd {
+                tool_call_id,
+                is_error,
+                ..
+            } => format!(
+                "tool_end {tool_call_id}{}",
+                if *is_error { " error" } else { "" }
+            ),
+            AgentEvent::TurnEnd {
+                message,
+                tool_results,
+                ..
+            } => {
+                let ids: Vec<&str> = tool_results
+                    .iter()
+                    .map(|result| result.tool_call_id.as_str())
+                    .collect();
+                format!(
+                    "turn_end {} [{}]",
+                    message.stop_reason.as_str(),
+                    ids.join(",")
+                )
+            }
+            other => other.kind().to_owned(),
+        };
+        sink.lock().expect("lock").push(line);
+        std::future::ready(())
+    });
+    trace
+}
+
+/// The lines [`record_agent`] collected so far.
+pub(crate) fn recorded(trace: &Mutex<Vec<String>>) -> Vec<String> {
+    trace.lock().expect("lock").clone()
 }
