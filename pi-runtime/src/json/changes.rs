@@ -1,6 +1,6 @@
 //! The change list a parser reports per delta, and applying it to a consumer's copy.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// One step of a path into the partial arguments.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -91,12 +91,21 @@ pub fn apply_changes(target: &mut Value, changes: &[ArgumentChange]) {
 pub(crate) fn walk<'v>(mut value: &'v mut Value, path: &[PathSegment]) -> Option<&'v mut Value> {
     for segment in path {
         value = match (value, segment) {
-            (Value::Object(members), PathSegment::Key(key)) => members.get_mut(key)?,
+            (Value::Object(members), PathSegment::Key(key)) => member_mut(members, key)?,
             (Value::Array(items), PathSegment::Index(index)) => items.get_mut(*index)?,
             _ => return None,
         };
     }
     Some(value)
+}
+
+/// The member `key`, found without hashing when it is the last one: the member that is
+/// streaming almost always is, and hashing its key for every delta was the parser's main cost.
+fn member_mut<'m>(members: &'m mut Map<String, Value>, key: &str) -> Option<&'m mut Value> {
+    if members.keys().next_back().is_some_and(|last| last == key) {
+        return members.values_mut().next_back();
+    }
+    members.get_mut(key)
 }
 
 /// Insert or replace the member or item `segment` of `container`.

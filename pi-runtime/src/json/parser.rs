@@ -74,6 +74,9 @@ pub struct PartialJsonParser {
     scratch: String,
     /// Index in `changes` of the open string's latest change, while it is the last one.
     string_change: Option<usize>,
+    /// The open string's `Append` from the previous delta, reused for the next one so that a
+    /// long string streams without allocating a path per delta.
+    spare: Option<ArgumentChange>,
     error: Option<PartialJsonError>,
 }
 
@@ -166,6 +169,7 @@ impl PartialJsonParser {
             key: String::new(),
             scratch: String::new(),
             string_change: None,
+            spare: None,
             error: None,
         }
     }
@@ -173,6 +177,22 @@ impl PartialJsonParser {
     /// Read one delta; returns the changes it made to [`value`](Self::value).
     pub fn push(&mut self, delta: &str) -> &[ArgumentChange] {
         self.text.push_str(delta);
+        let open_string = matches!(
+            self.lexeme,
+            Lexeme::String {
+                target: Target::Value,
+                ..
+            }
+        );
+        let latest = self.changes.len().checked_sub(1);
+        self.spare = match self.changes.pop() {
+            Some(change @ ArgumentChange::Append { .. })
+                if open_string && self.string_change == latest =>
+            {
+                Some(change)
+            }
+            _ => None,
+        };
         self.changes.clear();
         self.string_change = None;
         let bytes = delta.as_bytes();
@@ -376,6 +396,8 @@ impl PartialJsonParser {
                     }
                     Target::Value => {
                         self.flush_string();
+                        // The spare belongs to this string only.
+                        self.spare = None;
                         self.path.pop();
                         self.value_ended();
                     }
@@ -411,11 +433,20 @@ impl PartialJsonParser {
                 self.scratch.clear();
             }
             _ => {
+                let change = match self.spare.take() {
+                    Some(ArgumentChange::Append { path, mut text }) => {
+                        text.clear();
+                        text.push_str(&self.scratch);
+                        ArgumentChange::Append { path, text }
+                    }
+                    _ => ArgumentChange::Append {
+                        path: self.path.clone(),
+                        text: self.scratch.clone(),
+                    },
+                };
+                self.scratch.clear();
                 self.string_change = Some(self.changes.len());
-                self.changes.push(ArgumentChange::Append {
-                    path: self.path.clone(),
-                    text: std::mem::take(&mut self.scratch),
-                });
+                self.changes.push(change);
             }
         }
     }
