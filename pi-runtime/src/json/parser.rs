@@ -68,6 +68,8 @@ pub struct PartialJsonParser {
     /// How many containers are open inside one that opened where no value goes.
     skipped: usize,
     lexeme: Lexeme,
+    /// The number or literal being read (its buffers are reused from token to token).
+    token: Token,
     /// A key being read.
     key: String,
     /// Text decoded from the current delta, not yet appended to the shown string.
@@ -127,8 +129,8 @@ enum Lexeme {
         escape: Escape,
         target: Target,
     },
+    /// A number or literal, read into [`PartialJsonParser::token`].
     Token {
-        token: Token,
         slot: Slot,
         /// What the slot shows for this token now.
         shown: Option<Value>,
@@ -166,6 +168,7 @@ impl PartialJsonParser {
             path: Vec::new(),
             skipped: 0,
             lexeme: Lexeme::None,
+            token: Token::new(),
             key: String::new(),
             scratch: String::new(),
             string_change: None,
@@ -256,8 +259,8 @@ impl PartialJsonParser {
             _ => {
                 let slot = self.value_slot();
                 self.enter(&slot);
+                self.token.restart();
                 self.lexeme = Lexeme::Token {
-                    token: Token::new(),
                     slot,
                     shown: None,
                     hidden: None,
@@ -278,11 +281,7 @@ impl PartialJsonParser {
                     target: Target::Skip { ends_value: false },
                 }
             }
-            b'{' | b'[' => {
-                if self.depth_allows_one_more() {
-                    self.skipped += 1;
-                }
-            }
+            b'{' | b'[' => self.skipped += usize::from(self.depth_allows_one_more()),
             b'}' | b']' => {
                 self.skipped -= 1;
                 if self.skipped == 0 {
@@ -294,9 +293,10 @@ impl PartialJsonParser {
         at + 1
     }
 
-    /// Where a value starting now goes.
+    /// Where a value starting now goes. A member's key moves into the slot: once its value
+    /// has started, the object waits for a comma or the next key.
     fn value_slot(&mut self) -> Slot {
-        match self.frames.last() {
+        match self.frames.last_mut() {
             None if self.root == Root::Waiting => Slot::Root,
             None => Slot::Skip,
             Some(Frame::Array) => {
@@ -307,8 +307,10 @@ impl PartialJsonParser {
             }
             Some(Frame::Object {
                 phase: Phase::Value | Phase::Colon,
-                key: Some(key),
-            }) => Slot::Live(PathSegment::Key(key.clone())),
+                key: key @ Some(_),
+            }) => key
+                .take()
+                .map_or(Slot::Skip, |key| Slot::Live(PathSegment::Key(key))),
             Some(Frame::Object { .. }) => Slot::Skip,
         }
     }
@@ -456,10 +458,10 @@ impl PartialJsonParser {
             .iter()
             .position(|&byte| is_delimiter(byte))
             .map_or(bytes.len(), |offset| at + offset);
-        if let Lexeme::Token { token, slot, .. } = &mut self.lexeme
+        if let Lexeme::Token { slot, .. } = &self.lexeme
             && !matches!(slot, Slot::Skip)
         {
-            token.push(&bytes[at..end]);
+            self.token.push(&bytes[at..end]);
         }
         if end < bytes.len() {
             self.end_token();
@@ -469,7 +471,6 @@ impl PartialJsonParser {
 
     fn end_token(&mut self) {
         let Lexeme::Token {
-            token,
             slot,
             shown,
             hidden,
@@ -477,6 +478,7 @@ impl PartialJsonParser {
         else {
             return;
         };
+        let token = &self.token;
         match slot {
             Slot::Root => {
                 // An invalid word before the root is skipped; a valid scalar is the root.
@@ -496,7 +498,6 @@ impl PartialJsonParser {
     /// Show the unterminated token's preview at the end of a delta.
     fn show_preview(&mut self) {
         let Lexeme::Token {
-            token,
             slot: Slot::Live(_),
             shown,
             hidden,
@@ -504,7 +505,7 @@ impl PartialJsonParser {
         else {
             return;
         };
-        let preview = token.preview();
+        let preview = self.token.preview();
         if preview == *shown {
             return;
         }

@@ -137,6 +137,22 @@ impl Token {
         }
     }
 
+    /// Start a new token, keeping the buffers.
+    pub(super) fn restart(&mut self) {
+        let mut text = std::mem::take(&mut self.text);
+        let mut digits = std::mem::take(&mut self.digest.digits);
+        text.clear();
+        digits.clear();
+        *self = Token {
+            text,
+            digest: Digest {
+                digits,
+                ..Digest::default()
+            },
+            ..Token::new()
+        };
+    }
+
     /// Read more of the token (bytes that are not delimiters).
     pub(super) fn push(&mut self, bytes: &[u8]) {
         if self.len == 0
@@ -154,13 +170,14 @@ impl Token {
         {
             self.literal = None;
         }
+        let keep_text = self.len + bytes.len() <= DIRECT_PARSE_LIMIT;
         for &byte in bytes {
             if self.number == Number::Dead {
                 break;
             }
             self.number = self.number.next(byte);
             self.digest.push(self.number, byte);
-            if self.text.len() < DIRECT_PARSE_LIMIT && self.number != Number::Dead {
+            if keep_text {
                 if matches!(byte, b'e' | b'E') {
                     self.exponent_at = self.text.len();
                 }
@@ -168,8 +185,8 @@ impl Token {
             }
         }
         self.len += bytes.len();
-        if self.number == Number::Dead || self.len > DIRECT_PARSE_LIMIT {
-            self.text = String::new();
+        if !keep_text {
+            self.text.clear();
         }
     }
 
