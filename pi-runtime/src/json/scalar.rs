@@ -177,7 +177,7 @@ impl Token {
             }
             self.number = self.number.next(byte);
             self.digest.push(self.number, byte);
-            if keep_text {
+            if keep_text && self.number != Number::Dead {
                 if matches!(byte, b'e' | b'E') {
                     self.exponent_at = self.text.len();
                 }
