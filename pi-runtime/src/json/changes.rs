@@ -138,3 +138,73 @@ pub(crate) fn remove(container: &mut Value, segment: &PathSegment) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn key(name: &str) -> PathSegment {
+        PathSegment::Key(name.into())
+    }
+
+    #[test]
+    fn changes_that_do_not_fit_are_skipped() {
+        let mut value = json!({"a": [1], "s": "x"});
+        apply_changes(
+            &mut value,
+            &[
+                ArgumentChange::Set {
+                    path: vec![key("a"), PathSegment::Index(5)],
+                    value: json!(2),
+                },
+                ArgumentChange::Set {
+                    path: vec![key("missing"), key("b")],
+                    value: json!(2),
+                },
+                ArgumentChange::Append {
+                    path: vec![key("a")],
+                    text: "y".into(),
+                },
+                ArgumentChange::Remove {
+                    path: vec![key("a"), PathSegment::Index(9)],
+                },
+                ArgumentChange::Remove { path: vec![] },
+            ],
+        );
+        assert_eq!(value, json!({"a": [1], "s": "x"}));
+    }
+
+    #[test]
+    fn sets_keep_positions_and_removes_keep_order() {
+        let mut value = json!({"a": 1, "b": 2, "c": 3});
+        apply_changes(
+            &mut value,
+            &[
+                ArgumentChange::Set {
+                    path: vec![key("a")],
+                    value: json!("one"),
+                },
+                ArgumentChange::Remove {
+                    path: vec![key("b")],
+                },
+                ArgumentChange::Set {
+                    path: vec![key("d")],
+                    value: json!([]),
+                },
+                ArgumentChange::Set {
+                    path: vec![key("d"), PathSegment::Index(0)],
+                    value: json!("s"),
+                },
+                ArgumentChange::Append {
+                    path: vec![key("d"), PathSegment::Index(0)],
+                    text: "tr".into(),
+                },
+            ],
+        );
+        assert_eq!(
+            serde_json::to_string(&value).unwrap_or_default(),
+            r#"{"a":"one","c":3,"d":["str"]}"#
+        );
+    }
+}
