@@ -1,13 +1,72 @@
-//! The `partial_json` and `partial_json_stream` ops.
+//! The `partial_json` and `partial_json_stream` ops: the partial arguments of a text, whole
+//! or fed in chunks (PROTOCOL.md; pi-ref D3).
 
+use pi_runtime::json::{PartialJsonParser, parse_partial, parse_streaming_json};
 use serde_json::{Map, Value};
 
-use crate::protocol::Prepared;
+use crate::protocol::{Answer, Prepared, str_field};
 
-pub(crate) fn prepare(_request: &Map<String, Value>) -> Result<Prepared, String> {
-    Err("partial_json is not implemented yet".into())
+/// Which parser a request names.
+#[derive(Debug, Clone, Copy)]
+enum Parser {
+    /// The one providers use (SPEC §6.2).
+    Incremental,
+    /// The seed's re-parsing helper (SPEC §6.3).
+    Seed,
 }
 
-pub(crate) fn prepare_stream(_request: &Map<String, Value>) -> Result<Prepared, String> {
-    Err("partial_json_stream is not implemented yet".into())
+fn parser(request: &Map<String, Value>) -> Result<Parser, String> {
+    match request.get("parser") {
+        None => Ok(Parser::Incremental),
+        Some(Value::String(name)) if name == "incremental" => Ok(Parser::Incremental),
+        Some(Value::String(name)) if name == "parseStreamingJson" => Ok(Parser::Seed),
+        Some(other) => Err(format!("bad request: unknown `parser` {other}")),
+    }
+}
+
+pub(crate) fn prepare(request: &Map<String, Value>) -> Result<Prepared, String> {
+    let parser = parser(request)?;
+    let text = str_field(request, "text")?.to_owned();
+    Ok(Box::new(move || {
+        Answer::Ok(match parser {
+            Parser::Incremental => parse_partial(&text),
+            Parser::Seed => parse_streaming_json(&text),
+        })
+    }))
+}
+
+pub(crate) fn prepare_stream(request: &Map<String, Value>) -> Result<Prepared, String> {
+    let parser = parser(request)?;
+    let chunks = match request.get("chunks") {
+        Some(Value::Array(chunks)) => chunks
+            .iter()
+            .map(|chunk| chunk.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>(),
+        _ => None,
+    }
+    .ok_or("bad request: `chunks` must be an array of strings")?;
+    Ok(Box::new(move || {
+        Answer::Ok(Value::Array(match parser {
+            Parser::Incremental => {
+                let mut parser = PartialJsonParser::new();
+                chunks
+                    .iter()
+                    .map(|chunk| {
+                        parser.push(chunk);
+                        parser.value().clone()
+                    })
+                    .collect()
+            }
+            Parser::Seed => {
+                let mut text = String::new();
+                chunks
+                    .iter()
+                    .map(|chunk| {
+                        text.push_str(chunk);
+                        parse_streaming_json(&text)
+                    })
+                    .collect()
+            }
+        }))
+    }))
 }

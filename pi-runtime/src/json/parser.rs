@@ -1,0 +1,634 @@
+//! The incremental partial-JSON parser (SPEC §6.2, §11.3 item 1): reads each delta once and
+//! keeps the partial arguments current in place.
+//!
+//! The parser holds a stack of the open containers that belong to the shown value, the path
+//! from the arguments object to the innermost of them, and at most one open lexeme (a string
+//! or a number/literal token). A container that opens where no value may go (after a value
+//! without a comma, or as a root that is not an object) is read as a depth counter only:
+//! nothing inside it can show.
+
+use serde_json::{Map, Value};
+
+use super::changes::{self, ArgumentChange, PathSegment, walk};
+use super::scalar::Token;
+use super::string::{Escape, Read};
+
+/// How deeply containers may nest. The final parse (`serde_json`) refuses deeper documents, so
+/// text beyond this depth can never become valid arguments; the parser stops there rather than
+/// build a value whose recursive drop could overflow the stack.
+pub const MAX_DEPTH: usize = 127;
+
+/// Why a [`PartialJsonParser`] stopped reading.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PartialJsonError {
+    /// A container opened more than [`MAX_DEPTH`] levels deep.
+    #[error(
+        "the arguments nest more than {limit} levels deep; the text from there on is not shown"
+    )]
+    TooDeep {
+        /// The limit, [`MAX_DEPTH`].
+        limit: usize,
+    },
+}
+
+/// The incremental parser of one call's argument text.
+///
+/// After every [`push`](Self::push) its [`value`](Self::value) is exactly the partial
+/// arguments of SPEC §6.2 for the text read so far, however the text was cut into deltas. Each
+/// byte is read once and the value is updated in place, so a stream costs time linear in its
+/// length; `push` also returns the changes it made, proportional to the delta.
+///
+/// ```
+/// use pi_runtime::json::PartialJsonParser;
+/// use serde_json::json;
+///
+/// let mut parser = PartialJsonParser::new();
+/// parser.push(r#"{"path":"src/ma"#);
+/// assert_eq!(parser.value(), &json!({"path": "src/ma"}));
+/// parser.push(r#"in.rs","offset":1"#);
+/// assert_eq!(parser.value(), &json!({"path": "src/main.rs", "offset": 1}));
+/// parser.push(r#"2.5e"#);
+/// assert_eq!(parser.value(), &json!({"path": "src/main.rs", "offset": 12.5}));
+/// ```
+///
+/// Nesting deeper than [`MAX_DEPTH`] stops the parser: the value keeps what was read before
+/// the container that went too deep, [`error`](Self::error) says why, and later deltas only
+/// extend [`text`](Self::text) (whose final parse then fails).
+#[derive(Debug)]
+pub struct PartialJsonParser {
+    text: String,
+    value: Value,
+    changes: Vec<ArgumentChange>,
+    root: Root,
+    /// The open containers of the shown value; `frames[0]` is the arguments object.
+    frames: Vec<Frame>,
+    /// The path to the innermost open container, plus the open string's or token's member.
+    path: Vec<PathSegment>,
+    /// How many containers are open inside one that opened where no value goes.
+    skipped: usize,
+    lexeme: Lexeme,
+    /// The number or literal being read (its buffers are reused from token to token).
+    token: Token,
+    /// A key being read.
+    key: String,
+    /// Text decoded from the current delta, not yet appended to the shown string.
+    scratch: String,
+    /// Index in `changes` of the open string's latest change, while it is the last one.
+    string_change: Option<usize>,
+    /// The open string's `Append` from the previous delta, reused for the next one so that a
+    /// long string streams without allocating a path per delta.
+    spare: Option<ArgumentChange>,
+    error: Option<PartialJsonError>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Root {
+    /// No root value yet (or only invalid words).
+    Waiting,
+    /// The root is the arguments object.
+    Object,
+    /// The root is something else: it shows as `{}`.
+    Other,
+    /// The root value has ended; the rest of the text is ignored.
+    Done,
+}
+
+#[derive(Debug)]
+enum Frame {
+    Array,
+    Object { phase: Phase, key: Option<String> },
+}
+
+/// Where an object is between members. A missing colon or comma is tolerated: a value may
+/// follow the key directly, and a string after a value starts the next key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Key,
+    Colon,
+    Value,
+    Comma,
+}
+
+/// Where a value that starts now goes.
+#[derive(Debug)]
+enum Slot {
+    /// The root value.
+    Root,
+    /// A member or item of the innermost open container.
+    Live(PathSegment),
+    /// Nowhere: it is read and dropped.
+    Skip,
+}
+
+#[derive(Debug, Default)]
+enum Lexeme {
+    #[default]
+    None,
+    String {
+        escape: Escape,
+        target: Target,
+    },
+    /// A number or literal, read into [`PartialJsonParser::token`].
+    Token {
+        slot: Slot,
+        /// What the slot shows for this token now.
+        shown: Option<Value>,
+        /// The value of a duplicate key that the token's preview hides.
+        hidden: Option<Value>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Key,
+    /// The string at the end of `path`.
+    Value,
+    /// A string nothing shows; whether its end ends a value of the enclosing container.
+    Skip {
+        ends_value: bool,
+    },
+}
+
+impl Default for PartialJsonParser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PartialJsonParser {
+    /// A parser that has read nothing (its value is `{}`).
+    pub fn new() -> Self {
+        PartialJsonParser {
+            text: String::new(),
+            value: Value::Object(Map::new()),
+            changes: Vec::new(),
+            root: Root::Waiting,
+            frames: Vec::new(),
+            path: Vec::new(),
+            skipped: 0,
+            lexeme: Lexeme::None,
+            token: Token::new(),
+            key: String::new(),
+            scratch: String::new(),
+            string_change: None,
+            spare: None,
+            error: None,
+        }
+    }
+
+    /// Read one delta; returns the changes it made to [`value`](Self::value).
+    pub fn push(&mut self, delta: &str) -> &[ArgumentChange] {
+        self.text.push_str(delta);
+        let open_string = matches!(
+            self.lexeme,
+            Lexeme::String {
+                target: Target::Value,
+                ..
+            }
+        );
+        let latest = self.changes.len().checked_sub(1);
+        self.spare = match self.changes.pop() {
+            Some(change @ ArgumentChange::Append { .. })
+                if open_string && self.string_change == latest =>
+            {
+                Some(change)
+            }
+            _ => None,
+        };
+        self.changes.clear();
+        self.string_change = None;
+        let bytes = delta.as_bytes();
+        let mut at = 0;
+        while at < bytes.len() && self.reading() {
+            at = match self.lexeme {
+                Lexeme::String { .. } => self.read_string(delta, at),
+                Lexeme::Token { .. } => self.read_token(bytes, at),
+                Lexeme::None if self.skipped > 0 => self.skipped_byte(bytes[at], at),
+                Lexeme::None => self.structural(bytes[at], at),
+            };
+        }
+        self.flush_string();
+        self.show_preview();
+        &self.changes
+    }
+
+    /// The partial arguments of SPEC §6.2 for the text read so far (always an object).
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
+    /// The raw text read so far.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Why the parser stopped reading, if it did.
+    pub fn error(&self) -> Option<&PartialJsonError> {
+        self.error.as_ref()
+    }
+
+    /// The final parse of the text read so far (SPEC §6.4), for when the call ends.
+    pub fn finish(&self) -> (Value, Option<String>) {
+        super::parse_tool_call_arguments(&self.text)
+    }
+
+    fn reading(&self) -> bool {
+        self.root != Root::Done && self.error.is_none()
+    }
+
+    /// One byte between lexemes, inside the shown value or before the root.
+    fn structural(&mut self, byte: u8, at: usize) -> usize {
+        match byte {
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            b'"' => self.start_string(),
+            b'{' | b'[' => self.open(byte == b'{'),
+            b'}' | b']' => self.close(),
+            b':' => {
+                if let Some(Frame::Object { phase, .. }) = self.frames.last_mut()
+                    && *phase == Phase::Colon
+                {
+                    *phase = Phase::Value;
+                }
+            }
+            b',' => {
+                if let Some(Frame::Object { phase, .. }) = self.frames.last_mut() {
+                    *phase = Phase::Key;
+                }
+            }
+            _ => {
+                let slot = self.value_slot();
+                self.enter(&slot);
+                self.token.restart();
+                self.lexeme = Lexeme::Token {
+                    slot,
+                    shown: None,
+                    hidden: None,
+                };
+                // The token reads this byte.
+                return at;
+            }
+        }
+        at + 1
+    }
+
+    /// One byte inside a container that nothing shows: only its extent matters.
+    fn skipped_byte(&mut self, byte: u8, at: usize) -> usize {
+        match byte {
+            b'"' => {
+                self.lexeme = Lexeme::String {
+                    escape: Escape::None,
+                    target: Target::Skip { ends_value: false },
+                }
+            }
+            b'{' | b'[' => self.skipped += usize::from(self.depth_allows_one_more()),
+            b'}' | b']' => {
+                self.skipped -= 1;
+                if self.skipped == 0 {
+                    self.value_ended();
+                }
+            }
+            _ => {}
+        }
+        at + 1
+    }
+
+    /// Where a value starting now goes. A member's key moves into the slot: once its value
+    /// has started, the object waits for a comma or the next key.
+    fn value_slot(&mut self) -> Slot {
+        match self.frames.last_mut() {
+            None if self.root == Root::Waiting => Slot::Root,
+            None => Slot::Skip,
+            Some(Frame::Array) => {
+                let len = walk(&mut self.value, &self.path)
+                    .and_then(|container| container.as_array())
+                    .map_or(0, Vec::len);
+                Slot::Live(PathSegment::Index(len))
+            }
+            Some(Frame::Object {
+                phase: Phase::Value | Phase::Colon,
+                key: key @ Some(_),
+            }) => key
+                .take()
+                .map_or(Slot::Skip, |key| Slot::Live(PathSegment::Key(key))),
+            Some(Frame::Object { .. }) => Slot::Skip,
+        }
+    }
+
+    /// Make `slot` the end of `path`, for a value that starts there.
+    fn enter(&mut self, slot: &Slot) {
+        if let Slot::Live(segment) = slot {
+            self.path.push(segment.clone());
+        }
+    }
+
+    /// Put `value` at the end of `path` (the slot of the value being read) and report it.
+    fn place(&mut self, value: Value) -> Option<Value> {
+        let (segment, parent) = self.path.split_last()?;
+        let container = walk(&mut self.value, parent)?;
+        let previous = match (container, segment) {
+            (Value::Object(members), PathSegment::Key(key)) => {
+                members.insert(key.clone(), value.clone())
+            }
+            (container, segment) => {
+                changes::set(container, segment, value.clone());
+                None
+            }
+        };
+        self.changes.push(ArgumentChange::Set {
+            path: self.path.clone(),
+            value,
+        });
+        previous
+    }
+
+    fn start_string(&mut self) {
+        let target = match self.frames.last() {
+            Some(Frame::Object {
+                phase: Phase::Key | Phase::Comma,
+                ..
+            }) => {
+                self.key.clear();
+                Target::Key
+            }
+            _ => match self.value_slot() {
+                Slot::Root => {
+                    self.root = Root::Other;
+                    Target::Skip { ends_value: true }
+                }
+                Slot::Skip => Target::Skip { ends_value: true },
+                slot @ Slot::Live(_) => {
+                    self.enter(&slot);
+                    self.place(Value::String(String::new()));
+                    self.string_change = self.changes.len().checked_sub(1);
+                    Target::Value
+                }
+            },
+        };
+        self.lexeme = Lexeme::String {
+            escape: Escape::None,
+            target,
+        };
+    }
+
+    fn read_string(&mut self, text: &str, at: usize) -> usize {
+        let Lexeme::String { escape, target } = &mut self.lexeme else {
+            return at;
+        };
+        let target = *target;
+        let out = if target == Target::Key {
+            &mut self.key
+        } else {
+            &mut self.scratch
+        };
+        let read = escape.read(text, at, out);
+        if let Target::Skip { .. } = target {
+            self.scratch.clear();
+        }
+        match read {
+            Read::Open => text.len(),
+            Read::Closed(next) => {
+                self.lexeme = Lexeme::None;
+                match target {
+                    Target::Key => {
+                        if let Some(Frame::Object { phase, key }) = self.frames.last_mut() {
+                            *key = Some(std::mem::take(&mut self.key));
+                            *phase = Phase::Colon;
+                        }
+                    }
+                    Target::Value => {
+                        self.flush_string();
+                        // The spare belongs to this string only.
+                        self.spare = None;
+                        self.path.pop();
+                        self.value_ended();
+                    }
+                    Target::Skip { ends_value } => {
+                        if ends_value {
+                            self.value_ended();
+                        }
+                    }
+                }
+                next
+            }
+        }
+    }
+
+    /// Append the text decoded from this delta to the shown string, and report it.
+    fn flush_string(&mut self) {
+        if self.scratch.is_empty() {
+            return;
+        }
+        if let Some(Value::String(shown)) = walk(&mut self.value, &self.path) {
+            shown.push_str(&self.scratch);
+        }
+        let latest = self
+            .string_change
+            .filter(|&index| index + 1 == self.changes.len());
+        match latest.and_then(|index| self.changes.get_mut(index)) {
+            Some(ArgumentChange::Set {
+                value: Value::String(text),
+                ..
+            })
+            | Some(ArgumentChange::Append { text, .. }) => {
+                text.push_str(&self.scratch);
+                self.scratch.clear();
+            }
+            _ => {
+                let change = match self.spare.take() {
+                    Some(ArgumentChange::Append { path, mut text }) => {
+                        text.clear();
+                        text.push_str(&self.scratch);
+                        ArgumentChange::Append { path, text }
+                    }
+                    _ => ArgumentChange::Append {
+                        path: self.path.clone(),
+                        text: self.scratch.clone(),
+                    },
+                };
+                self.scratch.clear();
+                self.string_change = Some(self.changes.len());
+                self.changes.push(change);
+            }
+        }
+    }
+
+    fn read_token(&mut self, bytes: &[u8], at: usize) -> usize {
+        let end = bytes[at..]
+            .iter()
+            .position(|&byte| is_delimiter(byte))
+            .map_or(bytes.len(), |offset| at + offset);
+        if let Lexeme::Token { slot, .. } = &self.lexeme
+            && !matches!(slot, Slot::Skip)
+        {
+            self.token.push(&bytes[at..end]);
+        }
+        if end < bytes.len() {
+            self.end_token();
+        }
+        end
+    }
+
+    fn end_token(&mut self) {
+        let Lexeme::Token {
+            slot,
+            shown,
+            hidden,
+        } = std::mem::take(&mut self.lexeme)
+        else {
+            return;
+        };
+        let token = &self.token;
+        match slot {
+            Slot::Root => {
+                // An invalid word before the root is skipped; a valid scalar is the root.
+                if token.complete().is_some() {
+                    self.root = Root::Done;
+                }
+            }
+            Slot::Live(_) => {
+                self.update_token(token.complete(), shown, hidden);
+                self.path.pop();
+                self.value_ended();
+            }
+            Slot::Skip => self.value_ended(),
+        }
+    }
+
+    /// Show the unterminated token's preview at the end of a delta.
+    fn show_preview(&mut self) {
+        let Lexeme::Token {
+            slot: Slot::Live(_),
+            shown,
+            hidden,
+        } = &mut self.lexeme
+        else {
+            return;
+        };
+        let preview = self.token.preview();
+        if preview == *shown {
+            return;
+        }
+        let (shown, hidden) = (shown.take(), hidden.take());
+        let (shown, hidden) = self.update_token(preview, shown, hidden);
+        if let Lexeme::Token {
+            shown: now_shown,
+            hidden: now_hidden,
+            ..
+        } = &mut self.lexeme
+        {
+            *now_shown = shown;
+            *now_hidden = hidden;
+        }
+    }
+
+    /// Make the token's slot show `next`; returns the new `(shown, hidden)`.
+    fn update_token(
+        &mut self,
+        next: Option<Value>,
+        shown: Option<Value>,
+        hidden: Option<Value>,
+    ) -> (Option<Value>, Option<Value>) {
+        if next == shown {
+            return (shown, hidden);
+        }
+        match next {
+            Some(value) => {
+                let previous = self.place(value.clone());
+                // The first preview moves a duplicate key's old value aside.
+                let hidden = if shown.is_none() { previous } else { hidden };
+                (Some(value), hidden)
+            }
+            None => {
+                match hidden {
+                    Some(old) => {
+                        self.place(old);
+                    }
+                    None => {
+                        if let Some((segment, parent)) = self.path.split_last()
+                            && let Some(container) = walk(&mut self.value, parent)
+                        {
+                            changes::remove(container, segment);
+                        }
+                        self.changes.push(ArgumentChange::Remove {
+                            path: self.path.clone(),
+                        });
+                    }
+                }
+                (None, None)
+            }
+        }
+    }
+
+    fn depth_allows_one_more(&mut self) -> bool {
+        if self.frames.len() + self.skipped < MAX_DEPTH {
+            return true;
+        }
+        self.error = Some(PartialJsonError::TooDeep { limit: MAX_DEPTH });
+        false
+    }
+
+    fn open(&mut self, object: bool) {
+        if !self.depth_allows_one_more() {
+            return;
+        }
+        let frame = if object {
+            Frame::Object {
+                phase: Phase::Key,
+                key: None,
+            }
+        } else {
+            Frame::Array
+        };
+        match self.value_slot() {
+            Slot::Root if object => {
+                self.root = Root::Object;
+                self.frames.push(frame);
+            }
+            Slot::Root => {
+                self.root = Root::Other;
+                self.skipped = 1;
+            }
+            Slot::Skip => self.skipped = 1,
+            slot @ Slot::Live(_) => {
+                self.enter(&slot);
+                let empty = if object {
+                    Value::Object(Map::new())
+                } else {
+                    Value::Array(Vec::new())
+                };
+                self.place(empty);
+                self.frames.push(frame);
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        // A stray closer before the root is ignored; a mismatched one closes what is open.
+        if self.frames.pop().is_none() {
+            return;
+        }
+        if self.frames.is_empty() {
+            self.root = Root::Done;
+            return;
+        }
+        self.path.pop();
+        self.value_ended();
+    }
+
+    /// A value of the innermost open container, or the root value, has ended.
+    fn value_ended(&mut self) {
+        match self.frames.last_mut() {
+            Some(Frame::Object { phase, .. }) => *phase = Phase::Comma,
+            Some(Frame::Array) => {}
+            None => self.root = Root::Done,
+        }
+    }
+}
+
+fn is_delimiter(byte: u8) -> bool {
+    matches!(
+        byte,
+        b' ' | b'\t' | b'\n' | b'\r' | b',' | b':' | b'{' | b'}' | b'[' | b']' | b'"'
+    )
+}

@@ -1,0 +1,322 @@
+//! Number and literal tokens (SPEC §6.2): what an unterminated one shows and what a finished
+//! one is, decided byte by byte so that a long token costs linear time.
+
+use serde_json::Value;
+
+/// Tokens up to this length are parsed from their text; longer ones from a bounded digest, so
+/// that showing the preview of a huge number after every delta stays cheap.
+const DIRECT_PARSE_LIMIT: usize = 1024;
+/// Significant digits a digest keeps. Correct rounding of an `f64` never needs more than 767;
+/// the digits after these only matter through a sticky non-zero digit.
+const DIGEST_DIGITS: usize = 800;
+
+/// Where a number token stands in the JSON number grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Number {
+    Start,
+    Minus,
+    Zero,
+    Integer,
+    Dot,
+    Fraction,
+    Exponent,
+    ExponentSign,
+    ExponentDigits,
+    Dead,
+}
+
+impl Number {
+    fn next(self, byte: u8) -> Number {
+        use Number::*;
+        match (self, byte) {
+            (Start, b'-') => Minus,
+            (Start | Minus, b'0') => Zero,
+            (Start | Minus, b'1'..=b'9') | (Integer, b'0'..=b'9') => Integer,
+            (Zero | Integer, b'.') => Dot,
+            (Dot | Fraction, b'0'..=b'9') => Fraction,
+            (Zero | Integer | Fraction, b'e' | b'E') => Exponent,
+            (Exponent, b'+' | b'-') => ExponentSign,
+            (Exponent | ExponentSign | ExponentDigits, b'0'..=b'9') => ExponentDigits,
+            _ => Dead,
+        }
+    }
+
+    fn is_complete(self) -> bool {
+        matches!(
+            self,
+            Number::Zero | Number::Integer | Number::Fraction | Number::ExponentDigits
+        )
+    }
+
+    /// A valid number followed by an exponent marker without digits: the marker is ignored.
+    fn has_bare_exponent(self) -> bool {
+        matches!(self, Number::Exponent | Number::ExponentSign)
+    }
+}
+
+/// A bounded summary of a long number: `sign digits × 10^(scale + exponent)`.
+#[derive(Debug, Default, Clone)]
+struct Digest {
+    negative: bool,
+    digits: String,
+    /// A non-zero digit was dropped after `digits`.
+    sticky: bool,
+    scale: i64,
+    exponent_negative: bool,
+    exponent: i64,
+}
+
+impl Digest {
+    fn push(&mut self, state: Number, byte: u8) {
+        match (state, byte) {
+            (Number::Minus, _) => self.negative = true,
+            (Number::Integer | Number::Fraction, b'0'..=b'9') => {
+                let fraction = state == Number::Fraction;
+                if self.digits.is_empty() && byte == b'0' {
+                    // A leading zero only moves the point.
+                    self.scale -= i64::from(fraction);
+                } else if self.digits.len() < DIGEST_DIGITS {
+                    self.digits.push(char::from(byte));
+                    self.scale -= i64::from(fraction);
+                } else {
+                    self.sticky |= byte != b'0';
+                    self.scale += i64::from(!fraction);
+                }
+            }
+            (Number::ExponentSign, b'-') => self.exponent_negative = true,
+            (Number::ExponentDigits, b'0'..=b'9') => {
+                // Far beyond any f64 exponent; saturating keeps the text's meaning.
+                self.exponent = (self.exponent * 10 + i64::from(byte - b'0')).min(1 << 40);
+            }
+            _ => {}
+        }
+    }
+
+    /// A short number text with the same value, with or without the exponent part.
+    fn text(&self, with_exponent: bool) -> String {
+        let sign = if self.negative { "-" } else { "" };
+        if self.digits.is_empty() {
+            return format!("{sign}0e0");
+        }
+        let mut exponent = self.scale - i64::from(self.sticky);
+        if with_exponent {
+            exponent += if self.exponent_negative {
+                -self.exponent
+            } else {
+                self.exponent
+            };
+        }
+        let sticky = if self.sticky { "1" } else { "" };
+        format!("{sign}{}{sticky}e{exponent}", self.digits)
+    }
+}
+
+/// A number or literal token: the text between two delimiters outside strings.
+#[derive(Debug, Clone)]
+pub(super) struct Token {
+    number: Number,
+    /// The literal the token is a prefix of, and how much of it was read.
+    literal: Option<(&'static str, Value)>,
+    len: usize,
+    /// The token's text, while it is a live number no longer than [`DIRECT_PARSE_LIMIT`].
+    text: String,
+    /// Where the exponent marker is in `text`.
+    exponent_at: usize,
+    digest: Digest,
+}
+
+impl Token {
+    pub(super) fn new() -> Token {
+        Token {
+            number: Number::Start,
+            literal: None,
+            len: 0,
+            text: String::new(),
+            exponent_at: 0,
+            digest: Digest::default(),
+        }
+    }
+
+    /// Start a new token, keeping the buffers.
+    pub(super) fn restart(&mut self) {
+        let mut text = std::mem::take(&mut self.text);
+        let mut digits = std::mem::take(&mut self.digest.digits);
+        text.clear();
+        digits.clear();
+        *self = Token {
+            text,
+            digest: Digest {
+                digits,
+                ..Digest::default()
+            },
+            ..Token::new()
+        };
+    }
+
+    /// Read more of the token (bytes that are not delimiters).
+    pub(super) fn push(&mut self, bytes: &[u8]) {
+        if self.len == 0
+            && let Some(&first) = bytes.first()
+        {
+            self.literal = match first {
+                b't' => Some(("true", Value::Bool(true))),
+                b'f' => Some(("false", Value::Bool(false))),
+                b'n' => Some(("null", Value::Null)),
+                _ => None,
+            };
+        }
+        if let Some((literal, _)) = &self.literal
+            && literal.as_bytes().get(self.len..self.len + bytes.len()) != Some(bytes)
+        {
+            self.literal = None;
+        }
+        let keep_text = self.len + bytes.len() <= DIRECT_PARSE_LIMIT;
+        for &byte in bytes {
+            if self.number == Number::Dead {
+                break;
+            }
+            self.number = self.number.next(byte);
+            self.digest.push(self.number, byte);
+            if keep_text && self.number != Number::Dead {
+                if matches!(byte, b'e' | b'E') {
+                    self.exponent_at = self.text.len();
+                }
+                self.text.push(char::from(byte));
+            }
+        }
+        self.len += bytes.len();
+        if !keep_text {
+            self.text.clear();
+        }
+    }
+
+    /// The value of the finished token, or `None` for a word that is neither a JSON number
+    /// nor a literal (it is dropped with its member).
+    pub(super) fn complete(&self) -> Option<Value> {
+        if let Some((literal, value)) = &self.literal
+            && literal.len() == self.len
+        {
+            return Some(value.clone());
+        }
+        self.number.is_complete().then(|| self.number_value(true))
+    }
+
+    /// What the unterminated token shows: a literal it is a prefix of, a number, or a number
+    /// followed by an exponent marker without digits.
+    pub(super) fn preview(&self) -> Option<Value> {
+        if let Some((_, value)) = &self.literal {
+            return Some(value.clone());
+        }
+        if self.number.is_complete() {
+            Some(self.number_value(true))
+        } else if self.number.has_bare_exponent() {
+            Some(self.number_value(false))
+        } else {
+            None
+        }
+    }
+
+    fn number_value(&self, with_exponent: bool) -> Value {
+        if self.len <= DIRECT_PARSE_LIMIT {
+            let text = if with_exponent {
+                &self.text
+            } else {
+                &self.text[..self.exponent_at.min(self.text.len())]
+            };
+            number(text)
+        } else {
+            number(&self.digest.text(with_exponent))
+        }
+    }
+}
+
+/// The value of a number text that follows the JSON grammar. A number beyond `f64` is `null`:
+/// what JavaScript's `JSON.stringify` makes of the `Infinity` pi shows there.
+fn number(text: &str) -> Value {
+    serde_json::from_str::<serde_json::Number>(text).map_or(Value::Null, Value::Number)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn token(text: &str) -> Token {
+        let mut token = Token::new();
+        for byte in text.as_bytes() {
+            token.push(std::slice::from_ref(byte));
+        }
+        token
+    }
+
+    #[test]
+    fn previews_follow_the_spec() {
+        let cases = [
+            ("t", Some(json!(true))),
+            ("nul", Some(json!(null))),
+            ("fals", Some(json!(false))),
+            ("x", None),
+            ("12", Some(json!(12))),
+            ("-", None),
+            ("1.", None),
+            ("01", None),
+            ("1e", Some(json!(1))),
+            ("1.5E+", Some(json!(1.5))),
+            ("-1.5e-3", Some(json!(-0.0015))),
+            ("1e5x", None),
+            ("truex", None),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(token(text).preview(), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn finished_tokens_follow_the_spec() {
+        let cases = [
+            ("true", Some(json!(true))),
+            ("tru", None),
+            ("true1", None),
+            ("nulll", None),
+            ("TRUE", None),
+            ("00", None),
+            ("NaN", None),
+            ("1e", None),
+            ("-0.5", Some(json!(-0.5))),
+            ("1E2", Some(json!(100.0))),
+            ("18446744073709551615", Some(json!(18446744073709551615u64))),
+            ("-9223372036854775808", Some(json!(i64::MIN))),
+            ("1e400", Some(json!(null))),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(token(text).complete(), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn pushing_whole_runs_equals_pushing_bytes() {
+        for text in ["-12.5e+7", "nul", "1.", "1e5x", "falsey"] {
+            let mut whole = Token::new();
+            whole.push(text.as_bytes());
+            let bytewise = token(text);
+            assert_eq!(whole.preview(), bytewise.preview(), "{text}");
+            assert_eq!(whole.complete(), bytewise.complete(), "{text}");
+        }
+    }
+
+    #[test]
+    fn long_numbers_match_serde_json() {
+        let long_integer = format!("-{}", "9".repeat(3000));
+        let long_fraction = format!("0.{}123e-5", "0".repeat(2000));
+        let long_mantissa = format!("1.{}e300", "3".repeat(5000));
+        let sticky = format!("1{}1e-2010", "0".repeat(2000));
+        for text in [long_integer, long_fraction, long_mantissa, sticky] {
+            let expected = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null);
+            assert_eq!(token(&text).complete(), Some(expected.clone()));
+            assert_eq!(token(&text).preview(), Some(expected));
+        }
+        let bare = format!("{}e-", "7".repeat(1500));
+        let mantissa = serde_json::from_str::<Value>(&bare[..1500]).unwrap_or(Value::Null);
+        assert_eq!(token(&bare).preview(), Some(mantissa));
+    }
+}
