@@ -251,8 +251,6 @@ async fn anthropic_keeps_a_complete_input_without_deltas() {
 }
 
 #[tokio::test]
-#[ignore = "needs the SPEC §6.4 repair in crate::json::parse_tool_call_arguments, a stub on \
-            this branch; passes once the streaming-JSON work is merged"]
 async fn anthropic_repairs_a_raw_tab_in_event_data() {
     let body = format!(
         "event: message_start\ndata: {}\n\n\
