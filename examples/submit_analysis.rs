@@ -24,7 +24,7 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 use pi_runtime::agent::{Agent, AgentError, AgentEvent, BuildError, TurnControl};
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
-use pi_runtime::provider::presets::{self, Preset};
+use pi_runtime::provider::presets;
 use pi_runtime::{
     Args, ExecutionMode, LanguageModel, Message, State, StopReason, ToolError, ToolResult, tool,
     tool_args,
@@ -112,11 +112,10 @@ async fn submit_analysis(
     Args(analysis): Args<FunctionAnalysis>,
 ) -> Result<ToolResult, ToolError> {
     submission.accept(analysis)?;
-    Ok(
-        ToolResult::text("The analysis passed validation and was accepted.")
-            .with_details(json!({"accepted": true}))
-            .with_terminate(true),
-    )
+    let accepted = ToolResult::text("The analysis passed validation and was accepted.")
+        .with_details(json!({"accepted": true}));
+    // The result is in hand: no need to ask the model again.
+    Ok(accepted.with_terminate(true))
 }
 
 /// Why a run produced no result.
@@ -289,7 +288,7 @@ fn choose_model(cli: &Cli) -> Arc<dyn LanguageModel> {
         };
         return preset.build();
     }
-    let with_key: Option<Preset> = [
+    let with_key = [
         presets::deepseek(&model("deepseek-chat")),
         presets::openai(&model("gpt-4o-mini")),
         presets::anthropic(&model("claude-sonnet-4-5")),
