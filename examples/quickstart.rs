@@ -33,7 +33,7 @@ async fn weather(
 ) -> Result<String, ToolError> {
     // A slow lookup that gives up when the run is aborted.
     tokio::select! {
-        () = tokio::time::sleep(Duration::from_millis(300)) => Ok(format!("{city}: 18°C, light rain")),
+        () = tokio::time::sleep(Duration::from_millis(300)) => Ok(format!("{city}: 18°C, rain")),
         () = ctx.signal().cancelled() => Err(ToolError::new("weather lookup aborted")),
     }
 }
@@ -94,9 +94,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// Prints events as they arrive, with the time since the run started.
 struct Log {
     started: Instant,
-    /// When the current batch's first call started, and the sum of its calls' durations.
-    batch: Option<(Instant, u64)>,
+    batch: Option<Batch>,
+}
+
+/// The tool calls of the current turn.
+struct Batch {
+    started: Instant,
     calls: usize,
+    /// The sum of the calls' own durations.
+    work_ms: u64,
 }
 
 impl Log {
@@ -104,7 +110,6 @@ impl Log {
         Log {
             started: Instant::now(),
             batch: None,
-            calls: 0,
         }
     }
 
@@ -123,8 +128,12 @@ impl Log {
             AgentEvent::ToolExecutionStart {
                 tool_name, args, ..
             } => {
-                self.batch.get_or_insert((Instant::now(), 0));
-                self.calls += 1;
+                let batch = self.batch.get_or_insert_with(|| Batch {
+                    started: Instant::now(),
+                    calls: 0,
+                    work_ms: 0,
+                });
+                batch.calls += 1;
                 println!("{at} → {tool_name} {args}");
             }
             AgentEvent::ToolExecutionEnd {
@@ -134,32 +143,32 @@ impl Log {
                 duration_ms,
                 ..
             } => {
-                if let Some((_, work)) = &mut self.batch {
-                    *work += duration_ms.unwrap_or(0);
+                if let Some(batch) = &mut self.batch {
+                    batch.work_ms += duration_ms.unwrap_or(0);
                 }
-                let (mark, separator) = if *is_error {
-                    ("✗", " failed, the model sees:\n")
+                let text = result.text_content();
+                if *is_error {
+                    println!("{at} ✗ {tool_name} failed, the model sees:\n{text}");
                 } else {
-                    ("✓", ": ")
-                };
-                println!(
-                    "{at} {mark} {tool_name}{separator}{}",
-                    result.text_content()
-                );
+                    println!("{at} ✓ {tool_name}: {text}");
+                }
             }
             AgentEvent::TurnEnd { .. } => {
-                if let (Some((first_start, work)), 2..) = (self.batch.take(), self.calls) {
-                    let wall = first_start.elapsed().as_millis();
+                if let Some(batch) = self.batch.take()
+                    && batch.calls > 1
+                {
                     println!(
-                        "{:11}{} calls in parallel: {work} ms of work in {wall} ms",
-                        "", self.calls
+                        "{:10} {} calls in parallel: {} ms of work in {} ms",
+                        "",
+                        batch.calls,
+                        batch.work_ms,
+                        batch.started.elapsed().as_millis()
                     );
                 }
-                self.calls = 0;
             }
             _ => {}
         }
-        // Deltas end without a newline; show them now, not at the next line.
+        // Deltas end without a newline; show them now, not with the next line.
         let _ = std::io::stdout().flush();
     }
 }

@@ -42,7 +42,6 @@ const SYSTEM_PROMPT: &str = "You analyse source code. You must hand in your fina
 calling submit_analysis; never answer in prose instead.";
 
 const MAX_TURNS: usize = 4;
-const TIME_LIMIT: Duration = Duration::from_secs(30);
 
 /// The analysis of one function.
 #[tool_args(serialize)]
@@ -128,8 +127,8 @@ enum Failure {
     NoSubmission { turns: usize },
     #[error("the model request failed: {0}")]
     Request(String),
-    #[error("the run was aborted ({0}; the time limit is {limit} s)", limit = TIME_LIMIT.as_secs())]
-    Aborted(String),
+    #[error("the run was aborted at the time limit of {limit:?}: {reason}")]
+    Aborted { limit: Duration, reason: String },
     #[error(transparent)]
     Build(#[from] BuildError),
     #[error(transparent)]
@@ -152,6 +151,9 @@ struct Cli {
     /// The model id (default: the provider's usual model).
     #[arg(long)]
     model: Option<String>,
+    /// Abort the run after this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    time_limit: u64,
 }
 
 /// What the scripted model does.
@@ -167,6 +169,8 @@ enum FauxScript {
     NeverSubmits,
     /// Submits invalid arguments every turn, until the turn limit.
     AlwaysInvalid,
+    /// Takes an hour to answer, so the time limit aborts the run.
+    Stalls,
 }
 
 #[tokio::main]
@@ -174,7 +178,7 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let model = choose_model(&cli);
     eprintln!("model: {}/{}", model.provider(), model.id());
-    match analyse(model).await {
+    match analyse(model, Duration::from_secs(cli.time_limit)).await {
         Ok(analysis) => match serde_json::to_string_pretty(&analysis) {
             Ok(json) => {
                 println!("{json}");
@@ -193,10 +197,12 @@ async fn main() -> ExitCode {
 }
 
 /// One task: prompt once, then judge the run by what the tool accepted.
-async fn analyse(model: Arc<dyn LanguageModel>) -> Result<FunctionAnalysis, Failure> {
+async fn analyse(
+    model: Arc<dyn LanguageModel>,
+    time_limit: Duration,
+) -> Result<FunctionAnalysis, Failure> {
     let submission = Arc::new(Submission::new(SOURCE));
-    let turns = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&turns);
+    let turns = AtomicUsize::new(0);
     let agent = Agent::builder()
         .shared_model(model)
         .system_prompt(SYSTEM_PROMPT)
@@ -204,14 +210,14 @@ async fn analyse(model: Arc<dyn LanguageModel>) -> Result<FunctionAnalysis, Fail
         // Two submissions in one response must not race for the slot.
         .tool_execution(ExecutionMode::Sequential)
         .finish_turn(move |_| {
-            let done = counter.fetch_add(1, Ordering::Relaxed) + 1;
+            let done = turns.fetch_add(1, Ordering::Relaxed) + 1;
             std::future::ready(if done >= MAX_TURNS {
                 TurnControl::End
             } else {
                 TurnControl::Proceed
             })
         })
-        .time_limit(TIME_LIMIT)
+        .time_limit(time_limit)
         .build()?;
     agent.subscribe(|event| {
         narrate(event);
@@ -239,13 +245,20 @@ async fn analyse(model: Arc<dyn LanguageModel>) -> Result<FunctionAnalysis, Fail
         };
         match last.stop_reason {
             StopReason::Error => return Err(Failure::Request(reason())),
-            StopReason::Aborted => return Err(Failure::Aborted(reason())),
+            StopReason::Aborted => {
+                return Err(Failure::Aborted {
+                    limit: time_limit,
+                    reason: reason(),
+                });
+            }
             _ => {}
         }
     }
-    submission.take().ok_or(Failure::NoSubmission {
-        turns: turns.load(Ordering::Relaxed),
-    })
+    let turns = messages
+        .iter()
+        .filter(|message| matches!(message, Message::Assistant(_)))
+        .count();
+    submission.take().ok_or(Failure::NoSubmission { turns })
 }
 
 /// The story of the run, on stderr.
@@ -344,5 +357,8 @@ fn faux_model(script: FauxScript) -> FauxModel {
         ))),
         // The fallback answers every request once the script is empty: invalid forever.
         FauxScript::AlwaysInvalid => model.with_fallback(submit("c1", with_evidence(json!(42)))),
+        FauxScript::Stalls => model
+            .with_chunk_delay(Duration::from_secs(3600))
+            .respond(submit("c1", valid_analysis())),
     }
 }

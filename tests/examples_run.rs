@@ -204,6 +204,22 @@ fn printed_analysis(output: &Output) -> serde_json::Value {
         .unwrap_or_else(|error| panic!("stdout is not JSON ({error}):\n{out}"))
 }
 
+const SUBMIT_VALIDATION_ERROR: &str = r#"✗ Validation failed for tool "submit_analysis":
+  - evidence: expected string, got number
+
+Received arguments:
+{
+  "name": "first",
+  "parameters": [
+    "items"
+  ],
+  "returnType": "T | undefined",
+  "summary": "Returns the first element of the array.",
+  "emptyInputBehavior": "Returns undefined.",
+  "evidence": 42
+}
+"#;
+
 #[test]
 fn submit_analysis_prints_the_accepted_object_after_a_validation_error() {
     let output = run("submit_analysis", &[]);
@@ -216,8 +232,7 @@ fn submit_analysis_prints_the_accepted_object_after_a_validation_error() {
         &[
             "model: faux/faux-1\n",
             "\"evidence\":42}\n",
-            "✗ Validation failed for tool \"submit_analysis\":\n  - evidence: expected string, got number\n\nReceived arguments:\n{\n  \"name\": \"first\",\n",
-            "  \"evidence\": 42\n}\n",
+            SUBMIT_VALIDATION_ERROR,
             "\"evidence\":\"return items[0]\"}\n",
             "✓ The analysis passed validation and was accepted.\n",
         ],
@@ -236,7 +251,8 @@ fn submit_analysis_rejects_evidence_that_is_not_in_the_source() {
     assert_in_order(
         &stderr(&output),
         &[
-            "✗ evidence \"return items.at(0)\" does not occur in the source code: quote the source verbatim\n",
+            "✗ evidence \"return items.at(0)\" does not occur in the source code: \
+             quote the source verbatim\n",
             "✓ The analysis passed validation and was accepted.\n",
         ],
     );
@@ -282,11 +298,7 @@ fn submit_analysis_gives_up_at_the_turn_limit() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(stdout(&output), "");
     let err = stderr(&output);
-    assert_eq!(
-        err.matches("✗ Validation failed for tool \"submit_analysis\"")
-            .count(),
-        4
-    );
+    assert_eq!(err.matches(SUBMIT_VALIDATION_ERROR).count(), 4);
     assert!(
         err.ends_with(
             "error: no validated submission received in 4 of at most 4 turns: the model never \
@@ -307,7 +319,24 @@ fn submit_analysis_reports_a_failed_request_as_an_error() {
         &err,
         &[
             "model: openai/gpt-4o-mini\n",
-            "error: the model request failed: Could not reach http://127.0.0.1:9/v1/chat/completions",
+            "error: the model request failed: \
+             Could not reach http://127.0.0.1:9/v1/chat/completions",
         ],
+    );
+}
+
+#[test]
+fn submit_analysis_reports_an_aborted_run_as_an_error() {
+    let output = run(
+        "submit_analysis",
+        &["--faux-script", "stalls", "--time-limit", "1"],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output), "");
+    assert!(
+        stderr(&output)
+            .ends_with("error: the run was aborted at the time limit of 1s: Request was aborted\n"),
+        "{}",
+        stderr(&output)
     );
 }
