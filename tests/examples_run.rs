@@ -1,0 +1,342 @@
+//! The examples, run as the programs users start.
+//!
+//! Each example is built once per test binary through escargot, which runs `cargo build
+//! --example <name> -p pi-examples` and reads the executable's path from cargo's JSON
+//! messages, so the tests work with any target directory and build the examples when
+//! `cargo test` did not. The programs run with every provider key removed from their
+//! environment, so they stay on the scripted model and off the network.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::json;
+
+const KEY_VARIABLES: [&str; 4] = [
+    "DEEPSEEK_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+];
+
+/// Run an example with these arguments and no provider key.
+fn run(example: &str, args: &[&str]) -> Output {
+    let mut command = Command::new(built(example));
+    command.args(args);
+    for variable in KEY_VARIABLES {
+        command.env_remove(variable);
+    }
+    command
+        .output()
+        .unwrap_or_else(|error| panic!("cannot start example {example}: {error}"))
+}
+
+/// The path of the built example; cargo runs once per example and test binary.
+fn built(example: &str) -> PathBuf {
+    static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
+    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
+    built
+        .entry(example.to_owned())
+        .or_insert_with(|| {
+            let mut build = escargot::CargoBuild::new()
+                .package("pi-examples")
+                .example(example)
+                .current_release();
+            for (name, _) in std::env::vars_os() {
+                if let Some(name) = name.to_str()
+                    && describes_the_test_crate(name)
+                {
+                    build = build.env_remove(name);
+                }
+            }
+            build
+                .run()
+                .unwrap_or_else(|error| panic!("cannot build example {example}: {error}"))
+                .path()
+                .to_owned()
+        })
+        .clone()
+}
+
+/// A variable `cargo test` sets for this process about the test crate. A nested cargo
+/// must not inherit it: build scripts that watch it (ring watches `CARGO_MANIFEST_DIR`)
+/// would see it change, and the nested build and the next `cargo test` would each rebuild
+/// half the dependency tree.
+fn describes_the_test_crate(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_BIN_EXE_")
+        || matches!(
+            name,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "CARGO_TARGET_TMPDIR"
+                | "CARGO_RUSTC_CURRENT_DIR"
+                | "OUT_DIR"
+        )
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Each needle occurs in `haystack`, after the previous one.
+fn assert_in_order(haystack: &str, needles: &[&str]) {
+    let mut from = 0;
+    for needle in needles {
+        match haystack[from..].find(needle) {
+            Some(at) => from += at + needle.len(),
+            None => panic!("{needle:?} is missing after byte {from} of:\n{haystack}"),
+        }
+    }
+}
+
+const ADD_SCHEMA: &str = r#"add: Add two numbers.
+{
+  "type": "object",
+  "properties": {
+    "a": {
+      "type": "number",
+      "description": "The first number."
+    },
+    "b": {
+      "type": "number",
+      "description": "The second number."
+    }
+  },
+  "required": [
+    "a",
+    "b"
+  ],
+  "additionalProperties": false
+}
+"#;
+
+const ADD_VALIDATION_ERROR: &str = r#" ✗ add failed, the model sees:
+Validation failed for tool "add":
+  - b: expected number, got string
+
+Received arguments:
+{
+  "a": 1,
+  "b": "x"
+}
+"#;
+
+#[test]
+fn quickstart_shows_the_schema_the_correction_and_the_parallel_calls() {
+    let output = run("quickstart", &[]);
+    let out = stdout(&output);
+    assert!(output.status.success(), "{out}{}", stderr(&output));
+
+    assert_in_order(
+        &out,
+        &[
+            ADD_SCHEMA,
+            "weather: Get the current weather in a city.\n",
+            "== The run ==",
+            " assistant: Adding 1 and x.\n",
+            " → add {\"a\":1,\"b\":\"x\"}\n",
+            ADD_VALIDATION_ERROR,
+            " assistant: b must be a number.\n",
+            " → add {\"a\":1,\"b\":2}\n",
+            " ✓ add: 3\n",
+            " assistant: Now two cities at once.\n",
+            " → weather {\"city\":\"Paris\"}\n",
+            " → weather {\"city\":\"Lyon\"}\n",
+            " ✓ weather: ",
+            " ✓ weather: ",
+            " 2 calls in parallel: ",
+            " assistant: 1 + 2 = 3, and it rains in Paris and Lyon.\n",
+            "The run added 9 messages to the transcript.\n",
+        ],
+    );
+}
+
+#[test]
+fn quickstart_runs_the_two_slow_calls_at_the_same_time() {
+    let output = run("quickstart", &[]);
+    let out = stdout(&output);
+    let line = out
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("2 calls in parallel: "))
+        .unwrap_or_else(|| panic!("no timing line in:\n{out}"));
+    // "601 ms of work in 302 ms"
+    let numbers: Vec<u64> = line
+        .split(' ')
+        .filter_map(|word| word.parse().ok())
+        .collect();
+    let [work, wall] = numbers[..] else {
+        panic!("unexpected timing line {line:?}");
+    };
+    assert!(work >= 600, "each call sleeps 300 ms: {line}");
+    assert!(wall >= 300, "{line}");
+    // In sequence they would take at least `work`; together, about half of it.
+    assert!(wall < work, "{line}");
+}
+
+fn expected_analysis() -> serde_json::Value {
+    json!({
+        "name": "first",
+        "parameters": ["items"],
+        "returnType": "T | undefined",
+        "summary": "Returns the first element of the array.",
+        "emptyInputBehavior": "Returns undefined.",
+        "evidence": "return items[0]"
+    })
+}
+
+fn printed_analysis(output: &Output) -> serde_json::Value {
+    let out = stdout(output);
+    assert!(
+        output.status.success(),
+        "exit {:?}\n{out}{}",
+        output.status.code(),
+        stderr(output)
+    );
+    serde_json::from_str(&out)
+        .unwrap_or_else(|error| panic!("stdout is not JSON ({error}):\n{out}"))
+}
+
+const SUBMIT_VALIDATION_ERROR: &str = r#"✗ Validation failed for tool "submit_analysis":
+  - evidence: expected string, got number
+
+Received arguments:
+{
+  "name": "first",
+  "parameters": [
+    "items"
+  ],
+  "returnType": "T | undefined",
+  "summary": "Returns the first element of the array.",
+  "emptyInputBehavior": "Returns undefined.",
+  "evidence": 42
+}
+"#;
+
+#[test]
+fn submit_analysis_prints_the_accepted_object_after_a_validation_error() {
+    let output = run("submit_analysis", &[]);
+    assert_eq!(printed_analysis(&output), expected_analysis());
+    // Pretty-printed, for people.
+    assert!(stdout(&output).starts_with("{\n  \"name\": \"first\",\n  \"parameters\": [\n"));
+    let err = stderr(&output);
+    assert_in_order(
+        &err,
+        &[
+            "model: faux/faux-1\n",
+            "\"evidence\":42}\n",
+            SUBMIT_VALIDATION_ERROR,
+            "\"evidence\":\"return items[0]\"}\n",
+            "✓ The analysis passed validation and was accepted.\n",
+        ],
+    );
+    // The accepting call ends the run: no further request, no further text.
+    assert!(
+        err.ends_with("✓ The analysis passed validation and was accepted.\n"),
+        "{err}"
+    );
+}
+
+#[test]
+fn submit_analysis_rejects_evidence_that_is_not_in_the_source() {
+    let output = run("submit_analysis", &["--faux-script", "misquotes"]);
+    assert_eq!(printed_analysis(&output), expected_analysis());
+    assert_in_order(
+        &stderr(&output),
+        &[
+            "✗ evidence \"return items.at(0)\" does not occur in the source code: \
+             quote the source verbatim\n",
+            "✓ The analysis passed validation and was accepted.\n",
+        ],
+    );
+}
+
+#[test]
+fn submit_analysis_accepts_only_once() {
+    let output = run("submit_analysis", &["--faux-script", "submits-twice"]);
+    assert_eq!(printed_analysis(&output), expected_analysis());
+    // The refused second call keeps the batch from terminating, so the model is asked again.
+    assert_in_order(
+        &stderr(&output),
+        &[
+            "✓ The analysis passed validation and was accepted.\n",
+            "✗ already accepted\n",
+            "assistant: Submitted.\n",
+        ],
+    );
+}
+
+#[test]
+fn submit_analysis_fails_when_the_model_answers_in_prose() {
+    let output = run("submit_analysis", &["--faux-script", "never-submits"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output), "");
+    let err = stderr(&output);
+    assert!(
+        err.contains("assistant: Here is my analysis: {\"name\":\"first\""),
+        "{err}"
+    );
+    assert!(
+        err.ends_with(
+            "error: no validated submission received in 1 of at most 4 turns: the model never \
+             made a submit_analysis call that passed validation\n"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn submit_analysis_gives_up_at_the_turn_limit() {
+    let output = run("submit_analysis", &["--faux-script", "always-invalid"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output), "");
+    let err = stderr(&output);
+    assert_eq!(err.matches(SUBMIT_VALIDATION_ERROR).count(), 4);
+    assert!(
+        err.ends_with(
+            "error: no validated submission received in 4 of at most 4 turns: the model never \
+             made a submit_analysis call that passed validation\n"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn submit_analysis_reports_a_failed_request_as_an_error() {
+    // Nothing listens on the discard port, so the request fails at once.
+    let output = run("submit_analysis", &["--base-url", "http://127.0.0.1:9/v1"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output), "");
+    let err = stderr(&output);
+    assert_in_order(
+        &err,
+        &[
+            "model: openai/gpt-4o-mini\n",
+            "error: the model request failed: \
+             Could not reach http://127.0.0.1:9/v1/chat/completions",
+        ],
+    );
+}
+
+#[test]
+fn submit_analysis_reports_an_aborted_run_as_an_error() {
+    let output = run(
+        "submit_analysis",
+        &["--faux-script", "stalls", "--time-limit", "1"],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output), "");
+    assert!(
+        stderr(&output)
+            .ends_with("error: the run was aborted at the time limit of 1s: Request was aborted\n"),
+        "{}",
+        stderr(&output)
+    );
+}
