@@ -47,10 +47,10 @@ async fn main() -> ExitCode {
 async fn run() -> Result<(), String> {
     let options = Options::parse(std::env::args().skip(1))?;
     let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
-    let (model, about) = choose_model(options);
-    let lines = Lines::from_stdin();
-
     let cwd = WorkingDir::from(cwd);
+    let (model, about) = choose_model(options);
+
+    let lines = Lines::from_stdin();
     let confirm_lines = lines.clone();
     let agent = Agent::builder()
         .shared_model(model)
@@ -318,7 +318,7 @@ impl Screen {
                     "\n"
                 };
                 let status = if *is_error { "failed" } else { "done" };
-                write!(out, "{rest}{newline}[{tool_name}] {status}\n")
+                writeln!(out, "{rest}{newline}[{tool_name}] {status}")
             }
             _ => Ok(()),
         };
