@@ -1,3 +1,369 @@
-//! Example placeholder.
+//! An interactive coding agent in the terminal, with the built-in `read`, `write`, `edit` and
+//! `bash` tools working in the current directory.
+//!
+//! ```text
+//! cargo run --example coding_agent                      # a real model if a key is set, else faux
+//! cargo run --example coding_agent -- --base-url http://127.0.0.1:8080/v1 --model qwen3
+//! ```
+//!
+//! The model: `--base-url URL` (with optional `--model ID` and `--api-key KEY`) talks to any
+//! OpenAI-compatible server; otherwise the first of `OPENAI_API_KEY`, `DEEPSEEK_API_KEY`,
+//! `ANTHROPIC_API_KEY` and `GEMINI_API_KEY` that is set picks the provider; with none, a faux
+//! model shows one scripted tool call.
+//!
+//! The answer streams as it arrives and tool output shows while the tool runs. `bash` and
+//! `write` ask for a `y` first (a `before_tool_call` hook; anything else blocks the call and
+//! tells the model why). Ctrl-C aborts the current run — a running `bash` command has its
+//! whole process group killed — and returns to the prompt; Ctrl-D or `exit` quits.
 
-fn main() {}
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use pi_runtime::agent::{Agent, AgentEvent, BeforeToolCall, ToolCallDecision};
+use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+use pi_runtime::provider::presets;
+use pi_runtime::tools::{Bash, Edit, Read, WorkingDir, Write};
+use pi_runtime::{AssistantMessageEvent, Context, LanguageModel, Message, StopReason, ToolError};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+const USAGE: &str = "usage: coding_agent [--base-url URL] [--model ID] [--api-key KEY]";
+/// Result lines shown for a tool that streamed nothing while it ran (`read` of a big file).
+const SHOWN_RESULT_LINES: usize = 12;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("coding_agent: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), String> {
+    let options = Options::parse(std::env::args().skip(1))?;
+    let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
+    let cwd = WorkingDir::from(cwd);
+    let (model, about) = choose_model(options);
+
+    let lines = Lines::from_stdin();
+    let confirm_lines = lines.clone();
+    let agent = Agent::builder()
+        .shared_model(model)
+        .system_prompt("You are a coding assistant working in the user's project directory.")
+        .tools((
+            Read::new(cwd.clone()),
+            Bash::new(cwd.clone()),
+            Edit::new(cwd.clone()),
+            Write::new(cwd.clone()),
+        ))
+        .before_tool_call(move |call| confirm(call, confirm_lines.clone()))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let screen = Screen::default();
+    agent.subscribe(move |event| {
+        screen.show(event);
+        std::future::ready(())
+    });
+
+    println!("coding agent: {about}, working in {}", cwd.display());
+    println!("Type a request; Ctrl-C aborts a run, Ctrl-D or `exit` quits.");
+    loop {
+        prompt("> ");
+        let line = tokio::select! {
+            line = lines.next() => line,
+            _ = tokio::signal::ctrl_c() => {
+                println!("\n(nothing to abort: Ctrl-D or `exit` quits)");
+                continue;
+            }
+        };
+        let Some(line) = line else { break };
+        match line.trim() {
+            "" => continue,
+            "exit" | "quit" => break,
+            request => run_once(&agent, request).await?,
+        }
+    }
+    println!();
+    Ok(())
+}
+
+/// One request: run until the model is done or Ctrl-C aborts, then report how it ended.
+async fn run_once(agent: &Agent, request: &str) -> Result<(), String> {
+    let run = agent.prompt(request);
+    tokio::pin!(run);
+    let messages = loop {
+        tokio::select! {
+            messages = &mut run => break messages.map_err(|e| e.to_string())?,
+            _ = tokio::signal::ctrl_c() => {
+                println!("\n^C aborting...");
+                agent.abort();
+            }
+        }
+    };
+    match messages.last() {
+        Some(Message::Assistant(last)) if last.stop_reason == StopReason::Aborted => {
+            println!("(run aborted)");
+        }
+        Some(Message::Assistant(last)) if last.stop_reason == StopReason::Error => {
+            let error = last.error_message.as_deref().unwrap_or("unknown error");
+            println!("(the model failed: {error})");
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The `before_tool_call` hook: `bash` and `write` run only after the user typed `y`.
+async fn confirm(call: BeforeToolCall, lines: Lines) -> Result<ToolCallDecision, ToolError> {
+    let arg = |key: &str| call.args[key].as_str().unwrap_or_default().to_owned();
+    let action = match call.tool_call.name.as_str() {
+        "bash" => format!("run `{}`", arg("command")),
+        "write" => format!("write {}", arg("path")),
+        _ => return Ok(ToolCallDecision::Allow),
+    };
+    prompt(&format!("Allow the agent to {action}? [y/N] "));
+    let answer = tokio::select! {
+        // The loop discards the decision of an aborted run; stop waiting for the user.
+        () = call.signal.cancelled() => None,
+        line = lines.next() => line,
+    };
+    Ok(match answer.as_deref().map(str::trim) {
+        Some("y" | "Y" | "yes") => ToolCallDecision::Allow,
+        _ => ToolCallDecision::block("The user declined this tool call."),
+    })
+}
+
+/// The command line.
+#[derive(Debug, Default)]
+struct Options {
+    base_url: Option<String>,
+    model: Option<String>,
+    api_key: Option<String>,
+}
+
+impl Options {
+    fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
+        let mut options = Options::default();
+        while let Some(flag) = args.next() {
+            let slot = match flag.as_str() {
+                "--base-url" => &mut options.base_url,
+                "--model" => &mut options.model,
+                "--api-key" => &mut options.api_key,
+                "-h" | "--help" => {
+                    println!("{USAGE}");
+                    std::process::exit(0);
+                }
+                other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
+            };
+            *slot = Some(
+                args.next()
+                    .ok_or(format!("{flag} needs a value\n{USAGE}"))?,
+            );
+        }
+        Ok(options)
+    }
+}
+
+/// The model to talk to and a line saying which it is.
+fn choose_model(options: Options) -> (Arc<dyn LanguageModel>, String) {
+    let set = |var: &str| std::env::var(var).is_ok_and(|value| !value.is_empty());
+    if let Some(url) = options.base_url {
+        let id = options.model.unwrap_or_else(|| "default".to_owned());
+        let preset = presets::openai(&id).base_url(&url);
+        // A local server usually wants no key; the preset already took OPENAI_API_KEY.
+        let preset = match options.api_key {
+            Some(key) => preset.api_key(key),
+            None if set("OPENAI_API_KEY") => preset,
+            None => preset.no_api_key(),
+        };
+        return (preset.build(), format!("model {id} at {url}"));
+    }
+    let model = |default: &str| options.model.clone().unwrap_or_else(|| default.to_owned());
+    let preset = if set("OPENAI_API_KEY") {
+        presets::openai(&model("gpt-4o-mini"))
+    } else if set("DEEPSEEK_API_KEY") {
+        presets::deepseek(&model("deepseek-chat"))
+    } else if set("ANTHROPIC_API_KEY") {
+        presets::anthropic(&model("claude-sonnet-4-5"))
+    } else if set("GEMINI_API_KEY") {
+        presets::google(&model("gemini-2.5-flash"))
+    } else {
+        let about = "the faux model (set OPENAI_API_KEY or another key for a real one)";
+        return (Arc::new(faux_model()), about.to_owned());
+    };
+    let preset = match options.api_key {
+        Some(key) => preset.api_key(key),
+        None => preset,
+    };
+    let about = format!("{} model {}", preset.model.provider, preset.model.id);
+    (preset.build(), about)
+}
+
+/// A scripted model: it lists the directory with `bash`, then counts what it saw.
+fn faux_model() -> FauxModel {
+    FauxModel::new()
+        .with_chunk_chars(4)
+        .respond(
+            FauxResponse::text("Let me look around first.")
+                .and_tool_call("faux-1", "bash", json!({"command": "ls -la"})),
+        )
+        .respond_with(|context: &Context| {
+            let entries = match context.messages.last() {
+                Some(Message::ToolResult(result)) if !result.is_error => {
+                    // `ls -la` prints a `total` line first.
+                    result.text().lines().skip(1).count().to_string()
+                }
+                _ => "no".to_owned(),
+            };
+            FauxResponse::text(format!(
+                "This directory has {entries} entries. I am a faux model: connect a real one to go further."
+            ))
+        })
+        .with_fallback(FauxResponse::text(
+            "I am a faux model and only know one trick. Set OPENAI_API_KEY (or DEEPSEEK_, ANTHROPIC_, GEMINI_) or pass --base-url.",
+        ))
+}
+
+/// Lines typed by the user, shared by the prompt loop and the confirmation hook (one of them
+/// waits at a time). `None` once stdin closed (Ctrl-D).
+#[derive(Clone)]
+struct Lines(Arc<tokio::sync::Mutex<mpsc::Receiver<String>>>);
+
+impl Lines {
+    fn from_stdin() -> Self {
+        let (tx, rx) = mpsc::channel(1);
+        // A thread, not a task: a blocking read of stdin cannot be cancelled, and this one
+        // lives as long as the program.
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lines() {
+                let Ok(line) = line else { break };
+                if tx.blocking_send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Lines(Arc::new(tokio::sync::Mutex::new(rx)))
+    }
+
+    async fn next(&self) -> Option<String> {
+        self.0.lock().await.recv().await
+    }
+}
+
+/// Prints the run as it happens: answer text as it streams, each tool call, its output while
+/// it runs, and how it ended.
+#[derive(Default)]
+struct Screen {
+    /// Per running call, the output already printed.
+    printed: Mutex<HashMap<String, String>>,
+}
+
+impl Screen {
+    fn show(&self, event: &AgentEvent) {
+        let mut out = std::io::stdout().lock();
+        let mut printed = self.printed.lock().unwrap_or_else(PoisonError::into_inner);
+        // A closed stdout is no reason to stop the agent; there is just nobody to tell.
+        let _ = match event {
+            AgentEvent::MessageUpdate {
+                assistant_message_event: AssistantMessageEvent::TextDelta { delta, .. },
+                ..
+            } => write!(out, "{delta}"),
+            AgentEvent::MessageEnd {
+                message: Message::Assistant(message),
+            } if message
+                .content
+                .iter()
+                .any(|block| block.as_text().is_some()) =>
+            {
+                writeln!(out)
+            }
+            AgentEvent::ToolExecutionStart {
+                tool_call_id,
+                tool_name,
+                args,
+            } => {
+                printed.insert(tool_call_id.clone(), String::new());
+                writeln!(out, "\n[{tool_name}] {}", summary(args))
+            }
+            AgentEvent::ToolExecutionUpdate {
+                tool_call_id,
+                partial_result,
+                ..
+            } => {
+                let shown = printed.entry(tool_call_id.clone()).or_default();
+                write!(out, "{}", catch_up(shown, &partial_result.text_content()))
+            }
+            AgentEvent::ToolExecutionEnd {
+                tool_call_id,
+                tool_name,
+                result,
+                is_error,
+                ..
+            } => {
+                let mut shown = printed.remove(tool_call_id).unwrap_or_default();
+                let (rest, on_screen) = if shown.is_empty() {
+                    let head = head(&result.text_content(), SHOWN_RESULT_LINES);
+                    (head.clone(), head)
+                } else {
+                    (catch_up(&mut shown, &result.text_content()), shown)
+                };
+                let newline = if on_screen.is_empty() || on_screen.ends_with('\n') {
+                    ""
+                } else {
+                    "\n"
+                };
+                let status = if *is_error { "failed" } else { "done" };
+                writeln!(out, "{rest}{newline}[{tool_name}] {status}")
+            }
+            _ => Ok(()),
+        };
+        let _ = out.flush();
+    }
+}
+
+/// What is new in `now` compared with what was printed; the tail a tool reports can drop
+/// its first lines, and then the new tail starts on a fresh line.
+fn catch_up(printed: &mut String, now: &str) -> String {
+    let new = match now.strip_prefix(printed.as_str()) {
+        Some(rest) => rest.to_owned(),
+        None => {
+            let lines: Vec<&str> = now.lines().collect();
+            format!(
+                "\n...\n{}",
+                lines[lines.len().saturating_sub(5)..].join("\n")
+            )
+        }
+    };
+    now.clone_into(printed);
+    new
+}
+
+/// The first `lines` lines of `text`, and how many were left out.
+fn head(text: &str, lines: usize) -> String {
+    let total = text.lines().count();
+    let mut shown: Vec<&str> = text.lines().take(lines).collect();
+    let more = format!("... ({} more lines)", total.saturating_sub(lines));
+    if total > lines {
+        shown.push(&more);
+    }
+    shown.join("\n")
+}
+
+/// A call's arguments in one line: the command, the path, or the JSON.
+fn summary(args: &serde_json::Value) -> String {
+    ["command", "path"]
+        .iter()
+        .find_map(|key| args[key].as_str())
+        .map_or_else(|| args.to_string(), ToOwned::to_owned)
+}
+
+fn prompt(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = write!(out, "{text}");
+    let _ = out.flush();
+}

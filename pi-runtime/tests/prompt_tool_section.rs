@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use pi_runtime::prompt::{ToolSection, tool_section};
-use pi_runtime::tools::{BashTool, EditTool, ReadTool, WriteTool};
+use pi_runtime::tools::{Bash, Edit, Read, WorkingDir, Write};
 use pi_runtime::{FnTool, ToolDefinition, ToolResult};
 use serde_json::json;
 
@@ -39,12 +39,12 @@ fn unlisted_tool_still_contributes_guidelines() {
 
 #[test]
 fn built_ins_in_default_order() {
-    let cwd = std::env::temp_dir();
+    let cwd = WorkingDir::from(std::env::temp_dir());
     let tools: Vec<Arc<dyn ToolDefinition>> = vec![
-        Arc::new(ReadTool::new(&cwd)),
-        Arc::new(BashTool::new(&cwd)),
-        Arc::new(EditTool::new(&cwd)),
-        Arc::new(WriteTool::new(&cwd)),
+        Arc::new(Read::new(cwd.clone())),
+        Arc::new(Bash::new(cwd.clone())),
+        Arc::new(Edit::new(cwd.clone())),
+        Arc::new(Write::new(cwd)),
     ];
     assert_eq!(
         tool_section(&tools, &[]),

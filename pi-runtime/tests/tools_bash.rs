@@ -4,18 +4,15 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use pi_runtime::tools::{BashArgs, BashTool, bash};
-use pi_runtime::{AgentTool, ToolContext, ToolError, ToolResult};
-use serde_json::json;
+use pi_runtime::tools::{Bash, WorkingDir, bash};
+use pi_runtime::{AgentTool, State, ToolContext, ToolDefinition, ToolError, ToolResult};
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 async fn run(cwd: &Path, command: &str, timeout: Option<f64>) -> Result<ToolResult, ToolError> {
-    let args = BashArgs {
-        command: command.into(),
-        timeout,
-    };
-    bash(cwd, &args, &ToolContext::detached("c1")).await
+    let ctx = ToolContext::detached("c1");
+    bash(State(cwd.into()), command.into(), timeout, ctx).await
 }
 
 fn tmp() -> std::path::PathBuf {
@@ -181,10 +178,6 @@ async fn cancelling_kills_the_whole_process_group() {
     let command = "sleep 30 & echo $! > pids; (sleep 30; echo late) & echo $! >> pids; echo $$ >> pids; echo started; wait";
     let signal = CancellationToken::new();
     let ctx = ToolContext::new("c1", signal.clone(), None);
-    let args = BashArgs {
-        command: command.into(),
-        timeout: None,
-    };
     let pids_file = dir.path().join("pids");
     let canceller = async {
         while std::fs::read_to_string(&pids_file).map_or(true, |s| s.lines().count() < 3) {
@@ -193,7 +186,10 @@ async fn cancelling_kills_the_whole_process_group() {
         tokio::time::sleep(Duration::from_millis(50)).await;
         signal.cancel();
     };
-    let (result, ()) = tokio::join!(bash(dir.path(), &args, &ctx), canceller);
+    let (result, ()) = tokio::join!(
+        bash(State(dir.path().into()), command.into(), None, ctx),
+        canceller
+    );
     assert_eq!(
         result.unwrap_err().message(),
         "started\n\n\nCommand aborted"
@@ -219,12 +215,12 @@ async fn an_aborted_signal_never_starts_the_command() {
     let signal = CancellationToken::new();
     signal.cancel();
     let ctx = ToolContext::new("c1", signal, None);
-    let args = BashArgs {
-        command: "touch ran".into(),
-        timeout: None,
-    };
+    let cwd = State(dir.path().into());
     assert_eq!(
-        bash(dir.path(), &args, &ctx).await.unwrap_err().message(),
+        bash(cwd, "touch ran".into(), None, ctx)
+            .await
+            .unwrap_err()
+            .message(),
         "Command aborted"
     );
     assert!(!dir.path().join("ran").exists());
@@ -234,14 +230,13 @@ async fn an_aborted_signal_never_starts_the_command() {
 async fn progress_updates_are_throttled() {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let ctx = ToolContext::new("c1", CancellationToken::new(), Some(tx));
-    let args = BashArgs {
-        command: "for i in $(seq 1 30); do echo $i; sleep 0.02; done".into(),
-        timeout: None,
-    };
+    let command = "for i in $(seq 1 30); do echo $i; sleep 0.02; done";
     let started = Instant::now();
-    let result = bash(&tmp(), &args, &ctx).await.unwrap();
+    // The context (and with it the update channel) is dropped when the call ends.
+    let result = bash(State(tmp().into()), command.into(), None, ctx)
+        .await
+        .unwrap();
     let elapsed = started.elapsed();
-    drop(ctx);
     let mut updates = Vec::new();
     while let Some(update) = rx.recv().await {
         updates.push(update);
@@ -267,11 +262,7 @@ async fn progress_updates_are_throttled() {
 
 #[tokio::test]
 async fn as_an_agent_tool() {
-    let tool = BashTool::new(tmp());
-    assert_eq!(
-        serde_json::to_string(&tool.definition().parameters).unwrap(),
-        r#"{"type":"object","required":["command"],"properties":{"command":{"type":"string","description":"Shell command to execute"},"timeout":{"type":"number","description":"Timeout in seconds (optional, no default timeout)"}}}"#
-    );
+    let tool = Bash::new(tmp().into());
     let result = tool
         .execute(
             "c1".into(),
@@ -281,4 +272,32 @@ async fn as_an_agent_tool() {
         .await
         .unwrap();
     assert_eq!(result.text_content(), "hi");
+}
+
+/// The schema, description and prompt lines are pi's (SPEC §9.6, §8.3); the schema is
+/// compared as a value because schemars writes `properties` before `required`.
+#[test]
+fn definition_is_pis() {
+    let tool = Bash::new(WorkingDir::from("/"));
+    let definition = tool.definition();
+    assert_eq!(definition.name, "bash");
+    let spec: Value = serde_json::from_str(
+        r#"{"type":"object","required":["command"],"properties":{"command":{"type":"string","description":"Shell command to execute"},"timeout":{"type":"number","description":"Timeout in seconds (optional, no default timeout)"}}}"#,
+    )
+    .unwrap();
+    assert_eq!(definition.parameters, spec);
+    assert_eq!(
+        definition.description,
+        "Execute a bash command in the current working directory. Returns stdout and stderr. Output is truncated to last 2000 lines or 50KB (whichever is hit first). If truncated, full output is saved to a temp file. Optionally provide a timeout in seconds."
+    );
+    assert_eq!(
+        serde_json::to_value(&definition.constrained_sampling).unwrap(),
+        json!({"type": "json_schema", "strict": "prefer"})
+    );
+    assert_eq!(
+        tool.prompt_snippet().unwrap(),
+        "Execute bash commands (ls, grep, find, etc.)"
+    );
+    assert!(tool.prompt_guidelines().is_empty());
+    assert_eq!(tool.execution_mode(), pi_runtime::ExecutionMode::Parallel);
 }

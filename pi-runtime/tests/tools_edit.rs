@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use pi_runtime::tools::{EditArgs, EditTool, Replacement, edit, prepare_edit_arguments};
-use pi_runtime::{AgentTool, ToolContext, ToolError, ToolResult};
-use serde_json::json;
+use pi_runtime::tools::{Edit, Replacement, WorkingDir, edit, prepare_edit_arguments};
+use pi_runtime::{AgentTool, State, ToolContext, ToolDefinition, ToolError, ToolResult};
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 fn r(old: &str, new: &str) -> Replacement {
@@ -16,15 +16,8 @@ fn r(old: &str, new: &str) -> Replacement {
 }
 
 async fn run(cwd: &Path, path: &str, edits: Vec<Replacement>) -> Result<ToolResult, ToolError> {
-    edit(
-        cwd,
-        &EditArgs {
-            path: path.into(),
-            edits,
-        },
-        &CancellationToken::new(),
-    )
-    .await
+    let ctx = ToolContext::detached("c1");
+    edit(State(cwd.into()), path.into(), edits, ctx).await
 }
 
 /// A file with `content`, an edit, and the file afterwards.
@@ -181,12 +174,10 @@ async fn abort_leaves_the_file_alone() {
     std::fs::write(dir.path().join("f.txt"), "abc").unwrap();
     let signal = CancellationToken::new();
     signal.cancel();
-    let args = EditArgs {
-        path: "f.txt".into(),
-        edits: vec![r("b", "B")],
-    };
+    let ctx = ToolContext::new("c1", signal, None);
+    let cwd = State(dir.path().into());
     assert_eq!(
-        edit(dir.path(), &args, &signal)
+        edit(cwd, "f.txt".into(), vec![r("b", "B")], ctx)
             .await
             .unwrap_err()
             .message(),
@@ -237,11 +228,7 @@ fn argument_shim() {
 async fn as_an_agent_tool() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("f.txt"), "old\n").unwrap();
-    let tool = EditTool::new(dir.path());
-    assert_eq!(
-        serde_json::to_string(&tool.definition().parameters).unwrap(),
-        r#"{"type":"object","required":["path","edits"],"properties":{"path":{"type":"string","description":"Path to the file to edit (relative or absolute)"},"edits":{"type":"array","items":{"type":"object","required":["oldText","newText"],"properties":{"oldText":{"type":"string","description":"Exact text for one targeted replacement. It must be unique in the original file and must not overlap with any other edits[].oldText in the same call."},"newText":{"type":"string","description":"Replacement text for this targeted edit."}}},"description":"One or more targeted replacements. Each edit is matched against the original file, not incrementally. Do not include overlapping or nested edits. If two changes touch the same block or nearby lines, merge them into one edit instead."}}}"#
-    );
+    let tool = Edit::new(dir.path().into());
     let raw = json!({"path": "f.txt", "oldText": "old", "newText": "new"});
     let prepared = tool.prepare_arguments(&raw).unwrap().into_owned();
     let result = tool
@@ -256,4 +243,55 @@ async fn as_an_agent_tool() {
         std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
         "new\n"
     );
+}
+
+/// The schema, description and prompt lines are pi's (SPEC §9.5, §8.3 with the seed's
+/// snippet); the schema is compared as a value because schemars writes `properties` before
+/// `required`.
+#[test]
+fn definition_is_pis() {
+    let tool = Edit::new(WorkingDir::from("/"));
+    let definition = tool.definition();
+    assert_eq!(definition.name, "edit");
+    let spec: Value = serde_json::from_str(
+        r#"{"type":"object","required":["path","edits"],"properties":{"path":{"type":"string","description":"Path to the file to edit (relative or absolute)"},"edits":{"type":"array","items":{"type":"object","required":["oldText","newText"],"properties":{"oldText":{"type":"string","description":"Exact text for one targeted replacement. It must be unique in the original file and must not overlap with any other edits[].oldText in the same call."},"newText":{"type":"string","description":"Replacement text for this targeted edit."}}},"description":"One or more targeted replacements. Each edit is matched against the original file, not incrementally. Do not include overlapping or nested edits. If two changes touch the same block or nearby lines, merge them into one edit instead."}}}"#,
+    )
+    .unwrap();
+    assert_eq!(definition.parameters, spec);
+    assert_eq!(
+        definition.description,
+        "Edit a single file using exact text replacement. Every edits[].oldText must match a unique, non-overlapping region of the original file. If two changes affect the same block or nearby lines, merge them into one edit instead of emitting overlapping edits. Do not include large unchanged regions just to connect distant changes."
+    );
+    assert_eq!(
+        serde_json::to_value(&definition.constrained_sampling).unwrap(),
+        json!({"type": "json_schema", "strict": "prefer"})
+    );
+    assert_eq!(
+        tool.prompt_snippet().unwrap(),
+        "Edit files via targeted text replacements"
+    );
+    assert_eq!(
+        tool.prompt_guidelines(),
+        [
+            "Use edit for targeted changes. Batch changes to one file in a single call.",
+            "Each edits[].oldText must exactly and uniquely match the original file. Keep matches short and non-overlapping; merge nearby changes without including large unchanged regions.",
+        ]
+    );
+}
+
+/// The legacy shape goes through the tool's `prepare_arguments`, and a call that only
+/// needs renaming is untouched (borrowed).
+#[test]
+fn prepare_arguments_is_the_shim() {
+    let tool = Edit::new(WorkingDir::from("/"));
+    let legacy = json!({"path": "p", "oldText": "a", "newText": "b"});
+    assert_eq!(
+        tool.prepare_arguments(&legacy).unwrap().into_owned(),
+        json!({"path": "p", "edits": [{"oldText": "a", "newText": "b"}]})
+    );
+    let current = json!({"path": "p", "edits": [{"oldText": "a", "newText": "b"}]});
+    assert!(matches!(
+        tool.prepare_arguments(&current).unwrap(),
+        std::borrow::Cow::Borrowed(_)
+    ));
 }

@@ -3,9 +3,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pi_runtime::tools::{EditArgs, FileMutationQueue, Replacement, WriteArgs, edit, write};
+use pi_runtime::tools::{FileMutationQueue, Replacement, WorkingDir, edit, write};
+use pi_runtime::{State, ToolContext, ToolError, ToolResult};
 use tokio::time::sleep;
-use tokio_util::sync::CancellationToken;
 
 type Log = Arc<Mutex<Vec<String>>>;
 
@@ -159,16 +159,9 @@ async fn resolution_errors_other_than_missing_fail_the_operation() {
 async fn parallel_edits_of_one_file_all_apply() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("f.txt"), "alpha\nbeta\ngamma\n").unwrap();
-    let signal = CancellationToken::new();
-    let one = |old: &str, new: &str| EditArgs {
-        path: "f.txt".into(),
-        edits: vec![Replacement {
-            old_text: old.into(),
-            new_text: new.into(),
-        }],
-    };
-    let (a, b) = (one("alpha", "ALPHA"), one("beta", "BETA"));
-    let (ra, rb) = tokio::join!(edit(dir.path(), &a, &signal), edit(dir.path(), &b, &signal));
+    let cwd = WorkingDir::from(dir.path());
+    let one = |old: &str, new: &str| replace_in_f(&cwd, old, new);
+    let (ra, rb) = tokio::join!(one("alpha", "ALPHA"), one("beta", "BETA"));
     ra.unwrap();
     rb.unwrap();
     assert_eq!(
@@ -176,13 +169,10 @@ async fn parallel_edits_of_one_file_all_apply() {
         "ALPHA\nBETA\ngamma\n"
     );
 
-    let many: Vec<EditArgs> = (0..20)
-        .map(|i| one(&format!("line{i}\n"), &format!("LINE{i}\n")))
-        .collect();
     let original: String = (0..20).map(|i| format!("line{i}\n")).collect();
     std::fs::write(dir.path().join("f.txt"), &original).unwrap();
-    let results =
-        futures::future::join_all(many.iter().map(|args| edit(dir.path(), args, &signal))).await;
+    let many = (0..20).map(|i| one(&format!("line{i}\n"), &format!("LINE{i}\n")));
+    let results = futures::future::join_all(many).await;
     assert!(results.iter().all(Result::is_ok));
     assert_eq!(
         std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
@@ -194,21 +184,16 @@ async fn parallel_edits_of_one_file_all_apply() {
 async fn an_edit_then_a_write_on_one_file_the_write_wins() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("f.txt"), "original\n").unwrap();
-    let signal = CancellationToken::new();
-    let e = EditArgs {
-        path: "f.txt".into(),
-        edits: vec![Replacement {
-            old_text: "original".into(),
-            new_text: "edited".into(),
-        }],
-    };
-    let w = WriteArgs {
-        path: "f.txt".into(),
-        content: "replacement\n".into(),
-    };
+    let cwd = WorkingDir::from(dir.path());
+    let ctx = || ToolContext::detached("c1");
     let (re, rw) = tokio::join!(
-        edit(dir.path(), &e, &signal),
-        write(dir.path(), &w, &signal)
+        replace_in_f(&cwd, "original", "edited"),
+        write(
+            State(cwd.clone()),
+            "f.txt".into(),
+            "replacement\n".into(),
+            ctx()
+        )
     );
     re.unwrap();
     rw.unwrap();
@@ -216,4 +201,18 @@ async fn an_edit_then_a_write_on_one_file_the_write_wins() {
         std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
         "replacement\n"
     );
+}
+
+/// `edit` of `f.txt` with one replacement; the future borrows nothing.
+fn replace_in_f(
+    cwd: &WorkingDir,
+    old: &str,
+    new: &str,
+) -> impl Future<Output = Result<ToolResult, ToolError>> + use<> {
+    let edits = vec![Replacement {
+        old_text: old.into(),
+        new_text: new.into(),
+    }];
+    let ctx = ToolContext::detached("c1");
+    edit(State(cwd.clone()), "f.txt".into(), edits, ctx)
 }

@@ -2,9 +2,11 @@
 
 use std::path::Path;
 
-use pi_runtime::tools::{ReadArgs, ReadTool, read};
-use pi_runtime::{AgentTool, ContentBlock, ToolContext, ToolError, ToolResult};
-use serde_json::json;
+use pi_runtime::tools::{Read, WorkingDir, read};
+use pi_runtime::{
+    AgentTool, ContentBlock, State, ToolContext, ToolDefinition, ToolError, ToolResult,
+};
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 async fn run(
@@ -13,12 +15,8 @@ async fn run(
     offset: Option<f64>,
     limit: Option<f64>,
 ) -> Result<ToolResult, ToolError> {
-    let args = ReadArgs {
-        path: path.into(),
-        offset,
-        limit,
-    };
-    read(cwd, &args, &CancellationToken::new()).await
+    let ctx = ToolContext::detached("c1");
+    read(State(cwd.into()), path.into(), offset, limit, ctx).await
 }
 
 fn numbered(n: usize) -> String {
@@ -152,12 +150,11 @@ async fn abort() {
     std::fs::write(dir.path().join("a.txt"), "a").unwrap();
     let signal = CancellationToken::new();
     signal.cancel();
-    let args = ReadArgs {
-        path: "a.txt".into(),
-        offset: None,
-        limit: None,
-    };
-    let error = read(dir.path(), &args, &signal).await.unwrap_err();
+    let ctx = ToolContext::new("c1", signal, None);
+    let cwd = State(dir.path().into());
+    let error = read(cwd, "a.txt".into(), None, None, ctx)
+        .await
+        .unwrap_err();
     assert_eq!(error.message(), "Operation aborted");
 }
 
@@ -180,17 +177,7 @@ async fn images_are_detected_by_content() {
 async fn as_an_agent_tool() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
-    let tool = ReadTool::new(dir.path());
-    let definition = tool.definition();
-    assert_eq!(definition.name, "read");
-    assert_eq!(
-        serde_json::to_string(&definition.parameters).unwrap(),
-        r#"{"type":"object","required":["path"],"properties":{"path":{"type":"string","description":"Path to the file to read (relative or absolute)"},"offset":{"type":"number","description":"Line number to start reading from (1-indexed)"},"limit":{"type":"number","description":"Maximum number of lines to read"}}}"#
-    );
-    assert_eq!(
-        serde_json::to_value(&definition.constrained_sampling).unwrap(),
-        json!({"type": "json_schema", "strict": "prefer"})
-    );
+    let tool = Read::new(dir.path().into());
     let result = tool
         .execute(
             "c1".into(),
@@ -201,4 +188,31 @@ async fn as_an_agent_tool() {
         .unwrap();
     assert_eq!(result.text_content(), "hello\n");
     assert_eq!(result.structured_content, Some(json!("hello\n")));
+}
+
+/// The schema, description and prompt lines are pi's (SPEC §9.3, §8.3); the schema is
+/// compared as a value because schemars writes `properties` before `required`.
+#[test]
+fn definition_is_pis() {
+    let tool = Read::new(WorkingDir::from("/"));
+    let definition = tool.definition();
+    assert_eq!(definition.name, "read");
+    let spec: Value = serde_json::from_str(
+        r#"{"type":"object","required":["path"],"properties":{"path":{"type":"string","description":"Path to the file to read (relative or absolute)"},"offset":{"type":"number","description":"Line number to start reading from (1-indexed)"},"limit":{"type":"number","description":"Maximum number of lines to read"}}}"#,
+    )
+    .unwrap();
+    assert_eq!(definition.parameters, spec);
+    assert_eq!(
+        definition.description,
+        "Read the contents of a file. Supports text files and images (jpg, png, gif, webp, bmp). Images are sent as attachments. For text files, output is truncated to 2000 lines or 50KB (whichever is hit first). Use offset/limit for large files. When you need the full file, continue with offset until complete."
+    );
+    assert_eq!(
+        serde_json::to_value(&definition.constrained_sampling).unwrap(),
+        json!({"type": "json_schema", "strict": "prefer"})
+    );
+    assert_eq!(tool.prompt_snippet().unwrap(), "Read file contents");
+    assert_eq!(
+        tool.prompt_guidelines(),
+        ["Use read to examine files instead of cat or sed."]
+    );
 }

@@ -1,6 +1,62 @@
-//! Where a tool's `path` argument points (SPEC §9.2).
+//! Where a tool's `path` argument points (SPEC §9.2), and the directory it is relative to.
 
+use std::ops::Deref;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+/// The directory the built-in tools resolve relative paths against, and `bash` runs in.
+///
+/// Every call of a tool gets a clone of its state, so this is a shared, cheap-to-clone path.
+///
+/// ```
+/// use std::path::Path;
+/// use pi_runtime::tools::{Read, WorkingDir};
+///
+/// let cwd = WorkingDir::from("/work/project");
+/// assert_eq!(cwd.join("src"), Path::new("/work/project/src"));
+/// let read = Read::new(cwd);
+/// # let _ = read;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct WorkingDir(Arc<Path>);
+
+impl Deref for WorkingDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for WorkingDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl From<&Path> for WorkingDir {
+    fn from(path: &Path) -> Self {
+        WorkingDir(path.into())
+    }
+}
+
+impl From<PathBuf> for WorkingDir {
+    fn from(path: PathBuf) -> Self {
+        WorkingDir(path.into())
+    }
+}
+
+impl From<&PathBuf> for WorkingDir {
+    fn from(path: &PathBuf) -> Self {
+        WorkingDir(path.as_path().into())
+    }
+}
+
+impl From<&str> for WorkingDir {
+    fn from(path: &str) -> Self {
+        WorkingDir(Path::new(path).into())
+    }
+}
 
 /// Resolve a model-given path against the working directory: a leading `@` is stripped,
 /// Unicode space characters become ASCII spaces, `~` and `~/…` expand to the home directory,

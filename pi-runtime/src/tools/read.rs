@@ -1,127 +1,85 @@
 //! The built-in `read` tool (SPEC §9.3): a text file's lines from an offset, truncated to
 //! 2000 lines / 50 KB with a footer that says how to continue, or an image as an attachment.
 
-use std::borrow::Cow;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use base64::Engine as _;
-use futures::future::BoxFuture;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::truncate::{MAX_BYTES, MAX_LINES, TruncatedBy, Truncation, format_size, truncate_head};
-use super::{ABORTED, parse_args, path::resolve_to_cwd, prefer_strict};
+use super::{ABORTED, WorkingDir, path::resolve_to_cwd};
 use crate::message::ContentBlock;
-use crate::tool::{AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
+use crate::tool;
+use crate::tool::{State, ToolContext, ToolError, ToolResult};
 
-const DESCRIPTION: &str = "Read the contents of a file. Supports text files and images (jpg, png, gif, webp, bmp). Images are sent as attachments. For text files, output is truncated to 2000 lines or 50KB (whichever is hit first). Use offset/limit for large files. When you need the full file, continue with offset until complete.";
-const SNIPPET: &str = "Read file contents";
-const GUIDELINE: &str = "Use read to examine files instead of cat or sed.";
-
-/// The arguments of `read`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct ReadArgs {
-    /// Path to the file to read (relative or absolute).
-    pub path: String,
-    /// Line number to start reading from (1-indexed); absent or 0 means line 1.
-    #[serde(default)]
-    pub offset: Option<f64>,
-    /// Maximum number of lines to read.
-    #[serde(default)]
-    pub limit: Option<f64>,
-}
-
-/// The `read` tool, reading relative paths against its working directory.
+/// Read a text file's lines, or an image as an attachment: the `read` tool.
+///
+/// `offset` is 1-based (absent or 0 means line 1) and `limit` caps the line count; the
+/// selection is cut to 2000 lines and 50 KB with a footer telling the model how to continue.
+/// Stops with `Operation aborted` as soon as the run's signal fires.
+///
+/// # Errors
+/// A missing or unreadable file, an offset past the end, or an abort.
 ///
 /// ```
-/// use pi_runtime::tools::{ReadArgs, read};
-/// use tokio_util::sync::CancellationToken;
+/// use pi_runtime::tools::{WorkingDir, read};
+/// use pi_runtime::{State, ToolContext};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::write(dir.path().join("a.txt"), "alpha\nbeta\ngamma\n").unwrap();
-/// let args = ReadArgs { path: "a.txt".into(), offset: None, limit: Some(1.0) };
-/// let result = read(dir.path(), &args, &CancellationToken::new()).await.unwrap();
+/// let cwd = State(WorkingDir::from(dir.path()));
+/// let result = read(cwd, "a.txt".into(), None, Some(1.0), ToolContext::detached("c1"))
+///     .await
+///     .unwrap();
 /// assert_eq!(result.text_content(), "alpha\n\n[3 more lines in file. Use offset=2 to continue.]");
 /// # });
 /// ```
-#[derive(Debug, Clone)]
-pub struct ReadTool {
-    cwd: PathBuf,
-    definition: Tool,
-}
-
-impl ReadTool {
-    /// A `read` tool for files under (or relative to) `cwd`.
-    pub fn new(cwd: impl Into<PathBuf>) -> Self {
-        let parameters = json!({
-            "type": "object",
-            "required": ["path"],
-            "properties": {
-                "path": {"type": "string", "description": "Path to the file to read (relative or absolute)"},
-                "offset": {"type": "number", "description": "Line number to start reading from (1-indexed)"},
-                "limit": {"type": "number", "description": "Maximum number of lines to read"}
-            }
-        });
-        ReadTool {
-            cwd: cwd.into(),
-            definition: prefer_strict(Tool::new("read", DESCRIPTION, parameters)),
-        }
-    }
-}
-
-impl AgentTool for ReadTool {
-    fn definition(&self) -> &Tool {
-        &self.definition
-    }
-
-    fn execute(
-        &self,
-        _call_id: String,
-        params: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'_, Result<ToolResult, ToolError>> {
-        Box::pin(async move {
-            let args: ReadArgs = parse_args(params)?;
-            read(&self.cwd, &args, ctx.signal()).await
-        })
-    }
-}
-
-impl ToolDefinition for ReadTool {
-    fn prompt_snippet(&self) -> Option<Cow<'_, str>> {
-        Some(SNIPPET.into())
-    }
-
-    fn prompt_guidelines(&self) -> Vec<Cow<'_, str>> {
-        vec![GUIDELINE.into()]
-    }
-}
-
-/// Run `read`: the result the model sees, or the failure text. Stops with
-/// `Operation aborted` as soon as `signal` fires.
-///
-/// # Errors
-/// A missing or unreadable file, an offset past the end, or an abort.
+#[tool(
+    description = "Read the contents of a file. Supports text files and images (jpg, png, gif, webp, bmp). Images are sent as attachments. For text files, output is truncated to 2000 lines or 50KB (whichever is hit first). Use offset/limit for large files. When you need the full file, continue with offset until complete.",
+    snippet = "Read file contents",
+    guidelines = ["Use read to examine files instead of cat or sed."],
+    strict = "prefer",
+    closed = false
+)]
 pub async fn read(
-    cwd: &Path,
-    args: &ReadArgs,
-    signal: &tokio_util::sync::CancellationToken,
+    State(cwd): State<WorkingDir>,
+    /// Path to the file to read (relative or absolute)
+    path: String,
+    /// Line number to start reading from (1-indexed)
+    offset: Option<f64>,
+    /// Maximum number of lines to read
+    limit: Option<f64>,
+    ctx: ToolContext,
 ) -> Result<ToolResult, ToolError> {
+    let signal = ctx.signal();
     if signal.is_cancelled() {
         return Err(ToolError::new(ABORTED));
     }
+    let request = Request {
+        path: &path,
+        offset,
+        range: LineRange::new(offset, limit),
+    };
     tokio::select! {
         biased;
         () = signal.cancelled() => Err(ToolError::new(ABORTED)),
-        result = read_uncancelled(cwd, args) => result,
+        result = read_uncancelled(&cwd, request) => result,
     }
 }
 
-async fn read_uncancelled(cwd: &Path, args: &ReadArgs) -> Result<ToolResult, ToolError> {
-    let absolute = resolve_to_cwd(&args.path, cwd);
+/// What the model asked for, as the messages quote it.
+#[derive(Debug, Clone, Copy)]
+struct Request<'a> {
+    path: &'a str,
+    offset: Option<f64>,
+    range: LineRange,
+}
+
+async fn read_uncancelled(cwd: &Path, request: Request<'_>) -> Result<ToolResult, ToolError> {
+    let absolute = resolve_to_cwd(request.path, cwd);
     let mut file = tokio::fs::File::open(&absolute)
         .await
         .map_err(|error| access_error(&error, &absolute))?;
@@ -147,11 +105,10 @@ async fn read_uncancelled(cwd: &Path, args: &ReadArgs) -> Result<ToolResult, Too
             Some(json!({"type": "image", "data": encoded, "mimeType": mime, "note": note}));
         return Ok(result);
     }
-    let range = LineRange::new(args.offset, args.limit);
-    let selection = Selection::collect(range, &head[..head_len], file)
+    let selection = Selection::collect(request.range, &head[..head_len], file)
         .await
         .map_err(|error| read_error(&error))?;
-    let (text, truncation) = render(&selection, range, args)?;
+    let (text, truncation) = render(&selection, request)?;
     let mut result = ToolResult::text(text.clone());
     result.details = truncation.map(|t| json!({ "truncation": t }));
     result.structured_content = Some(Value::String(text));
@@ -161,12 +118,16 @@ async fn read_uncancelled(cwd: &Path, args: &ReadArgs) -> Result<ToolResult, Too
 /// The text and the truncation details for a selection.
 fn render(
     selection: &Selection,
-    range: LineRange,
-    args: &ReadArgs,
+    request: Request<'_>,
 ) -> Result<(String, Option<Truncation>), ToolError> {
+    let Request {
+        path,
+        offset,
+        range,
+    } = request;
     let total = selection.total_lines;
     if range.start >= total {
-        let offset = args.offset.unwrap_or(0.0);
+        let offset = offset.unwrap_or(0.0);
         return Err(ToolError::new(format!(
             "Offset {offset} is beyond end of file ({total} lines total)"
         )));
@@ -177,10 +138,9 @@ fn render(
     let first = range.start + 1;
     if truncation.first_line_exceeds_limit {
         let text = format!(
-            "[Line {first} is {}, exceeds {} limit. Use bash: sed -n '{first}p' {} | head -c {MAX_BYTES}]",
+            "[Line {first} is {}, exceeds {} limit. Use bash: sed -n '{first}p' {path} | head -c {MAX_BYTES}]",
             format_size(selection.first_line_bytes),
             format_size(MAX_BYTES),
-            args.path
         );
         return Ok((text, Some(truncation)));
     }

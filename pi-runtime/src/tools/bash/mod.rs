@@ -4,25 +4,20 @@
 mod output;
 mod process;
 
-use std::borrow::Cow;
 use std::io;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use self::output::{Output, Snapshot};
 use self::process::{Ending, Sink};
+use super::WorkingDir;
 use super::truncate::{MAX_BYTES, TruncatedBy, format_size};
-use super::{parse_args, prefer_strict};
 use crate::message::ContentBlock;
-use crate::tool::{AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
+use crate::tool;
+use crate::tool::{State, ToolContext, ToolError, ToolResult};
 
-const DESCRIPTION: &str = "Execute a bash command in the current working directory. Returns stdout and stderr. Output is truncated to last 2000 lines or 50KB (whichever is hit first). If truncated, full output is saved to a temp file. Optionally provide a timeout in seconds.";
-const SNIPPET: &str = "Execute bash commands (ls, grep, find, etc.)";
 /// Progress updates are sent at most this often.
 const UPDATE_INTERVAL: Duration = Duration::from_millis(100);
 /// The longest timeout a JavaScript timer can hold, which pi keeps as the limit.
@@ -30,92 +25,49 @@ const MAX_TIMEOUT_MS: f64 = 2_147_483_647.0;
 /// `structuredContent.output` holds at most this much of the output.
 const STRUCTURED_OUTPUT_MAX_BYTES: usize = 1024 * 1024;
 
-/// The arguments of `bash`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct BashArgs {
-    /// Shell command to execute.
-    pub command: String,
-    /// Timeout in seconds (optional, no default timeout).
-    #[serde(default)]
-    pub timeout: Option<f64>,
-}
-
-/// The `bash` tool, running commands in its working directory.
-#[derive(Debug, Clone)]
-pub struct BashTool {
-    cwd: PathBuf,
-    definition: Tool,
-}
-
-impl BashTool {
-    /// A `bash` tool whose commands run in `cwd`.
-    pub fn new(cwd: impl Into<PathBuf>) -> Self {
-        let parameters = json!({
-            "type": "object",
-            "required": ["command"],
-            "properties": {
-                "command": {"type": "string", "description": "Shell command to execute"},
-                "timeout": {"type": "number", "description": "Timeout in seconds (optional, no default timeout)"}
-            }
-        });
-        BashTool {
-            cwd: cwd.into(),
-            definition: prefer_strict(Tool::new("bash", DESCRIPTION, parameters)),
-        }
-    }
-}
-
-impl AgentTool for BashTool {
-    fn definition(&self) -> &Tool {
-        &self.definition
-    }
-
-    fn execute(
-        &self,
-        _call_id: String,
-        params: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'_, Result<ToolResult, ToolError>> {
-        Box::pin(async move {
-            let args: BashArgs = parse_args(params)?;
-            bash(&self.cwd, &args, &ctx).await
-        })
-    }
-}
-
-impl ToolDefinition for BashTool {
-    fn prompt_snippet(&self) -> Option<Cow<'_, str>> {
-        Some(SNIPPET.into())
-    }
-}
-
-/// Run `bash`: the command's output (or `(no output)`); a non-zero exit is a returned error
-/// result ending in `Command exited with code <n>`.
+/// Run a command with `bash -c` in its own process group: the `bash` tool. Returns the tail
+/// of its merged output (or `(no output)`); a non-zero exit is a returned error result ending
+/// in `Command exited with code <n>`.
 ///
-/// Progress goes to `ctx.update`: one empty update at once, then at most one every 100 ms
-/// with the current tail. Cancelling `ctx.signal()` kills the command's whole process group.
+/// Progress goes to [`ToolContext::update`]: one empty update at once, then at most one every
+/// 100 ms with the current tail. Cancelling the run's signal kills the command's whole process
+/// group. Like pi's, the tool runs in parallel with the other calls of its batch.
 ///
 /// # Errors
 /// An invalid timeout, a missing working directory, bash not starting, a timeout
 /// (`… Command timed out after <t> seconds`) or an abort (`… Command aborted`).
 ///
 /// ```
-/// use pi_runtime::ToolContext;
-/// use pi_runtime::tools::{BashArgs, bash};
+/// use pi_runtime::tools::{WorkingDir, bash};
+/// use pi_runtime::{State, ToolContext};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// let args = BashArgs { command: "echo out; echo err 1>&2; exit 3".into(), timeout: None };
-/// let result = bash(&std::env::temp_dir(), &args, &ToolContext::detached("call-1")).await.unwrap();
+/// let cwd = State(WorkingDir::from(std::env::temp_dir()));
+/// let command = "echo out; echo err 1>&2; exit 3".to_owned();
+/// let result = bash(cwd, command, None, ToolContext::detached("c1")).await.unwrap();
 /// assert!(result.is_error);
 /// assert_eq!(result.text_content(), "out\nerr\n\n\nCommand exited with code 3");
 /// # });
 /// ```
-pub async fn bash(cwd: &Path, args: &BashArgs, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
-    let timeout = args.timeout.map(timeout_duration).transpose()?;
+#[tool(
+    description = "Execute a bash command in the current working directory. Returns stdout and stderr. Output is truncated to last 2000 lines or 50KB (whichever is hit first). If truncated, full output is saved to a temp file. Optionally provide a timeout in seconds.",
+    snippet = "Execute bash commands (ls, grep, find, etc.)",
+    strict = "prefer",
+    closed = false
+)]
+pub async fn bash(
+    State(cwd): State<WorkingDir>,
+    /// Shell command to execute
+    command: String,
+    /// Timeout in seconds (optional, no default timeout)
+    timeout: Option<f64>,
+    ctx: ToolContext,
+) -> Result<ToolResult, ToolError> {
+    let time_limit = timeout.map(timeout_duration).transpose()?;
     if ctx.is_cancelled() {
         return Err(ToolError::new("Command aborted"));
     }
-    if tokio::fs::metadata(cwd).await.is_err() {
+    if tokio::fs::metadata(&cwd).await.is_err() {
         return Err(ToolError::new(format!(
             "Working directory does not exist: {}\nCannot execute bash commands.",
             cwd.display()
@@ -125,11 +77,11 @@ pub async fn bash(cwd: &Path, args: &BashArgs, ctx: &ToolContext) -> Result<Tool
     ctx.update(ToolResult::default());
     let mut sink = Progress {
         output: Output::new(),
-        ctx,
+        ctx: &ctx,
         dirty: false,
         last_update: None,
     };
-    let ending = process::run(&args.command, cwd, timeout, ctx.signal(), &mut sink).await?;
+    let ending = process::run(&command, &cwd, time_limit, ctx.signal(), &mut sink).await?;
     sink.output.finish()?;
     sink.flush()?;
     let mut output = sink.output;
@@ -142,7 +94,7 @@ pub async fn bash(cwd: &Path, args: &BashArgs, ctx: &ToolContext) -> Result<Tool
         }
         Ending::TimedOut { shell_exit } => {
             let text = shown_text(&output, &snapshot, "");
-            let seconds = args.timeout.unwrap_or_default();
+            let seconds = timeout.unwrap_or_default();
             let mut status = format!("Command timed out after {seconds} seconds");
             if let Some((code, after)) = shell_exit {
                 status.push_str(&format!(". The shell exited with code {code} after {after} seconds, but background processes it started kept writing output until the timeout."));

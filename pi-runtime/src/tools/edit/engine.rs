@@ -9,10 +9,16 @@ use unicode_normalization::UnicodeNormalization;
 use crate::prompt::is_js_space;
 
 /// One targeted replacement as the model sent it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+///
+/// Its field docs are the descriptions the model reads (SPEC §9.5); the item itself has none,
+/// as in pi's schema.
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
+#[schemars(title = "", description = "")]
 pub struct Replacement {
-    /// Exact text for one targeted replacement, unique in the original file.
+    /// Exact text for one targeted replacement. It must be unique in the original file and must not overlap with any other edits[].oldText in the same call.
     pub old_text: String,
     /// Replacement text for this targeted edit.
     pub new_text: String,

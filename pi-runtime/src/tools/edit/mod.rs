@@ -6,107 +6,18 @@ mod engine;
 
 use std::borrow::Cow;
 use std::io;
-use std::path::{Path, PathBuf};
 
-use futures::future::BoxFuture;
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
-use tokio_util::sync::CancellationToken;
 
 pub use engine::Replacement;
 
 use super::atomic::write_atomic;
-use super::{ABORTED, FileMutationQueue, parse_args, path::resolve_to_cwd, prefer_strict};
-use crate::tool::{AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
+use super::{ABORTED, FileMutationQueue, WorkingDir, path::resolve_to_cwd};
+use crate::tool;
+use crate::tool::{State, ToolContext, ToolError, ToolResult};
 
-const DESCRIPTION: &str = "Edit a single file using exact text replacement. Every edits[].oldText must match a unique, non-overlapping region of the original file. If two changes affect the same block or nearby lines, merge them into one edit instead of emitting overlapping edits. Do not include large unchanged regions just to connect distant changes.";
-/// The seed's wording (SPEC §8.3, a \[SEED\] rule); pi 1.6.0 says `Make precise file edits with exact text replacement,
-/// including multiple disjoint edits in one call` (SPEC §8.3).
-const SNIPPET: &str = "Edit files via targeted text replacements";
-const GUIDELINES: [&str; 2] = [
-    "Use edit for targeted changes. Batch changes to one file in a single call.",
-    "Each edits[].oldText must exactly and uniquely match the original file. Keep matches short and non-overlapping; merge nearby changes without including large unchanged regions.",
-];
 const BOM: char = '\u{FEFF}';
-
-/// The arguments of `edit` (after [`prepare_edit_arguments`]).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct EditArgs {
-    /// Path to the file to edit (relative or absolute).
-    pub path: String,
-    /// One or more targeted replacements, each matched against the original file.
-    #[serde(default)]
-    pub edits: Vec<Replacement>,
-}
-
-/// The `edit` tool, editing relative paths against its working directory.
-#[derive(Debug, Clone)]
-pub struct EditTool {
-    cwd: PathBuf,
-    definition: Tool,
-}
-
-impl EditTool {
-    /// An `edit` tool for files under (or relative to) `cwd`.
-    pub fn new(cwd: impl Into<PathBuf>) -> Self {
-        let parameters = json!({
-            "type": "object",
-            "required": ["path", "edits"],
-            "properties": {
-                "path": {"type": "string", "description": "Path to the file to edit (relative or absolute)"},
-                "edits": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["oldText", "newText"],
-                        "properties": {
-                            "oldText": {"type": "string", "description": "Exact text for one targeted replacement. It must be unique in the original file and must not overlap with any other edits[].oldText in the same call."},
-                            "newText": {"type": "string", "description": "Replacement text for this targeted edit."}
-                        }
-                    },
-                    "description": "One or more targeted replacements. Each edit is matched against the original file, not incrementally. Do not include overlapping or nested edits. If two changes touch the same block or nearby lines, merge them into one edit instead."
-                }
-            }
-        });
-        EditTool {
-            cwd: cwd.into(),
-            definition: prefer_strict(Tool::new("edit", DESCRIPTION, parameters)),
-        }
-    }
-}
-
-impl AgentTool for EditTool {
-    fn definition(&self) -> &Tool {
-        &self.definition
-    }
-
-    fn prepare_arguments<'a>(&self, raw: &'a Value) -> Result<Cow<'a, Value>, ToolError> {
-        Ok(prepare_edit_arguments(raw))
-    }
-
-    fn execute(
-        &self,
-        _call_id: String,
-        params: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'_, Result<ToolResult, ToolError>> {
-        Box::pin(async move {
-            let args: EditArgs = parse_args(params)?;
-            edit(&self.cwd, &args, ctx.signal()).await
-        })
-    }
-}
-
-impl ToolDefinition for EditTool {
-    fn prompt_snippet(&self) -> Option<Cow<'_, str>> {
-        Some(SNIPPET.into())
-    }
-
-    fn prompt_guidelines(&self) -> Vec<Cow<'_, str>> {
-        GUIDELINES.iter().map(|g| Cow::Borrowed(*g)).collect()
-    }
-}
 
 /// The shape shim of `edit` (SPEC §9.5, §3.3), for models that send the edits in another
 /// shape: `edits` as a JSON string (an array, or one `{oldText,newText}` object), `edits` as
@@ -160,49 +71,78 @@ pub fn prepare_edit_arguments(raw: &Value) -> Cow<'_, Value> {
     Cow::Owned(Value::Object(out))
 }
 
+/// [`prepare_edit_arguments`] in the shape `#[tool(prepare = ...)]` takes.
+#[allow(
+    clippy::unnecessary_wraps,
+    reason = "the `prepare` hook may fail in general; this one never does"
+)]
+fn prepare(raw: &Value) -> Result<Cow<'_, Value>, ToolError> {
+    Ok(prepare_edit_arguments(raw))
+}
+
 fn is_single_edit(value: &Value) -> bool {
     value.get("oldText").is_some_and(Value::is_string)
         && value.get("newText").is_some_and(Value::is_string)
         && value.is_object()
 }
 
-/// Run `edit`: `Successfully replaced <N> block(s) in <path>.` with
-/// `details: {diff, patch, firstChangedLine}`. Nothing is written on any error.
+/// Targeted replacements in one file, all or nothing: the `edit` tool. Returns
+/// `Successfully replaced <N> block(s) in <path>.` with `details: {diff, patch,
+/// firstChangedLine}`; nothing is written on any error.
 ///
-/// The signal is checked after each file-system step, never in the middle of one, so the
-/// file's queue slot is held until the step in flight has settled (SPEC §9.1).
+/// Every replacement is matched against the original file. The tool's
+/// `prepare_arguments` is [`prepare_edit_arguments`], which folds the shapes models send
+/// besides `edits: [...]` (such as a top-level `oldText`/`newText`) into it. Runs inside the
+/// file's [`FileMutationQueue`] slot, checking the signal after each file-system step (SPEC
+/// §9.1).
+///
+/// The snippet is the seed's wording (a \[SEED\] rule of SPEC §8.3); pi 1.6.0 says `Make
+/// precise file edits with exact text replacement, including multiple disjoint edits in one
+/// call`.
 ///
 /// # Errors
 /// The model-facing texts of SPEC §9.5, or `Operation aborted`.
 ///
 /// ```
-/// use pi_runtime::tools::{EditArgs, Replacement, edit};
-/// use tokio_util::sync::CancellationToken;
+/// use pi_runtime::tools::{Replacement, WorkingDir, edit};
+/// use pi_runtime::{State, ToolContext};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::write(dir.path().join("a.txt"), "alpha\nbeta\n").unwrap();
-/// let args = EditArgs {
-///     path: "a.txt".into(),
-///     edits: vec![Replacement { old_text: "beta".into(), new_text: "BETA".into() }],
-/// };
-/// let result = edit(dir.path(), &args, &CancellationToken::new()).await.unwrap();
+/// let edits = vec![Replacement { old_text: "beta".into(), new_text: "BETA".into() }];
+/// let cwd = State(WorkingDir::from(dir.path()));
+/// let result = edit(cwd, "a.txt".into(), edits, ToolContext::detached("c1")).await.unwrap();
 /// assert_eq!(result.text_content(), "Successfully replaced 1 block(s) in a.txt.");
 /// assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "alpha\nBETA\n");
 /// # });
 /// ```
+#[tool(
+    description = "Edit a single file using exact text replacement. Every edits[].oldText must match a unique, non-overlapping region of the original file. If two changes affect the same block or nearby lines, merge them into one edit instead of emitting overlapping edits. Do not include large unchanged regions just to connect distant changes.",
+    snippet = "Edit files via targeted text replacements",
+    guidelines = [
+        "Use edit for targeted changes. Batch changes to one file in a single call.",
+        "Each edits[].oldText must exactly and uniquely match the original file. Keep matches short and non-overlapping; merge nearby changes without including large unchanged regions.",
+    ],
+    strict = "prefer",
+    closed = false,
+    prepare = prepare
+)]
 pub async fn edit(
-    cwd: &Path,
-    args: &EditArgs,
-    signal: &CancellationToken,
+    State(cwd): State<WorkingDir>,
+    /// Path to the file to edit (relative or absolute)
+    path: String,
+    /// One or more targeted replacements. Each edit is matched against the original file, not incrementally. Do not include overlapping or nested edits. If two changes touch the same block or nearby lines, merge them into one edit instead.
+    edits: Vec<Replacement>,
+    ctx: ToolContext,
 ) -> Result<ToolResult, ToolError> {
-    if args.edits.is_empty() {
+    let signal = ctx.signal();
+    if edits.is_empty() {
         return Err(ToolError::new(
             "Edit tool input is invalid. edits must contain at least one replacement.",
         ));
     }
-    let path = &args.path;
-    let absolute = resolve_to_cwd(path, cwd);
+    let absolute = resolve_to_cwd(&path, &cwd);
     let _turn = FileMutationQueue::global().lock(&absolute).await?;
     let check = || {
         if signal.is_cancelled() {
@@ -234,19 +174,18 @@ pub async fn edit(
     drop(file);
     check()?;
 
-    let (path_owned, edits) = (path.clone(), args.edits.clone());
-    let (contents, details) =
-        tokio::task::spawn_blocking(move || apply(&bytes, &edits, &path_owned))
-            .await
-            .map_err(|error| ToolError::new(format!("edit failed: {error}")))??;
+    let count = edits.len();
+    let shown = path.clone();
+    let (contents, details) = tokio::task::spawn_blocking(move || apply(&bytes, &edits, &shown))
+        .await
+        .map_err(|error| ToolError::new(format!("edit failed: {error}")))??;
     check()?;
     write_atomic(&absolute, contents.into_bytes()).await?;
     check()?;
-    Ok(ToolResult::text(format!(
-        "Successfully replaced {} block(s) in {path}.",
-        args.edits.len()
-    ))
-    .with_details(details))
+    Ok(
+        ToolResult::text(format!("Successfully replaced {count} block(s) in {path}."))
+            .with_details(details),
+    )
 }
 
 /// Match, apply and diff: the new file contents and the result details.
