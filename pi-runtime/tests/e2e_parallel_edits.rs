@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use pi_runtime::agent::{Agent, AgentEvent};
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
-use pi_runtime::tools::Edit;
+use pi_runtime::tools::Edit as EditTool;
 use pi_runtime::{Message, ToolResultMessage};
 use serde_json::{Value, json};
 
@@ -35,7 +35,7 @@ fn model(edits: &[Edit<'_>]) -> FauxModel {
 fn agent(model: FauxModel, cwd: &Path) -> Agent {
     Agent::builder()
         .model(model)
-        .tools(Edit::new(cwd.into()))
+        .tools(EditTool::new(cwd.into()))
         .build()
         .expect("agent")
 }
