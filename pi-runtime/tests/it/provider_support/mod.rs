@@ -1,10 +1,6 @@
 //! A scripted HTTP server on 127.0.0.1 for provider tests: it answers each request with the
 //! next scripted reply and records what the client sent. Nothing leaves the loopback
 //! interface.
-#![allow(
-    dead_code,
-    reason = "each test file uses a different part of the support"
-)]
 
 use std::collections::VecDeque;
 use std::convert::Infallible;

@@ -1,7 +1,7 @@
 //! Every message of SPEC §4.5 with its path, the verified orderings of §4.6, the union
 //! reports of §4.7, and the frame of the §4.2 text.
 
-mod validate_support;
+use crate::validate_support;
 
 use pi_runtime::args::{CompiledSchema, deserialize_arguments, validate_tool_arguments};
 use pi_runtime::{Tool, ToolCall};

@@ -2,7 +2,7 @@
 //! real clients: the exact calls, text, reasoning, stop reason and usage each capture
 //! holds, and the request each client sent.
 
-mod provider_support;
+use crate::provider_support;
 
 use pi_runtime::message::{ContentBlock, ThinkingContent};
 use pi_runtime::provider::Api;

@@ -4,7 +4,7 @@
 //! Each request must replay the history the previous turns produced, including the
 //! validation error the model corrects itself from.
 
-mod provider_support;
+use crate::provider_support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

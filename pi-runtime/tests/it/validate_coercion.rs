@@ -1,7 +1,7 @@
 //! One test per row of the coercion tables of SPEC §4.4, with the seed rules of §4.8 applied
 //! (D1: numbers and booleans never become strings; D2: `got number` for every number).
 
-mod validate_support;
+use crate::validate_support;
 
 use serde_json::{Value, json};
 use validate_support::{run, run_v};

@@ -1,5 +1,4 @@
 //! Shared helpers of the `validate_*` tests.
-#![allow(dead_code, reason = "each test file uses a different part")]
 
 use pi_runtime::args::CompiledSchema;
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! Anthropic SSE. The model first sends `b: "x"`, reads the validation error in the next
 //! request, corrects itself, gets `3`, and answers in text.
 
-mod provider_support;
+use crate::provider_support;
 
 use pi_runtime::agent::Agent;
 use pi_runtime::message::ThinkingContent;

@@ -2,7 +2,7 @@
 //! `error` or `aborted` and an `errorMessage` saying what happened: never a panic, never a
 //! hang. Each test runs the real client against a loopback server.
 
-mod provider_support;
+use crate::provider_support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The stream rules of SPEC §6.5 that the captures do not exercise, checked on replayed
 //! bodies: matching, aliases, block order, repairs, and every stop-reason mapping.
 
-mod provider_support;
+use crate::provider_support;
 
 use pi_runtime::message::ThinkingContent;
 use pi_runtime::provider::anthropic::client::AnthropicMessages;

@@ -3,7 +3,7 @@
 //! the agent's error message (SPEC §5.8); an abort, or the run's time limit, while the
 //! server stalls ends it with `aborted` (§5.9), keeping what had streamed.
 
-mod provider_support;
+use crate::provider_support;
 
 use std::time::Duration;
 
