@@ -22,7 +22,9 @@ mod finish;
 mod parser;
 mod scalar;
 mod seed;
+mod sink;
 mod string;
+mod tracked;
 
 pub use changes::{ArgumentChange, PathSegment, apply_changes};
 pub use finish::{NOT_AN_OBJECT, parse_tool_call_arguments, parse_with_repair, repair};

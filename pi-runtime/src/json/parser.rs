@@ -1,17 +1,19 @@
 //! The incremental partial-JSON parser (SPEC §6.2, §11.3 item 1): reads each delta once and
 //! keeps the partial arguments current in place.
 //!
-//! The parser holds a stack of the open containers that belong to the shown value, the path
-//! from the arguments object to the innermost of them, and at most one open lexeme (a string
-//! or a number/literal token). A container that opens where no value may go (after a value
-//! without a comma, or as a root that is not an object) is read as a depth counter only:
-//! nothing inside it can show.
+//! The reader holds a stack of the open containers that belong to the shown value and at most
+//! one open lexeme (a string or a number/literal token); what the value shows is kept by its
+//! [`Sink`]. A container that opens where no value may go (after a value without a comma, or
+//! as a root that is not an object) is read as a depth counter only: nothing inside it can
+//! show.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::changes::{self, ArgumentChange, PathSegment, walk};
+use super::changes::ArgumentChange;
 use super::scalar::Token;
+use super::sink::Sink;
 use super::string::{Escape, Read};
+use super::tracked::Tracked;
 
 /// How deeply containers may nest. The final parse (`serde_json`) refuses deeper documents, so
 /// text beyond this depth can never become valid arguments; the parser stops there rather than
@@ -37,7 +39,9 @@ pub enum PartialJsonError {
 /// After every [`push`](Self::push) its [`value`](Self::value) is exactly the partial
 /// arguments of SPEC §6.2 for the text read so far, however the text was cut into deltas. Each
 /// byte is read once and the value is updated in place, so a stream costs time linear in its
-/// length; `push` also returns the changes it made, proportional to the delta.
+/// length; `push` also returns the changes it made, proportional to the delta. For values
+/// that must outlive the next delta, [`ArgumentsStream`](super::ArgumentsStream) reads the
+/// same way and hands out cheap immutable snapshots instead.
 ///
 /// ```
 /// use pi_runtime::json::PartialJsonParser;
@@ -57,28 +61,67 @@ pub enum PartialJsonError {
 /// extend [`text`](Self::text) (whose final parse then fails).
 #[derive(Debug)]
 pub struct PartialJsonParser {
+    reader: Reader<Tracked>,
+}
+
+impl Default for PartialJsonParser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PartialJsonParser {
+    /// A parser that has read nothing (its value is `{}`).
+    pub fn new() -> Self {
+        PartialJsonParser {
+            reader: Reader::new(Tracked::new()),
+        }
+    }
+
+    /// Read one delta; returns the changes it made to [`value`](Self::value).
+    pub fn push(&mut self, delta: &str) -> &[ArgumentChange] {
+        self.reader.push(delta);
+        &self.reader.sink.changes
+    }
+
+    /// The partial arguments of SPEC §6.2 for the text read so far (always an object).
+    pub fn value(&self) -> &Value {
+        &self.reader.sink.value
+    }
+
+    /// The raw text read so far.
+    pub fn text(&self) -> &str {
+        self.reader.text()
+    }
+
+    /// Why the parser stopped reading, if it did.
+    pub fn error(&self) -> Option<&PartialJsonError> {
+        self.reader.error()
+    }
+
+    /// The final parse of the text read so far (SPEC §6.4), for when the call ends.
+    pub fn finish(&self) -> (Value, Option<String>) {
+        super::parse_tool_call_arguments(self.reader.text())
+    }
+}
+
+/// The state machine of the incremental parser, feeding what it reads to a [`Sink`].
+#[derive(Debug)]
+pub(super) struct Reader<S: Sink> {
+    pub(super) sink: S,
     text: String,
-    value: Value,
-    changes: Vec<ArgumentChange>,
     root: Root,
     /// The open containers of the shown value; `frames[0]` is the arguments object.
     frames: Vec<Frame>,
-    /// The path to the innermost open container, plus the open string's or token's member.
-    path: Vec<PathSegment>,
     /// How many containers are open inside one that opened where no value goes.
     skipped: usize,
-    lexeme: Lexeme,
+    lexeme: Lexeme<S::Saved>,
     /// The number or literal being read (its buffers are reused from token to token).
     token: Token,
-    /// A key being read.
+    /// The last key read; it names the next value of the object that read it.
     key: String,
     /// Text decoded from the current delta, not yet appended to the shown string.
     scratch: String,
-    /// Index in `changes` of the open string's latest change, while it is the last one.
-    string_change: Option<usize>,
-    /// The open string's `Append` from the previous delta, reused for the next one so that a
-    /// long string streams without allocating a path per delta.
-    spare: Option<ArgumentChange>,
     error: Option<PartialJsonError>,
 }
 
@@ -97,7 +140,11 @@ enum Root {
 #[derive(Debug)]
 enum Frame {
     Array,
-    Object { phase: Phase, key: Option<String> },
+    Object {
+        phase: Phase,
+        /// `Reader::key` is this object's key, still waiting for its value.
+        has_key: bool,
+    },
 }
 
 /// Where an object is between members. A missing colon or comma is tolerated: a value may
@@ -111,38 +158,38 @@ enum Phase {
 }
 
 /// Where a value that starts now goes.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Slot {
     /// The root value.
     Root,
-    /// A member or item of the innermost open container.
-    Live(PathSegment),
+    /// The slot the sink opened in the innermost open container.
+    Live,
     /// Nowhere: it is read and dropped.
     Skip,
 }
 
 #[derive(Debug, Default)]
-enum Lexeme {
+enum Lexeme<Saved> {
     #[default]
     None,
     String {
         escape: Escape,
         target: Target,
     },
-    /// A number or literal, read into [`PartialJsonParser::token`].
+    /// A number or literal, read into [`Reader::token`].
     Token {
         slot: Slot,
         /// What the slot shows for this token now.
         shown: Option<Value>,
         /// The value of a duplicate key that the token's preview hides.
-        hidden: Option<Value>,
+        hidden: Option<Saved>,
     },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target {
     Key,
-    /// The string at the end of `path`.
+    /// The string in the open slot.
     Value,
     /// A string nothing shows; whether its end ends a value of the enclosing container.
     Skip {
@@ -150,35 +197,24 @@ enum Target {
     },
 }
 
-impl Default for PartialJsonParser {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl PartialJsonParser {
-    /// A parser that has read nothing (its value is `{}`).
-    pub fn new() -> Self {
-        PartialJsonParser {
+impl<S: Sink> Reader<S> {
+    pub(super) fn new(sink: S) -> Self {
+        Reader {
+            sink,
             text: String::new(),
-            value: Value::Object(Map::new()),
-            changes: Vec::new(),
             root: Root::Waiting,
             frames: Vec::new(),
-            path: Vec::new(),
             skipped: 0,
             lexeme: Lexeme::None,
             token: Token::new(),
             key: String::new(),
             scratch: String::new(),
-            string_change: None,
-            spare: None,
             error: None,
         }
     }
 
-    /// Read one delta; returns the changes it made to [`value`](Self::value).
-    pub fn push(&mut self, delta: &str) -> &[ArgumentChange] {
+    /// Read one delta.
+    pub(super) fn push(&mut self, delta: &str) {
         self.text.push_str(delta);
         let open_string = matches!(
             self.lexeme,
@@ -187,17 +223,7 @@ impl PartialJsonParser {
                 ..
             }
         );
-        let latest = self.changes.len().checked_sub(1);
-        self.spare = match self.changes.pop() {
-            Some(change @ ArgumentChange::Append { .. })
-                if open_string && self.string_change == latest =>
-            {
-                Some(change)
-            }
-            _ => None,
-        };
-        self.changes.clear();
-        self.string_change = None;
+        self.sink.begin_delta(open_string);
         let bytes = delta.as_bytes();
         let mut at = 0;
         while at < bytes.len() && self.reading() {
@@ -210,27 +236,14 @@ impl PartialJsonParser {
         }
         self.flush_string();
         self.show_preview();
-        &self.changes
     }
 
-    /// The partial arguments of SPEC §6.2 for the text read so far (always an object).
-    pub fn value(&self) -> &Value {
-        &self.value
-    }
-
-    /// The raw text read so far.
-    pub fn text(&self) -> &str {
+    pub(super) fn text(&self) -> &str {
         &self.text
     }
 
-    /// Why the parser stopped reading, if it did.
-    pub fn error(&self) -> Option<&PartialJsonError> {
+    pub(super) fn error(&self) -> Option<&PartialJsonError> {
         self.error.as_ref()
-    }
-
-    /// The final parse of the text read so far (SPEC §6.4), for when the call ends.
-    pub fn finish(&self) -> (Value, Option<String>) {
-        super::parse_tool_call_arguments(&self.text)
     }
 
     fn reading(&self) -> bool {
@@ -257,8 +270,7 @@ impl PartialJsonParser {
                 }
             }
             _ => {
-                let slot = self.value_slot();
-                self.enter(&slot);
+                let slot = self.enter_value();
                 self.token.restart();
                 self.lexeme = Lexeme::Token {
                     slot,
@@ -293,53 +305,27 @@ impl PartialJsonParser {
         at + 1
     }
 
-    /// Where a value starting now goes. A member's key moves into the slot: once its value
-    /// has started, the object waits for a comma or the next key.
-    fn value_slot(&mut self) -> Slot {
+    /// Where a value starting now goes; a live slot is opened in the sink. A member's key
+    /// is used up: once its value has started, the object waits for a comma or the next key.
+    fn enter_value(&mut self) -> Slot {
         match self.frames.last_mut() {
             None if self.root == Root::Waiting => Slot::Root,
             None => Slot::Skip,
             Some(Frame::Array) => {
-                let len = walk(&mut self.value, &self.path)
-                    .and_then(|container| container.as_array())
-                    .map_or(0, Vec::len);
-                Slot::Live(PathSegment::Index(len))
+                let len = self.sink.array_len();
+                self.sink.enter_index(len);
+                Slot::Live
             }
             Some(Frame::Object {
                 phase: Phase::Value | Phase::Colon,
-                key: key @ Some(_),
-            }) => key
-                .take()
-                .map_or(Slot::Skip, |key| Slot::Live(PathSegment::Key(key))),
+                has_key: has_key @ true,
+            }) => {
+                *has_key = false;
+                self.sink.enter_key(&self.key);
+                Slot::Live
+            }
             Some(Frame::Object { .. }) => Slot::Skip,
         }
-    }
-
-    /// Make `slot` the end of `path`, for a value that starts there.
-    fn enter(&mut self, slot: &Slot) {
-        if let Slot::Live(segment) = slot {
-            self.path.push(segment.clone());
-        }
-    }
-
-    /// Put `value` at the end of `path` (the slot of the value being read) and report it.
-    fn place(&mut self, value: Value) -> Option<Value> {
-        let (segment, parent) = self.path.split_last()?;
-        let container = walk(&mut self.value, parent)?;
-        let previous = match (container, segment) {
-            (Value::Object(members), PathSegment::Key(key)) => {
-                members.insert(key.clone(), value.clone())
-            }
-            (container, segment) => {
-                changes::set(container, segment, value.clone());
-                None
-            }
-        };
-        self.changes.push(ArgumentChange::Set {
-            path: self.path.clone(),
-            value,
-        });
-        previous
     }
 
     fn start_string(&mut self) {
@@ -351,16 +337,14 @@ impl PartialJsonParser {
                 self.key.clear();
                 Target::Key
             }
-            _ => match self.value_slot() {
+            _ => match self.enter_value() {
                 Slot::Root => {
                     self.root = Root::Other;
                     Target::Skip { ends_value: true }
                 }
                 Slot::Skip => Target::Skip { ends_value: true },
-                slot @ Slot::Live(_) => {
-                    self.enter(&slot);
-                    self.place(Value::String(String::new()));
-                    self.string_change = self.changes.len().checked_sub(1);
+                Slot::Live => {
+                    self.sink.show_string();
                     Target::Value
                 }
             },
@@ -391,16 +375,14 @@ impl PartialJsonParser {
                 self.lexeme = Lexeme::None;
                 match target {
                     Target::Key => {
-                        if let Some(Frame::Object { phase, key }) = self.frames.last_mut() {
-                            *key = Some(std::mem::take(&mut self.key));
+                        if let Some(Frame::Object { phase, has_key }) = self.frames.last_mut() {
+                            *has_key = true;
                             *phase = Phase::Colon;
                         }
                     }
                     Target::Value => {
                         self.flush_string();
-                        // The spare belongs to this string only.
-                        self.spare = None;
-                        self.path.pop();
+                        self.sink.leave();
                         self.value_ended();
                     }
                     Target::Skip { ends_value } => {
@@ -414,42 +396,11 @@ impl PartialJsonParser {
         }
     }
 
-    /// Append the text decoded from this delta to the shown string, and report it.
+    /// Append the text decoded from this delta to the shown string.
     fn flush_string(&mut self) {
-        if self.scratch.is_empty() {
-            return;
-        }
-        if let Some(Value::String(shown)) = walk(&mut self.value, &self.path) {
-            shown.push_str(&self.scratch);
-        }
-        let latest = self
-            .string_change
-            .filter(|&index| index + 1 == self.changes.len());
-        match latest.and_then(|index| self.changes.get_mut(index)) {
-            Some(ArgumentChange::Set {
-                value: Value::String(text),
-                ..
-            })
-            | Some(ArgumentChange::Append { text, .. }) => {
-                text.push_str(&self.scratch);
-                self.scratch.clear();
-            }
-            _ => {
-                let change = match self.spare.take() {
-                    Some(ArgumentChange::Append { path, mut text }) => {
-                        text.clear();
-                        text.push_str(&self.scratch);
-                        ArgumentChange::Append { path, text }
-                    }
-                    _ => ArgumentChange::Append {
-                        path: self.path.clone(),
-                        text: self.scratch.clone(),
-                    },
-                };
-                self.scratch.clear();
-                self.string_change = Some(self.changes.len());
-                self.changes.push(change);
-            }
+        if !self.scratch.is_empty() {
+            self.sink.append(&self.scratch);
+            self.scratch.clear();
         }
     }
 
@@ -459,7 +410,7 @@ impl PartialJsonParser {
             .position(|&byte| is_delimiter(byte))
             .map_or(bytes.len(), |offset| at + offset);
         if let Lexeme::Token { slot, .. } = &self.lexeme
-            && !matches!(slot, Slot::Skip)
+            && *slot != Slot::Skip
         {
             self.token.push(&bytes[at..end]);
         }
@@ -478,17 +429,17 @@ impl PartialJsonParser {
         else {
             return;
         };
-        let token = &self.token;
         match slot {
             Slot::Root => {
                 // An invalid word before the root is skipped; a valid scalar is the root.
-                if token.complete().is_some() {
+                if self.token.complete().is_some() {
                     self.root = Root::Done;
                 }
             }
-            Slot::Live(_) => {
-                self.update_token(token.complete(), shown, hidden);
-                self.path.pop();
+            Slot::Live => {
+                let complete = self.token.complete();
+                self.update_token(complete, shown, hidden);
+                self.sink.leave();
                 self.value_ended();
             }
             Slot::Skip => self.value_ended(),
@@ -498,7 +449,7 @@ impl PartialJsonParser {
     /// Show the unterminated token's preview at the end of a delta.
     fn show_preview(&mut self) {
         let Lexeme::Token {
-            slot: Slot::Live(_),
+            slot: Slot::Live,
             shown,
             hidden,
         } = &mut self.lexeme
@@ -527,33 +478,22 @@ impl PartialJsonParser {
         &mut self,
         next: Option<Value>,
         shown: Option<Value>,
-        hidden: Option<Value>,
-    ) -> (Option<Value>, Option<Value>) {
+        hidden: Option<S::Saved>,
+    ) -> (Option<Value>, Option<S::Saved>) {
         if next == shown {
             return (shown, hidden);
         }
         match next {
             Some(value) => {
-                let previous = self.place(value.clone());
+                let previous = self.sink.show_scalar(value.clone());
                 // The first preview moves a duplicate key's old value aside.
                 let hidden = if shown.is_none() { previous } else { hidden };
                 (Some(value), hidden)
             }
             None => {
                 match hidden {
-                    Some(old) => {
-                        self.place(old);
-                    }
-                    None => {
-                        if let Some((segment, parent)) = self.path.split_last()
-                            && let Some(container) = walk(&mut self.value, parent)
-                        {
-                            changes::remove(container, segment);
-                        }
-                        self.changes.push(ArgumentChange::Remove {
-                            path: self.path.clone(),
-                        });
-                    }
+                    Some(old) => self.sink.restore(old),
+                    None => self.sink.withdraw(),
                 }
                 (None, None)
             }
@@ -575,12 +515,12 @@ impl PartialJsonParser {
         let frame = if object {
             Frame::Object {
                 phase: Phase::Key,
-                key: None,
+                has_key: false,
             }
         } else {
             Frame::Array
         };
-        match self.value_slot() {
+        match self.enter_value() {
             Slot::Root if object => {
                 self.root = Root::Object;
                 self.frames.push(frame);
@@ -590,14 +530,8 @@ impl PartialJsonParser {
                 self.skipped = 1;
             }
             Slot::Skip => self.skipped = 1,
-            slot @ Slot::Live(_) => {
-                self.enter(&slot);
-                let empty = if object {
-                    Value::Object(Map::new())
-                } else {
-                    Value::Array(Vec::new())
-                };
-                self.place(empty);
+            Slot::Live => {
+                self.sink.show_container(object);
                 self.frames.push(frame);
             }
         }
@@ -612,7 +546,7 @@ impl PartialJsonParser {
             self.root = Root::Done;
             return;
         }
-        self.path.pop();
+        self.sink.leave();
         self.value_ended();
     }
 

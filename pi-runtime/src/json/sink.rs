@@ -1,0 +1,54 @@
+//! What the incremental parser tells the keeper of the partial value.
+//!
+//! The parser ([`Reader`](super::parser::Reader)) decides what the partial arguments show;
+//! a sink keeps them. One reader feeds either sink: [`Tracked`](super::tracked::Tracked)
+//! keeps a `serde_json` value in place and lists the changes of each delta (what providers
+//! forward in `toolcall_delta` events), [`SnapshotSink`](super::snapshot::SnapshotSink) keeps
+//! immutable snapshots that share everything a delta did not touch.
+//!
+//! The reader opens a *slot* where a value starts (a member of the innermost open object, or
+//! the next item of the innermost open array), shows a value in it, and leaves it when the
+//! value ends. A container shown in a slot becomes the innermost open container until it is
+//! left.
+
+use serde_json::Value;
+
+pub(super) trait Sink {
+    /// What a slot showed, set aside: the old value of a duplicate key while a number's
+    /// preview hides it.
+    type Saved;
+
+    /// A delta starts; `open_string` says whether a shown string is open across it.
+    fn begin_delta(&mut self, open_string: bool);
+
+    /// How many items the innermost open container (an array) shows.
+    fn array_len(&mut self) -> usize;
+
+    /// Open the slot of member `key` in the innermost open object.
+    fn enter_key(&mut self, key: &str);
+
+    /// Open the slot of item `index` (the array's length) in the innermost open array.
+    fn enter_index(&mut self, index: usize);
+
+    /// The open slot's value has ended; a slot whose value is a container closes it.
+    fn leave(&mut self);
+
+    /// The slot shows an empty string, which [`append`](Self::append) extends.
+    fn show_string(&mut self);
+
+    /// Decoded text of the slot's open string.
+    fn append(&mut self, text: &str);
+
+    /// The slot shows an empty object or array, which becomes the innermost open container.
+    fn show_container(&mut self, object: bool);
+
+    /// The slot shows `value` (a number or literal); returns what it showed before, or the
+    /// old value of its key.
+    fn show_scalar(&mut self, value: Value) -> Option<Self::Saved>;
+
+    /// The slot shows a value it showed before.
+    fn restore(&mut self, saved: Self::Saved);
+
+    /// The slot shows nothing (a number that turned out not to be one).
+    fn withdraw(&mut self);
+}
