@@ -2,7 +2,7 @@
 //! JSON-like text cut anywhere.
 
 use pi_runtime::json::{
-    PartialJsonParser, apply_changes, parse_partial, parse_tool_call_arguments,
+    ArgumentsStream, PartialJsonParser, apply_changes, parse_partial, parse_tool_call_arguments,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -121,15 +121,26 @@ fn cut(text: &str, cuts: &[f64]) -> Vec<usize> {
     ends
 }
 
-/// Feed `text` cut at `ends`; check every intermediate value and change list.
+/// Feed `text` cut at `ends`; check every intermediate value, change list and snapshot, and
+/// that no later delta changed an earlier snapshot.
 fn stream(text: &str, ends: &[usize]) -> Result<Value, TestCaseError> {
     let mut parser = PartialJsonParser::new();
+    let mut snapshots = ArgumentsStream::new();
+    let mut taken = Vec::new();
     let mut copy = Value::Object(Default::default());
     let mut start = 0;
     for &end in ends {
         let changes = parser.push(&text[start..end]);
         apply_changes(&mut copy, changes);
         prop_assert_eq!(&copy, parser.value(), "changes, prefix {:?}", &text[..end]);
+        let snapshot = snapshots.push(&text[start..end]);
+        prop_assert_eq!(
+            &snapshot.to_value(),
+            parser.value(),
+            "snapshot, prefix {:?}",
+            &text[..end]
+        );
+        taken.push((snapshot, parser.value().clone()));
         prop_assert_eq!(
             parser.value(),
             &parse_partial(&text[..end]),
@@ -139,6 +150,14 @@ fn stream(text: &str, ends: &[usize]) -> Result<Value, TestCaseError> {
         start = end;
     }
     prop_assert_eq!(parser.text(), text);
+    prop_assert_eq!(snapshots.text(), text);
+    for (snapshot, value) in &taken {
+        prop_assert_eq!(&snapshot.to_value(), value, "a later delta changed a snapshot");
+        let serialized = serde_json::to_string(snapshot).map_err(|error| {
+            TestCaseError::fail(format!("snapshot does not serialize: {error}"))
+        })?;
+        prop_assert_eq!(serialized, value.to_string());
+    }
     Ok(parser.value().clone())
 }
 
@@ -162,6 +181,22 @@ proptest! {
     fn valid_documents_byte_by_byte(text in object(value())) {
         let ends: Vec<usize> = (1..=text.len()).filter(|&end| text.is_char_boundary(end)).collect();
         let value = stream(&text, &ends)?;
+        prop_assert_eq!(value, serde_json::from_str::<Value>(&text).unwrap_or_default());
+    }
+
+    #[test]
+    fn duplicate_keys_cut_anywhere(
+        members in prop::collection::vec((0..3usize, value()), 1..8),
+        wide in 0..20usize,
+        cuts in prop::collection::vec(0.0..1.0f64, 0..24),
+    ) {
+        // `wide` distinct keys first, so that wide objects look duplicates up in their index.
+        let members: Vec<String> = (0..wide)
+            .map(|index| format!("\"w{index}\":{index}"))
+            .chain(members.iter().map(|(key, value)| format!("\"{}\":{value}", ["a", "b", "c"][*key])))
+            .collect();
+        let text = format!("{{{}}}", members.join(","));
+        let value = stream(&text, &cut(&text, &cuts))?;
         prop_assert_eq!(value, serde_json::from_str::<Value>(&text).unwrap_or_default());
     }
 

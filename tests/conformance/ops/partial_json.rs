@@ -1,7 +1,7 @@
 //! The `partial_json` and `partial_json_stream` ops: the partial arguments of a text, whole
 //! or fed in chunks (PROTOCOL.md; pi-ref D3).
 
-use pi_runtime::json::{PartialJsonParser, parse_partial, parse_streaming_json};
+use pi_runtime::json::{ArgumentsStream, parse_partial, parse_streaming_json};
 use serde_json::{Map, Value};
 
 use crate::protocol::{Answer, Prepared, str_field};
@@ -45,28 +45,23 @@ pub(crate) fn prepare_stream(request: &Map<String, Value>) -> Result<Prepared, S
         _ => None,
     }
     .ok_or("bad request: `chunks` must be an array of strings")?;
-    Ok(Box::new(move || {
-        Answer::Ok(Value::Array(match parser {
-            Parser::Incremental => {
-                let mut parser = PartialJsonParser::new();
-                chunks
-                    .iter()
-                    .map(|chunk| {
-                        parser.push(chunk);
-                        parser.value().clone()
-                    })
-                    .collect()
-            }
-            Parser::Seed => {
-                let mut text = String::new();
+    Ok(Box::new(move || match parser {
+        // Like pi's `ToolCallArgumentsStream`: an immutable snapshot after every chunk.
+        Parser::Incremental => {
+            let mut stream = ArgumentsStream::new();
+            Answer::Snapshots(chunks.iter().map(|chunk| stream.push(chunk)).collect())
+        }
+        Parser::Seed => {
+            let mut text = String::new();
+            Answer::Ok(Value::Array(
                 chunks
                     .iter()
                     .map(|chunk| {
                         text.push_str(chunk);
                         parse_streaming_json(&text)
                     })
-                    .collect()
-            }
-        }))
+                    .collect(),
+            ))
+        }
     }))
 }
