@@ -1,18 +1,19 @@
 //! Transport: parse one request line, dispatch it to its op, shape the answer.
 
-use pi_runtime::json::ArgumentsSnapshot;
+use pi_runtime::json::{ArgumentsStream, ArgumentsVersion};
 use serde_json::{Map, Value, json};
 use tokio::runtime::Handle;
 
 use crate::ops;
 
 /// What an op answers.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) enum Answer {
     Ok(Value),
-    /// An `ok` that is a list of partial-argument snapshots, written out like the values
-    /// they are (pi answers with its snapshot objects and serializes them the same way).
-    Snapshots(Vec<ArgumentsSnapshot>),
+    /// An `ok` that is a list of versions of a stream's partial arguments, written out like
+    /// the values they are (pi answers with its snapshot objects and serializes them the
+    /// same way).
+    Versions(Box<ArgumentsStream>, Vec<ArgumentsVersion>),
     Err(String),
     Unsupported(String),
 }
@@ -57,9 +58,12 @@ pub(crate) fn answer_line(line: &str, runtime: &Handle) -> Value {
     out.insert("id".into(), id);
     match answer {
         Answer::Ok(value) => out.insert("ok".into(), value),
-        Answer::Snapshots(snapshots) => out.insert(
+        Answer::Versions(stream, versions) => out.insert(
             "ok".into(),
-            snapshots.iter().map(ArgumentsSnapshot::to_value).collect(),
+            versions
+                .iter()
+                .map(|&version| stream.view(version).to_value())
+                .collect(),
         ),
         Answer::Err(text) => out.insert("err".into(), Value::String(text)),
         Answer::Unsupported(text) => out.insert("unsupported".into(), Value::String(text)),

@@ -3,8 +3,11 @@
 //!
 //! While a call streams, a provider feeds each argument delta to a [`PartialJsonParser`] and
 //! shows its [`value`](PartialJsonParser::value) (or forwards the [`ArgumentChange`]s) in a
-//! `toolcall_delta`. When the call ends, [`parse_tool_call_arguments`] parses the whole text
-//! once, strictly; only that result is validated and executed.
+//! `toolcall_delta`. A consumer that keeps the arguments as they were after every delta (a
+//! replay, a UI that scrubs through a call) reads them through an [`ArgumentsStream`], whose
+//! versions share everything a delta did not change. When the call ends,
+//! [`parse_tool_call_arguments`] parses the whole text once, strictly; only that result is
+//! validated and executed.
 //!
 //! | text so far | partial arguments |
 //! |---|---|
@@ -31,7 +34,7 @@ pub use changes::{ArgumentChange, PathSegment, apply_changes};
 pub use finish::{NOT_AN_OBJECT, parse_tool_call_arguments, parse_with_repair, repair};
 pub use parser::{MAX_DEPTH, PartialJsonError, PartialJsonParser};
 pub use seed::parse_streaming_json;
-pub use snapshot::{ArgumentsSnapshot, ArgumentsStream};
+pub use snapshot::{ArgumentsStream, ArgumentsVersion, ArgumentsView};
 
 use serde_json::Value;
 

@@ -8,6 +8,7 @@
 //! show.
 
 use serde_json::Value;
+use smallvec::SmallVec;
 
 use super::changes::ArgumentChange;
 use super::scalar::Token;
@@ -111,8 +112,9 @@ pub(super) struct Reader<S: Sink> {
     pub(super) sink: S,
     text: String,
     root: Root,
-    /// The open containers of the shown value; `frames[0]` is the arguments object.
-    frames: Vec<Frame>,
+    /// The open containers of the shown value; `frames[0]` is the arguments object. Most
+    /// arguments nest a few levels, which fit without allocating.
+    frames: SmallVec<[Frame; 8]>,
     /// How many containers are open inside one that opened where no value goes.
     skipped: usize,
     lexeme: Lexeme<S::Saved>,
@@ -203,7 +205,7 @@ impl<S: Sink> Reader<S> {
             sink,
             text: String::new(),
             root: Root::Waiting,
-            frames: Vec::new(),
+            frames: SmallVec::new(),
             skipped: 0,
             lexeme: Lexeme::None,
             token: Token::new(),
@@ -215,6 +217,10 @@ impl<S: Sink> Reader<S> {
 
     /// Read one delta.
     pub(super) fn push(&mut self, delta: &str) {
+        if self.text.capacity() == 0 && !delta.is_empty() {
+            // Deltas are small: start with room for several.
+            self.text.reserve(delta.len().max(64));
+        }
         self.text.push_str(delta);
         let open_string = matches!(
             self.lexeme,
@@ -360,10 +366,13 @@ impl<S: Sink> Reader<S> {
             return at;
         };
         let target = *target;
-        let out = if target == Target::Key {
-            &mut self.key
-        } else {
-            &mut self.scratch
+        let out = match target {
+            Target::Key => &mut self.key,
+            Target::Value => match self.sink.string_buffer() {
+                Some(buffer) => buffer,
+                None => &mut self.scratch,
+            },
+            Target::Skip { .. } => &mut self.scratch,
         };
         let read = escape.read(text, at, out);
         if let Target::Skip { .. } = target {

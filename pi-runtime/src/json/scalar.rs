@@ -171,13 +171,23 @@ impl Token {
             self.literal = None;
         }
         let keep_text = self.len + bytes.len() <= DIRECT_PARSE_LIMIT;
+        if !keep_text && self.len <= DIRECT_PARSE_LIMIT {
+            // The token outgrows its text: the digest takes over from what was read.
+            let mut state = Number::Start;
+            for &byte in self.text.as_bytes() {
+                state = state.next(byte);
+                self.digest.push(state, byte);
+            }
+            self.text.clear();
+        }
         for &byte in bytes {
             if self.number == Number::Dead {
                 break;
             }
             self.number = self.number.next(byte);
-            self.digest.push(self.number, byte);
-            if keep_text && self.number != Number::Dead {
+            if !keep_text {
+                self.digest.push(self.number, byte);
+            } else if self.number != Number::Dead {
                 if matches!(byte, b'e' | b'E') {
                     self.exponent_at = self.text.len();
                 }
@@ -185,9 +195,6 @@ impl Token {
             }
         }
         self.len += bytes.len();
-        if !keep_text {
-            self.text.clear();
-        }
     }
 
     /// The value of the finished token, or `None` for a word that is neither a JSON number
@@ -233,6 +240,17 @@ impl Token {
 /// The value of a number text that follows the JSON grammar. A number beyond `f64` is `null`:
 /// what JavaScript's `JSON.stringify` makes of the `Infinity` pi shows there.
 fn number(text: &str) -> Value {
+    // Plain integers, the common case, without a deserializer; serde_json reads them the
+    // same way (u64, then i64). Everything else goes through serde_json, as the final
+    // parse does, so a preview and the final value never round differently.
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let plain = !digits.is_empty()
+        && digits.len() <= 18
+        && !digits.starts_with('0')
+        && digits.bytes().all(|byte| byte.is_ascii_digit());
+    if plain && let Ok(value) = text.parse::<i64>() {
+        return Value::from(value);
+    }
     serde_json::from_str::<serde_json::Number>(text).map_or(Value::Null, Value::Number)
 }
 

@@ -21,6 +21,12 @@ pub(super) trait Sink {
     /// A delta starts; `open_string` says whether a shown string is open across it.
     fn begin_delta(&mut self, open_string: bool);
 
+    /// Where the open string's text may be decoded directly, instead of through
+    /// [`append`](Self::append).
+    fn string_buffer(&mut self) -> Option<&mut String> {
+        None
+    }
+
     /// How many items the innermost open container (an array) shows.
     fn array_len(&mut self) -> usize;
 

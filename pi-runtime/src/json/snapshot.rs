@@ -1,104 +1,90 @@
-//! Immutable snapshots of the partial arguments (SPEC §6.2, §11.3 item 1): after every delta
-//! a value that later deltas never change, at the cost of the delta, not of the value.
+//! Every version of the partial arguments (SPEC §6.2, §11.3 item 1): after each delta, a
+//! version that later deltas never change, at the cost of the delta, not of the value.
 //!
-//! The values live in one append-only arena of nodes per stream, shared with its snapshots.
-//! Nodes are never changed once written: a container is a chain of entries from its last one
-//! backwards, so adding a member writes one entry and the containers above it, and a snapshot
-//! is a root node. Strings and keys are ranges of one append-only byte buffer. The string that
-//! is streaming is the last text written, and its node runs to the end of the bytes its
-//! snapshot holds, so a delta that only extends it writes no node at all.
+//! The versions of one stream live in one store: a vector of nodes that are never changed
+//! once written, and one string of decoded text. A container is a chain of entries from its
+//! last one backwards, so adding a member writes one entry and the containers above it, and a
+//! version is a root node. Strings and keys are ranges of the text. The string that is
+//! streaming is the last text written, and its node runs to the end of the text its version
+//! saw, so a delta that only extends it writes no node at all.
 
 use std::collections::HashSet;
 use std::fmt;
-use std::sync::Arc;
 
-use append_only_bytes::{AppendOnlyBytes, BytesSlice};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Number, Value};
 
 use super::parser::{PartialJsonError, Reader};
 use super::sink::Sink;
 
-/// The end of the open string: the end of the bytes its snapshot holds.
+type NodeId = usize;
+
+/// No node: the end of an entry chain.
+const NONE: NodeId = NodeId::MAX;
+/// The end of the open string: the end of the text its version saw.
 const OPEN: usize = usize::MAX;
 /// An object with this many members keeps a set of its keys, so that looking for a
 /// duplicate key does not walk all of them.
 const INDEXED_WIDTH: usize = 16;
 
-#[derive(Debug, Clone)]
-pub(super) enum Node {
+#[derive(Debug)]
+enum Node {
     Null,
     Bool(bool),
     Number(Number),
-    /// A range of the byte buffer.
     String {
         start: usize,
         end: usize,
     },
-    Array(Chain),
-    Object(Chain),
+    Array {
+        last: NodeId,
+        len: usize,
+    },
+    Object {
+        last: NodeId,
+        len: usize,
+    },
+    /// A member (with its key) or an item of a container, after the entry `prev`.
+    Entry {
+        key_start: usize,
+        key_end: usize,
+        value: NodeId,
+        prev: NodeId,
+    },
 }
 
-/// The entries of a container, from the last one backwards.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Chain {
-    last: Option<Arc<Entry>>,
-    len: usize,
-}
-
-/// A member (with its key, a range of the byte buffer) or an item of a container.
+/// The nodes and text of every version of a stream.
 #[derive(Debug)]
-pub(super) struct Entry {
-    key_start: usize,
-    key_end: usize,
-    value: Node,
-    prev: Option<Arc<Entry>>,
+struct Store {
+    nodes: Vec<Node>,
+    text: String,
 }
 
-impl Drop for Entry {
-    /// Free a long chain in a loop: the default drop would recurse once per entry.
-    fn drop(&mut self) {
-        let mut prev = self.prev.take();
-        while let Some(entry) = prev {
-            prev = Arc::into_inner(entry).and_then(|mut entry| entry.prev.take());
-        }
-    }
-}
-
-impl Chain {
-    /// The chain with one more entry.
-    fn with(&self, key_start: usize, key_end: usize, value: Node) -> Chain {
-        Chain {
-            last: Some(Arc::new(Entry {
-                key_start,
-                key_end,
-                value,
-                prev: self.last.clone(),
-            })),
-            len: self.len + 1,
-        }
+impl Store {
+    fn write(&mut self, node: Node) -> NodeId {
+        self.nodes.push(node);
+        self.nodes.len() - 1
     }
 
-    fn iter(&self) -> impl Iterator<Item = &Entry> {
-        std::iter::successors(self.last.as_deref(), |entry| entry.prev.as_deref())
+    fn node(&self, id: NodeId) -> &Node {
+        self.nodes.get(id).unwrap_or(&Node::Null)
     }
 
-    /// The entries first to last.
-    fn in_order(&self) -> Vec<&Entry> {
-        let mut entries: Vec<&Entry> = self.iter().collect();
-        entries.reverse();
-        entries
+    fn key(&self, start: usize, end: usize) -> &str {
+        self.text.get(start..end).unwrap_or_default()
     }
 }
 
-/// Streams one call's argument text into immutable snapshots of its partial arguments.
+/// Streams one call's argument text into versions of its partial arguments, each kept as it
+/// was whatever comes next (pi's `ToolCallArgumentsStream` and its snapshots).
 ///
 /// It reads like [`PartialJsonParser`](super::PartialJsonParser): each byte once, the same
 /// value for the same text however it was cut. Where the parser keeps one value current in
-/// place, this hands out a snapshot after every delta, which stays as it was whatever comes
-/// next (pi's `ToolCallArgumentsStream`). Taking one costs the delta and the depth of what
-/// it changed, never the size of the value: snapshots share every part a delta did not touch,
-/// including the bytes of a string that grew.
+/// place, [`push`](Self::push) returns an [`ArgumentsVersion`] that [`view`](Self::view)
+/// reads for as long as the stream lives. A version costs the delta and the depth of what it
+/// changed, never the size of the value: versions share every part a delta did not touch,
+/// including the text of a string that grew, and the stream keeps what they share until it
+/// is dropped.
 ///
 /// ```
 /// use pi_runtime::json::ArgumentsStream;
@@ -108,14 +94,23 @@ impl Chain {
 /// let before = stream.push(r#"{"path":"src/ma"#);
 /// let after = stream.push(r#"in.rs","limit":2"#);
 ///
-/// assert_eq!(before, json!({"path": "src/ma"}));
-/// assert_eq!(after.to_value(), json!({"path": "src/main.rs", "limit": 2}));
-/// assert_eq!(serde_json::to_string(&after)?, r#"{"path":"src/main.rs","limit":2}"#);
+/// assert_eq!(stream.view(before), json!({"path": "src/ma"}));
+/// assert_eq!(stream.view(after).to_value(), json!({"path": "src/main.rs", "limit": 2}));
+/// assert_eq!(serde_json::to_string(&stream.view(after))?, r#"{"path":"src/main.rs","limit":2}"#);
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct ArgumentsStream {
-    reader: Reader<SnapshotSink>,
+    reader: Reader<VersionSink>,
+}
+
+/// One version of the partial arguments of an [`ArgumentsStream`], read with
+/// [`ArgumentsStream::view`]. It belongs to the stream that made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ArgumentsVersion {
+    root: NodeId,
+    /// How much decoded text the version saw: where its open string ends.
+    text_len: usize,
 }
 
 impl Default for ArgumentsStream {
@@ -125,22 +120,30 @@ impl Default for ArgumentsStream {
 }
 
 impl ArgumentsStream {
-    /// A stream that has read nothing (its snapshot is `{}`).
+    /// A stream that has read nothing (its version is `{}`).
     pub fn new() -> Self {
         ArgumentsStream {
-            reader: Reader::new(SnapshotSink::new()),
+            reader: Reader::new(VersionSink::new()),
         }
     }
 
     /// Read one delta; returns the partial arguments after it.
-    pub fn push(&mut self, delta: &str) -> ArgumentsSnapshot {
+    pub fn push(&mut self, delta: &str) -> ArgumentsVersion {
         self.reader.push(delta);
-        self.reader.sink.snapshot()
+        self.reader.sink.version()
     }
 
     /// The partial arguments of the text read so far.
-    pub fn snapshot(&mut self) -> ArgumentsSnapshot {
-        self.reader.sink.snapshot()
+    pub fn version(&mut self) -> ArgumentsVersion {
+        self.reader.sink.version()
+    }
+
+    /// Read a version this stream made (always an object).
+    pub fn view(&self, version: ArgumentsVersion) -> ArgumentsView<'_> {
+        ArgumentsView {
+            store: &self.reader.sink.store,
+            version,
+        }
     }
 
     /// The raw text read so far.
@@ -159,105 +162,116 @@ impl ArgumentsStream {
     }
 }
 
-/// The partial arguments at one moment of an [`ArgumentsStream`]: always an object.
-///
-/// Cloning costs two reference counts. Read it with [`to_value`](Self::to_value), serialize
-/// it directly, or compare it with a [`Value`].
-#[derive(Clone)]
-pub struct ArgumentsSnapshot {
-    root: Node,
-    bytes: BytesSlice,
+/// A version of the partial arguments, read in place: convert it with
+/// [`to_value`](Self::to_value), serialize it directly, or compare it with a [`Value`].
+#[derive(Clone, Copy)]
+pub struct ArgumentsView<'a> {
+    store: &'a Store,
+    version: ArgumentsVersion,
 }
 
-impl ArgumentsSnapshot {
-    /// The snapshot as a `serde_json` value (a full copy).
+impl<'a> ArgumentsView<'a> {
+    /// The version as a `serde_json` value (a full copy).
     pub fn to_value(&self) -> Value {
-        self.value_of(&self.root)
+        self.value_of(self.version.root)
     }
 
-    fn str(&self, start: usize, end: usize) -> &str {
-        let end = if end == OPEN { self.bytes.len() } else { end };
-        let bytes = self.bytes.get(start..end).unwrap_or_default();
-        // Only whole `&str`s are written to the buffer, so every range is UTF-8.
-        std::str::from_utf8(bytes).unwrap_or_default()
+    fn string(&self, start: usize, end: usize) -> &'a str {
+        let end = if end == OPEN {
+            self.version.text_len
+        } else {
+            end
+        };
+        self.store.text.get(start..end).unwrap_or_default()
     }
 
-    fn key(&self, entry: &Entry) -> &str {
-        self.str(entry.key_start, entry.key_end)
+    /// The entries of a container, first to last: `(key, value)`.
+    fn entries(&self, mut last: NodeId, len: usize) -> Vec<(&'a str, NodeId)> {
+        let mut entries = Vec::with_capacity(len);
+        while let Node::Entry {
+            key_start,
+            key_end,
+            value,
+            prev,
+        } = *self.store.node(last)
+        {
+            entries.push((self.store.key(key_start, key_end), value));
+            last = prev;
+        }
+        entries.reverse();
+        entries
     }
 
-    fn value_of(&self, node: &Node) -> Value {
-        match node {
-            Node::Null => Value::Null,
-            Node::Bool(value) => Value::Bool(*value),
-            Node::Number(number) => Value::Number(number.clone()),
-            Node::String { start, end } => Value::String(self.str(*start, *end).to_owned()),
-            Node::Array(chain) => Value::Array(
-                chain
-                    .in_order()
+    fn value_of(&self, id: NodeId) -> Value {
+        match *self.store.node(id) {
+            Node::Null | Node::Entry { .. } => Value::Null,
+            Node::Bool(value) => Value::Bool(value),
+            Node::Number(ref number) => Value::Number(number.clone()),
+            Node::String { start, end } => Value::String(self.string(start, end).to_owned()),
+            Node::Array { last, len } => Value::Array(
+                self.entries(last, len)
                     .into_iter()
-                    .map(|item| self.value_of(&item.value))
+                    .map(|(_, item)| self.value_of(item))
                     .collect(),
             ),
-            Node::Object(chain) => Value::Object(
-                chain
-                    .in_order()
+            Node::Object { last, len } => Value::Object(
+                self.entries(last, len)
                     .into_iter()
-                    .map(|member| (self.key(member).to_owned(), self.value_of(&member.value)))
+                    .map(|(key, member)| (key.to_owned(), self.value_of(member)))
                     .collect::<Map<_, _>>(),
             ),
         }
     }
 }
 
-impl fmt::Debug for ArgumentsSnapshot {
+impl fmt::Debug for ArgumentsView<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.to_value(), f)
     }
 }
 
-impl PartialEq<Value> for ArgumentsSnapshot {
+impl PartialEq<Value> for ArgumentsView<'_> {
     fn eq(&self, other: &Value) -> bool {
         self.to_value() == *other
     }
 }
 
-impl Serialize for ArgumentsSnapshot {
+impl Serialize for ArgumentsView<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        View {
-            snapshot: self,
-            node: &self.root,
+        NodeView {
+            view: self,
+            id: self.version.root,
         }
         .serialize(serializer)
     }
 }
 
-/// One node of a snapshot, serialized in place.
-struct View<'a> {
-    snapshot: &'a ArgumentsSnapshot,
-    node: &'a Node,
+/// One node of a view, serialized in place.
+struct NodeView<'v, 'a> {
+    view: &'v ArgumentsView<'a>,
+    id: NodeId,
 }
 
-impl Serialize for View<'_> {
+impl Serialize for NodeView<'_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let snapshot = self.snapshot;
-        let view = |node| View { snapshot, node };
-        match self.node {
-            Node::Null => serializer.serialize_unit(),
-            Node::Bool(value) => serializer.serialize_bool(*value),
-            Node::Number(number) => number.serialize(serializer),
-            Node::String { start, end } => serializer.serialize_str(snapshot.str(*start, *end)),
-            Node::Array(chain) => {
-                let mut seq = serializer.serialize_seq(Some(chain.len))?;
-                for item in chain.in_order() {
-                    seq.serialize_element(&view(&item.value))?;
+        let view = self.view;
+        let node = |id| NodeView { view, id };
+        match *view.store.node(self.id) {
+            Node::Null | Node::Entry { .. } => serializer.serialize_unit(),
+            Node::Bool(value) => serializer.serialize_bool(value),
+            Node::Number(ref number) => number.serialize(serializer),
+            Node::String { start, end } => serializer.serialize_str(view.string(start, end)),
+            Node::Array { last, len } => {
+                let mut seq = serializer.serialize_seq(Some(len))?;
+                for (_, item) in view.entries(last, len) {
+                    seq.serialize_element(&node(item))?;
                 }
                 seq.end()
             }
-            Node::Object(chain) => {
-                let mut map = serializer.serialize_map(Some(chain.len))?;
-                for member in chain.in_order() {
-                    map.serialize_entry(snapshot.key(member), &view(&member.value))?;
+            Node::Object { last, len } => {
+                let mut map = serializer.serialize_map(Some(len))?;
+                for (key, member) in view.entries(last, len) {
+                    map.serialize_entry(key, &node(member))?;
                 }
                 map.end()
             }
@@ -267,22 +281,23 @@ impl Serialize for View<'_> {
 
 /// The sink behind [`ArgumentsStream`].
 #[derive(Debug)]
-pub(super) struct SnapshotSink {
-    bytes: AppendOnlyBytes,
+pub(super) struct VersionSink {
+    store: Store,
     /// The open containers; `frames[0]` is the arguments object.
     frames: Vec<OpenContainer>,
-    /// The root of the last snapshot, while nothing but the open string changed since.
-    root: Option<Node>,
+    /// The root of the last version, while nothing but the open string changed since.
+    root: Option<NodeId>,
 }
 
 #[derive(Debug)]
 struct OpenContainer {
     object: bool,
-    /// The finished entries.
-    chain: Chain,
+    /// The last finished entry.
+    last: NodeId,
+    len: usize,
     slot: Option<OpenSlot>,
     /// The keys of a wide object.
-    keys: Option<HashSet<Box<[u8]>>>,
+    keys: Option<HashSet<Box<str>>>,
 }
 
 #[derive(Debug)]
@@ -290,15 +305,15 @@ struct OpenSlot {
     key_start: usize,
     key_end: usize,
     /// The entry that already has this key: what the slot shows replaces its value.
-    duplicate: Option<Arc<Entry>>,
+    duplicate: NodeId,
     shown: Shown,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 enum Shown {
     Nothing,
-    Node(Node),
-    /// The open string, from this byte to the end of the buffer.
+    Node(NodeId),
+    /// The open string, from this byte to the end of the text.
     String(usize),
     /// The next open container.
     Container,
@@ -308,81 +323,134 @@ impl OpenContainer {
     fn new(object: bool) -> Self {
         OpenContainer {
             object,
-            chain: Chain::default(),
+            last: NONE,
+            len: 0,
             slot: None,
             keys: None,
         }
     }
 
-    /// The entries with the slot showing `value`. A duplicate key keeps its first position
-    /// (SPEC §0.1), so the entries after it are written again.
-    fn with_slot(&self, slot: &OpenSlot, value: Node) -> Chain {
-        let Some(duplicate) = &slot.duplicate else {
-            return self.chain.with(slot.key_start, slot.key_end, value);
-        };
-        let after: Vec<&Entry> = self
-            .chain
-            .iter()
-            .take_while(|entry| !std::ptr::eq(*entry, &**duplicate))
-            .collect();
-        let mut chain = Chain {
-            last: duplicate.prev.clone(),
-            len: self.chain.len - after.len() - 1,
+    fn node(&self, last: NodeId, len: usize) -> Node {
+        if self.object {
+            Node::Object { last, len }
+        } else {
+            Node::Array { last, len }
         }
-        .with(slot.key_start, slot.key_end, value);
-        for entry in after.into_iter().rev() {
-            chain = chain.with(entry.key_start, entry.key_end, entry.value.clone());
-        }
-        chain
     }
 
-    fn node(&self, chain: Chain) -> Node {
-        if self.object {
-            Node::Object(chain)
-        } else {
-            Node::Array(chain)
+    /// The entry chain with the slot showing `value`: `(last, len)`. A duplicate key keeps
+    /// its first position (SPEC §0.1), so the entries after it are written again.
+    fn with_slot(&self, store: &mut Store, slot: &OpenSlot, value: NodeId) -> (NodeId, usize) {
+        if slot.duplicate == NONE {
+            let entry = Node::Entry {
+                key_start: slot.key_start,
+                key_end: slot.key_end,
+                value,
+                prev: self.last,
+            };
+            return (store.write(entry), self.len + 1);
         }
+        let mut after = Vec::new();
+        let mut at = self.last;
+        while at != slot.duplicate {
+            let Node::Entry {
+                key_start,
+                key_end,
+                value,
+                prev,
+            } = *store.node(at)
+            else {
+                return (self.last, self.len);
+            };
+            after.push((key_start, key_end, value));
+            at = prev;
+        }
+        let prev = match *store.node(at) {
+            Node::Entry { prev, .. } => prev,
+            _ => NONE,
+        };
+        let mut last = store.write(Node::Entry {
+            key_start: slot.key_start,
+            key_end: slot.key_end,
+            value,
+            prev,
+        });
+        for (key_start, key_end, value) in after.into_iter().rev() {
+            last = store.write(Node::Entry {
+                key_start,
+                key_end,
+                value,
+                prev: last,
+            });
+        }
+        (last, self.len)
+    }
+
+    /// The entry whose key is `key`, or [`NONE`].
+    fn find_key(&self, store: &Store, key: &str) -> NodeId {
+        if self.keys.as_ref().is_some_and(|keys| !keys.contains(key)) {
+            return NONE;
+        }
+        let mut at = self.last;
+        while let Node::Entry {
+            key_start,
+            key_end,
+            prev,
+            ..
+        } = *store.node(at)
+        {
+            if store.key(key_start, key_end) == key {
+                return at;
+            }
+            at = prev;
+        }
+        NONE
     }
 }
 
-impl SnapshotSink {
-    pub(super) fn new() -> Self {
-        SnapshotSink {
-            bytes: AppendOnlyBytes::new(),
+impl VersionSink {
+    fn new() -> Self {
+        VersionSink {
+            // Room for a small call's versions without growing.
+            store: Store {
+                nodes: Vec::with_capacity(16),
+                text: String::with_capacity(64),
+            },
             frames: vec![OpenContainer::new(true)],
             root: None,
         }
     }
 
-    pub(super) fn snapshot(&mut self) -> ArgumentsSnapshot {
-        let root = match &self.root {
-            Some(root) => root.clone(),
+    fn version(&mut self) -> ArgumentsVersion {
+        let root = match self.root {
+            Some(root) => root,
             None => {
                 let root = self.build();
-                self.root = Some(root.clone());
+                self.root = Some(root);
                 root
             }
         };
-        ArgumentsSnapshot {
+        ArgumentsVersion {
             root,
-            bytes: self.bytes.slice(..),
+            text_len: self.store.text.len(),
         }
     }
 
-    /// The open containers as they show now, innermost first; returns the root.
-    fn build(&self) -> Node {
-        let mut child = None;
+    /// Write the open containers as they show now, innermost first; returns the root.
+    fn build(&mut self) -> NodeId {
+        let store = &mut self.store;
+        let mut child = NONE;
         for frame in self.frames.iter().rev() {
-            let shown = frame
-                .slot
-                .as_ref()
-                .and_then(|slot| Some((slot, shown_node(&slot.shown, child.take(), OPEN)?)));
-            child = Some(frame.node(match shown {
-                Some((slot, value)) => frame.with_slot(slot, value),
-                None => frame.chain.clone(),
-            }));
+            let (last, len) = match &frame.slot {
+                Some(slot) => match shown_node(store, slot.shown, child, OPEN) {
+                    Some(value) => frame.with_slot(store, slot, value),
+                    None => (frame.last, frame.len),
+                },
+                None => (frame.last, frame.len),
+            };
+            child = store.write(frame.node(last, len));
         }
-        child.unwrap_or(Node::Object(Chain::default()))
+        child
     }
 
     fn show(&mut self, shown: Shown) {
@@ -393,31 +461,40 @@ impl SnapshotSink {
     }
 
     /// End the open slot of the innermost container, with what it shows.
-    fn finish_slot(&mut self, child: Option<Node>) {
-        let bytes = &self.bytes;
+    fn finish_slot(&mut self, child: NodeId) {
+        let store = &mut self.store;
         let Some(frame) = self.frames.last_mut() else {
             return;
         };
         let Some(slot) = frame.slot.take() else {
             return;
         };
-        let Some(value) = shown_node(&slot.shown, child, bytes.len()) else {
+        let end = store.text.len();
+        let Some(value) = shown_node(store, slot.shown, child, end) else {
             return;
         };
-        frame.chain = frame.with_slot(&slot, value);
-        if !frame.object || slot.duplicate.is_some() {
+        (frame.last, frame.len) = frame.with_slot(store, &slot, value);
+        if !frame.object || slot.duplicate != NONE {
             return;
         }
+        let key = store.key(slot.key_start, slot.key_end);
         match &mut frame.keys {
             Some(keys) => {
-                keys.insert(key_bytes(bytes, slot.key_start, slot.key_end).into());
+                keys.insert(key.into());
             }
-            None if frame.chain.len >= INDEXED_WIDTH => {
-                let keys = frame
-                    .chain
-                    .iter()
-                    .map(|entry| key_bytes(bytes, entry.key_start, entry.key_end).into())
-                    .collect();
+            None if frame.len >= INDEXED_WIDTH => {
+                let mut keys = HashSet::new();
+                let mut at = frame.last;
+                while let Node::Entry {
+                    key_start,
+                    key_end,
+                    prev,
+                    ..
+                } = *store.node(at)
+                {
+                    keys.insert(store.key(key_start, key_end).into());
+                    at = prev;
+                }
                 frame.keys = Some(keys);
             }
             None => {}
@@ -425,22 +502,26 @@ impl SnapshotSink {
     }
 }
 
-impl Sink for SnapshotSink {
-    type Saved = Node;
+impl Sink for VersionSink {
+    type Saved = NodeId;
 
     fn begin_delta(&mut self, _open_string: bool) {}
 
+    fn string_buffer(&mut self) -> Option<&mut String> {
+        Some(&mut self.store.text)
+    }
+
     fn array_len(&mut self) -> usize {
-        self.frames.last().map_or(0, |frame| frame.chain.len)
+        self.frames.last().map_or(0, |frame| frame.len)
     }
 
     fn enter_key(&mut self, key: &str) {
-        let key_start = self.bytes.len();
-        self.bytes.push_str(key);
-        let key_end = self.bytes.len();
-        let bytes = &self.bytes;
+        let store = &mut self.store;
+        let key_start = store.text.len();
+        store.text.push_str(key);
+        let key_end = store.text.len();
         if let Some(frame) = self.frames.last_mut() {
-            let duplicate = find_key(bytes, frame, key.as_bytes());
+            let duplicate = frame.find_key(store, key);
             frame.slot = Some(OpenSlot {
                 key_start,
                 key_end,
@@ -455,7 +536,7 @@ impl Sink for SnapshotSink {
             frame.slot = Some(OpenSlot {
                 key_start: 0,
                 key_end: 0,
-                duplicate: None,
+                duplicate: NONE,
                 shown: Shown::Nothing,
             });
         }
@@ -466,21 +547,21 @@ impl Sink for SnapshotSink {
         let closing = self.frames.last().is_some_and(|frame| frame.slot.is_none());
         if closing && self.frames.len() > 1 {
             if let Some(frame) = self.frames.pop() {
-                let node = frame.node(frame.chain.clone());
-                self.finish_slot(Some(node));
+                let node = self.store.write(frame.node(frame.last, frame.len));
+                self.finish_slot(node);
             }
         } else {
-            self.finish_slot(None);
+            self.finish_slot(NONE);
         }
     }
 
     fn show_string(&mut self) {
-        let start = self.bytes.len();
+        let start = self.store.text.len();
         self.show(Shown::String(start));
     }
 
     fn append(&mut self, text: &str) {
-        self.bytes.push_str(text);
+        self.store.text.push_str(text);
     }
 
     fn show_container(&mut self, object: bool) {
@@ -488,21 +569,25 @@ impl Sink for SnapshotSink {
         self.frames.push(OpenContainer::new(object));
     }
 
-    fn show_scalar(&mut self, value: Value) -> Option<Node> {
-        let slot = self.frames.last()?.slot.as_ref()?;
-        let previous = match &slot.shown {
-            Shown::Node(node) => Some(node.clone()),
-            _ => slot.duplicate.as_ref().map(|entry| entry.value.clone()),
-        };
-        self.show(Shown::Node(match value {
+    fn show_scalar(&mut self, value: Value) -> Option<NodeId> {
+        let node = self.store.write(match value {
             Value::Bool(value) => Node::Bool(value),
             Value::Number(number) => Node::Number(number),
             _ => Node::Null,
-        }));
+        });
+        let slot = self.frames.last()?.slot.as_ref()?;
+        let previous = match slot.shown {
+            Shown::Node(id) => Some(id),
+            _ => match *self.store.node(slot.duplicate) {
+                Node::Entry { value, .. } => Some(value),
+                _ => None,
+            },
+        };
+        self.show(Shown::Node(node));
         previous
     }
 
-    fn restore(&mut self, saved: Node) {
+    fn restore(&mut self, saved: NodeId) {
         self.show(Shown::Node(saved));
     }
 
@@ -512,33 +597,14 @@ impl Sink for SnapshotSink {
 }
 
 /// The node a slot shows: `child` for a container, a string up to `string_end`.
-fn shown_node(shown: &Shown, child: Option<Node>, string_end: usize) -> Option<Node> {
+fn shown_node(store: &mut Store, shown: Shown, child: NodeId, string_end: usize) -> Option<NodeId> {
     match shown {
         Shown::Nothing => None,
-        Shown::Node(node) => Some(node.clone()),
-        Shown::String(start) => Some(Node::String {
-            start: *start,
+        Shown::Node(id) => Some(id),
+        Shown::String(start) => Some(store.write(Node::String {
+            start,
             end: string_end,
-        }),
-        Shown::Container => child,
+        })),
+        Shown::Container => (child != NONE).then_some(child),
     }
-}
-
-fn key_bytes(bytes: &AppendOnlyBytes, start: usize, end: usize) -> &[u8] {
-    bytes.as_bytes().get(start..end).unwrap_or_default()
-}
-
-/// The entry of `frame` whose key is `key`.
-fn find_key(bytes: &AppendOnlyBytes, frame: &OpenContainer, key: &[u8]) -> Option<Arc<Entry>> {
-    if frame.keys.as_ref().is_some_and(|keys| !keys.contains(key)) {
-        return None;
-    }
-    let mut at = frame.chain.last.as_ref();
-    while let Some(entry) = at {
-        if key_bytes(bytes, entry.key_start, entry.key_end) == key {
-            return Some(Arc::clone(entry));
-        }
-        at = entry.prev.as_ref();
-    }
-    None
 }

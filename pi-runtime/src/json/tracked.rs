@@ -108,7 +108,10 @@ impl Sink for Tracked {
             | Some(ArgumentChange::Append { text: shown, .. }) => shown.push_str(text),
             _ => {
                 let change = match self.spare.take() {
-                    Some(ArgumentChange::Append { path, text: mut spare }) => {
+                    Some(ArgumentChange::Append {
+                        path,
+                        text: mut spare,
+                    }) => {
                         spare.clear();
                         spare.push_str(text);
                         ArgumentChange::Append { path, text: spare }

@@ -121,11 +121,11 @@ fn cut(text: &str, cuts: &[f64]) -> Vec<usize> {
     ends
 }
 
-/// Feed `text` cut at `ends`; check every intermediate value, change list and snapshot, and
-/// that no later delta changed an earlier snapshot.
+/// Feed `text` cut at `ends`; check every intermediate value, change list and version, and
+/// that no later delta changed an earlier version.
 fn stream(text: &str, ends: &[usize]) -> Result<Value, TestCaseError> {
     let mut parser = PartialJsonParser::new();
-    let mut snapshots = ArgumentsStream::new();
+    let mut versions = ArgumentsStream::new();
     let mut taken = Vec::new();
     let mut copy = Value::Object(Default::default());
     let mut start = 0;
@@ -133,14 +133,14 @@ fn stream(text: &str, ends: &[usize]) -> Result<Value, TestCaseError> {
         let changes = parser.push(&text[start..end]);
         apply_changes(&mut copy, changes);
         prop_assert_eq!(&copy, parser.value(), "changes, prefix {:?}", &text[..end]);
-        let snapshot = snapshots.push(&text[start..end]);
+        let version = versions.push(&text[start..end]);
         prop_assert_eq!(
-            &snapshot.to_value(),
+            &versions.view(version).to_value(),
             parser.value(),
-            "snapshot, prefix {:?}",
+            "version, prefix {:?}",
             &text[..end]
         );
-        taken.push((snapshot, parser.value().clone()));
+        taken.push((version, parser.value().clone()));
         prop_assert_eq!(
             parser.value(),
             &parse_partial(&text[..end]),
@@ -150,12 +150,12 @@ fn stream(text: &str, ends: &[usize]) -> Result<Value, TestCaseError> {
         start = end;
     }
     prop_assert_eq!(parser.text(), text);
-    prop_assert_eq!(snapshots.text(), text);
-    for (snapshot, value) in &taken {
-        prop_assert_eq!(&snapshot.to_value(), value, "a later delta changed a snapshot");
-        let serialized = serde_json::to_string(snapshot).map_err(|error| {
-            TestCaseError::fail(format!("snapshot does not serialize: {error}"))
-        })?;
+    prop_assert_eq!(versions.text(), text);
+    for (version, value) in &taken {
+        let view = versions.view(*version);
+        prop_assert_eq!(&view.to_value(), value, "a later delta changed a version");
+        let serialized = serde_json::to_string(&view)
+            .map_err(|error| TestCaseError::fail(format!("version does not serialize: {error}")))?;
         prop_assert_eq!(serialized, value.to_string());
     }
     Ok(parser.value().clone())

@@ -1,7 +1,7 @@
 //! Every example of SPEC §6.2 (partial arguments) and §6.4 (the final parse).
 
 use pi_runtime::json::{
-    ArgumentChange, PartialJsonParser, PathSegment, apply_changes, parse_partial,
+    ArgumentChange, ArgumentsStream, PartialJsonParser, PathSegment, apply_changes, parse_partial,
     parse_tool_call_arguments,
 };
 use serde_json::{Value, json};
@@ -264,4 +264,48 @@ fn the_parser_offers_the_final_parse() {
         parser.finish(),
         parse_tool_call_arguments(r#"{"command":"ec"#)
     );
+}
+
+#[test]
+fn versions_stay_as_they_were() {
+    let mut stream = ArgumentsStream::new();
+    let versions: Vec<_> = [
+        r#"{"path":"a"#,
+        r#"b","n":1"#,
+        r#"2,"n":-"#,
+        r#"7,"path":"c"#,
+        r#"d","list":[tr"#,
+        r#"ue,{"k":"v"}],"n":"x"}"#,
+    ]
+    .iter()
+    .map(|delta| stream.push(delta))
+    .collect();
+    let expected = [
+        json!({"path": "a"}),
+        json!({"path": "ab", "n": 1}),
+        // `-` is no number yet: the duplicate `n` shows its old value.
+        json!({"path": "ab", "n": 12}),
+        // A duplicate key keeps its first position.
+        json!({"path": "c", "n": -7}),
+        json!({"path": "cd", "n": -7, "list": [true]}),
+        json!({"path": "cd", "n": "x", "list": [true, {"k": "v"}]}),
+    ];
+    for (version, expected) in versions.iter().zip(&expected) {
+        assert_eq!(stream.view(*version).to_value(), *expected);
+        assert_eq!(
+            serde_json::to_string(&stream.view(*version)).unwrap(),
+            expected.to_string()
+        );
+    }
+    assert_eq!(stream.finish(), (expected[5].clone(), None));
+}
+
+#[test]
+fn a_version_read_by_another_stream_is_safe() {
+    let mut long = ArgumentsStream::new();
+    let version = long.push(r#"{"a":[1,2,3],"b":{"c":"d"}}"#);
+    let short = ArgumentsStream::new();
+    // Not its own version: the answer is meaningless, but reading it never panics.
+    let _ = short.view(version).to_value();
+    assert_eq!(long.view(version), json!({"a": [1, 2, 3], "b": {"c": "d"}}));
 }

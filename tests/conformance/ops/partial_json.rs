@@ -46,10 +46,11 @@ pub(crate) fn prepare_stream(request: &Map<String, Value>) -> Result<Prepared, S
     }
     .ok_or("bad request: `chunks` must be an array of strings")?;
     Ok(Box::new(move || match parser {
-        // Like pi's `ToolCallArgumentsStream`: an immutable snapshot after every chunk.
+        // Like pi's `ToolCallArgumentsStream`: a version that never changes after every chunk.
         Parser::Incremental => {
-            let mut stream = ArgumentsStream::new();
-            Answer::Snapshots(chunks.iter().map(|chunk| stream.push(chunk)).collect())
+            let mut stream = Box::new(ArgumentsStream::new());
+            let versions = chunks.iter().map(|chunk| stream.push(chunk)).collect();
+            Answer::Versions(stream, versions)
         }
         Parser::Seed => {
             let mut text = String::new();
