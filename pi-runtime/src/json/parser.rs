@@ -120,8 +120,9 @@ pub(super) struct Reader<S: Sink> {
     lexeme: Lexeme<S::Saved>,
     /// The number or literal being read (its buffers are reused from token to token).
     token: Token,
-    /// The last key read; it names the next value of the object that read it.
-    key: String,
+    /// Where the last key read starts in the sink's key buffer; it names the next value of
+    /// the object that read it.
+    key_start: usize,
     /// Text decoded from the current delta, not yet appended to the shown string.
     scratch: String,
     error: Option<PartialJsonError>,
@@ -209,7 +210,7 @@ impl<S: Sink> Reader<S> {
             skipped: 0,
             lexeme: Lexeme::None,
             token: Token::new(),
-            key: String::new(),
+            key_start: 0,
             scratch: String::new(),
             error: None,
         }
@@ -327,7 +328,7 @@ impl<S: Sink> Reader<S> {
                 has_key: has_key @ true,
             }) => {
                 *has_key = false;
-                self.sink.enter_key(&self.key);
+                self.sink.enter_key(self.key_start);
                 Slot::Live
             }
             Some(Frame::Object { .. }) => Slot::Skip,
@@ -340,7 +341,7 @@ impl<S: Sink> Reader<S> {
                 phase: Phase::Key | Phase::Comma,
                 ..
             }) => {
-                self.key.clear();
+                self.key_start = self.sink.start_key();
                 Target::Key
             }
             _ => match self.enter_value() {
@@ -367,7 +368,7 @@ impl<S: Sink> Reader<S> {
         };
         let target = *target;
         let out = match target {
-            Target::Key => &mut self.key,
+            Target::Key => self.sink.key_buffer(),
             Target::Value => match self.sink.string_buffer() {
                 Some(buffer) => buffer,
                 None => &mut self.scratch,

@@ -2,6 +2,7 @@
 //! one is, decided byte by byte so that a long token costs linear time.
 
 use serde_json::Value;
+use smallvec::SmallVec;
 
 /// Tokens up to this length are parsed from their text; longer ones from a bounded digest, so
 /// that showing the preview of a huge number after every delta stays cheap.
@@ -119,7 +120,8 @@ pub(super) struct Token {
     literal: Option<(&'static str, Value)>,
     len: usize,
     /// The token's text, while it is a live number no longer than [`DIRECT_PARSE_LIMIT`].
-    text: String,
+    /// (ASCII; most numbers fit without allocating.)
+    text: SmallVec<[u8; 24]>,
     /// Where the exponent marker is in `text`.
     exponent_at: usize,
     digest: Digest,
@@ -131,7 +133,7 @@ impl Token {
             number: Number::Start,
             literal: None,
             len: 0,
-            text: String::new(),
+            text: SmallVec::new(),
             exponent_at: 0,
             digest: Digest::default(),
         }
@@ -174,7 +176,7 @@ impl Token {
         if !keep_text && self.len <= DIRECT_PARSE_LIMIT {
             // The token outgrows its text: the digest takes over from what was read.
             let mut state = Number::Start;
-            for &byte in self.text.as_bytes() {
+            for &byte in &self.text {
                 state = state.next(byte);
                 self.digest.push(state, byte);
             }
@@ -191,7 +193,7 @@ impl Token {
                 if matches!(byte, b'e' | b'E') {
                     self.exponent_at = self.text.len();
                 }
-                self.text.push(char::from(byte));
+                self.text.push(byte);
             }
         }
         self.len += bytes.len();
@@ -225,12 +227,13 @@ impl Token {
 
     fn number_value(&self, with_exponent: bool) -> Value {
         if self.len <= DIRECT_PARSE_LIMIT {
-            let text = if with_exponent {
-                &self.text
+            let end = if with_exponent {
+                self.text.len()
             } else {
-                &self.text[..self.exponent_at.min(self.text.len())]
+                self.exponent_at.min(self.text.len())
             };
-            number(text)
+            // The text holds only the ASCII bytes of a number.
+            number(std::str::from_utf8(&self.text[..end]).unwrap_or_default())
         } else {
             number(&self.digest.text(with_exponent))
         }

@@ -30,8 +30,16 @@ pub(super) trait Sink {
     /// How many items the innermost open container (an array) shows.
     fn array_len(&mut self) -> usize;
 
-    /// Open the slot of member `key` in the innermost open object.
-    fn enter_key(&mut self, key: &str);
+    /// A key starts: returns where it starts in [`key_buffer`](Self::key_buffer).
+    fn start_key(&mut self) -> usize;
+
+    /// Where the reader decodes keys; nothing else writes to it between the start of a key
+    /// and the value it names.
+    fn key_buffer(&mut self) -> &mut String;
+
+    /// Open the slot of a member in the innermost open object: its key is the key buffer
+    /// from `key_start` on.
+    fn enter_key(&mut self, key_start: usize);
 
     /// Open the slot of item `index` (the array's length) in the innermost open array.
     fn enter_index(&mut self, index: usize);

@@ -515,13 +515,19 @@ impl Sink for VersionSink {
         self.frames.last().map_or(0, |frame| frame.len)
     }
 
-    fn enter_key(&mut self, key: &str) {
-        let store = &mut self.store;
-        let key_start = store.text.len();
-        store.text.push_str(key);
+    fn start_key(&mut self) -> usize {
+        self.store.text.len()
+    }
+
+    fn key_buffer(&mut self) -> &mut String {
+        &mut self.store.text
+    }
+
+    fn enter_key(&mut self, key_start: usize) {
+        let store = &self.store;
         let key_end = store.text.len();
         if let Some(frame) = self.frames.last_mut() {
-            let duplicate = frame.find_key(store, key);
+            let duplicate = frame.find_key(store, store.key(key_start, key_end));
             frame.slot = Some(OpenSlot {
                 key_start,
                 key_end,

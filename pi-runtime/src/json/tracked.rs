@@ -12,6 +12,8 @@ pub(super) struct Tracked {
     pub(super) changes: Vec<ArgumentChange>,
     /// The path to the open slot.
     path: Vec<PathSegment>,
+    /// The last key read.
+    key: String,
     /// Index in `changes` of the open string's latest change, while it is the last one.
     string_change: Option<usize>,
     /// The open string's `Append` from the previous delta, reused for the next one so that a
@@ -25,6 +27,7 @@ impl Tracked {
             value: Value::Object(Map::new()),
             changes: Vec::new(),
             path: Vec::new(),
+            key: String::new(),
             string_change: None,
             spare: None,
         }
@@ -74,7 +77,17 @@ impl Sink for Tracked {
             .map_or(0, Vec::len)
     }
 
-    fn enter_key(&mut self, key: &str) {
+    fn start_key(&mut self) -> usize {
+        self.key.clear();
+        0
+    }
+
+    fn key_buffer(&mut self) -> &mut String {
+        &mut self.key
+    }
+
+    fn enter_key(&mut self, key_start: usize) {
+        let key = self.key.get(key_start..).unwrap_or_default();
         self.path.push(PathSegment::Key(key.to_owned()));
     }
 
