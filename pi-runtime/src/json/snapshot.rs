@@ -129,7 +129,10 @@ impl ArgumentsStream {
 
     /// Read one delta; returns the partial arguments after it.
     pub fn push(&mut self, delta: &str) -> ArgumentsVersion {
-        self.reader.push(delta);
+        // An empty delta changes nothing (providers do send them).
+        if !delta.is_empty() {
+            self.reader.push(delta);
+        }
         self.reader.sink.version()
     }
 

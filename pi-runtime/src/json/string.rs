@@ -69,7 +69,7 @@ impl Escape {
         while at < bytes.len() {
             if *self == Escape::None {
                 // Every boundary below is an ASCII byte, so the slices are whole characters.
-                match memchr::memchr2(b'"', b'\\', &bytes[at..]) {
+                match find_special(&bytes[at..]) {
                     None => {
                         out.push_str(text.get(at..).unwrap_or_default());
                         return Read::Open;
@@ -174,6 +174,16 @@ impl Escape {
                 Escape::None
             }
         }
+    }
+}
+
+/// The first `"` or `\\` of `bytes`. Deltas are often a few bytes long, where a plain loop
+/// beats setting up the vectorized search.
+fn find_special(bytes: &[u8]) -> Option<usize> {
+    if bytes.len() < 16 {
+        bytes.iter().position(|&byte| byte == b'"' || byte == b'\\')
+    } else {
+        memchr::memchr2(b'"', b'\\', bytes)
     }
 }
 
