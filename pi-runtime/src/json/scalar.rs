@@ -141,18 +141,20 @@ impl Token {
 
     /// Start a new token, keeping the buffers.
     pub(super) fn restart(&mut self) {
-        let mut text = std::mem::take(&mut self.text);
-        let mut digits = std::mem::take(&mut self.digest.digits);
-        text.clear();
-        digits.clear();
-        *self = Token {
-            text,
-            digest: Digest {
+        if self.len > DIRECT_PARSE_LIMIT {
+            // Only a long token fills the digest.
+            let mut digits = std::mem::take(&mut self.digest.digits);
+            digits.clear();
+            self.digest = Digest {
                 digits,
                 ..Digest::default()
-            },
-            ..Token::new()
-        };
+            };
+        }
+        self.number = Number::Start;
+        self.literal = None;
+        self.len = 0;
+        self.text.clear();
+        self.exponent_at = 0;
     }
 
     /// Read more of the token (bytes that are not delimiters).

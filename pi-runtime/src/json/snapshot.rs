@@ -402,7 +402,9 @@ impl OpenContainer {
             ..
         } = *store.node(at)
         {
-            if store.key(key_start, key_end) == key {
+            if key_end - key_start == key.len()
+                && store.text.as_bytes().get(key_start..key_end) == Some(key.as_bytes())
+            {
                 return at;
             }
             at = prev;
