@@ -26,15 +26,15 @@ mod parser;
 mod scalar;
 mod seed;
 mod sink;
-mod snapshot;
 mod string;
 mod tracked;
+mod versions;
 
 pub use changes::{ArgumentChange, PathSegment, apply_changes};
 pub use finish::{NOT_AN_OBJECT, parse_tool_call_arguments, parse_with_repair, repair};
 pub use parser::{MAX_DEPTH, PartialJsonError, PartialJsonParser};
 pub use seed::parse_streaming_json;
-pub use snapshot::{ArgumentsStream, ArgumentsVersion, ArgumentsView};
+pub use versions::{ArgumentsStream, ArgumentsVersion, ArgumentsView};
 
 use serde_json::Value;
 

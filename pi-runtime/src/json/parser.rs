@@ -42,7 +42,7 @@ pub enum PartialJsonError {
 /// byte is read once and the value is updated in place, so a stream costs time linear in its
 /// length; `push` also returns the changes it made, proportional to the delta. For values
 /// that must outlive the next delta, [`ArgumentsStream`](super::ArgumentsStream) reads the
-/// same way and hands out cheap immutable snapshots instead.
+/// same way and keeps every version instead.
 ///
 /// ```
 /// use pi_runtime::json::PartialJsonParser;

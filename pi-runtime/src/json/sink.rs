@@ -3,8 +3,8 @@
 //! The parser ([`Reader`](super::parser::Reader)) decides what the partial arguments show;
 //! a sink keeps them. One reader feeds either sink: [`Tracked`](super::tracked::Tracked)
 //! keeps a `serde_json` value in place and lists the changes of each delta (what providers
-//! forward in `toolcall_delta` events), [`SnapshotSink`](super::snapshot::SnapshotSink) keeps
-//! immutable snapshots that share everything a delta did not touch.
+//! forward in `toolcall_delta` events), [`VersionSink`](super::versions::VersionSink) keeps
+//! a version after every delta, sharing everything the delta did not touch.
 //!
 //! The reader opens a *slot* where a value starts (a member of the innermost open object, or
 //! the next item of the innermost open array), shows a value in it, and leaves it when the
