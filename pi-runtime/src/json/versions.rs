@@ -73,6 +73,39 @@ impl Store {
     fn key(&self, start: usize, end: usize) -> &str {
         self.text.get(start..end).unwrap_or_default()
     }
+
+    fn entry(&self, id: NodeId) -> Option<ChainEntry> {
+        match *self.node(id) {
+            Node::Entry {
+                key_start,
+                key_end,
+                value,
+                prev,
+            } => Some(ChainEntry {
+                id,
+                key_start,
+                key_end,
+                value,
+                prev,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The entries of a container from `last` backwards.
+    fn chain(&self, last: NodeId) -> impl Iterator<Item = ChainEntry> + '_ {
+        std::iter::successors(self.entry(last), |entry| self.entry(entry.prev))
+    }
+}
+
+/// An entry of a chain, read out of its node.
+#[derive(Debug, Clone, Copy)]
+struct ChainEntry {
+    id: NodeId,
+    key_start: usize,
+    key_end: usize,
+    value: NodeId,
+    prev: NodeId,
 }
 
 /// Streams one call's argument text into versions of its partial arguments, each kept as it
@@ -189,18 +222,14 @@ impl<'a> ArgumentsView<'a> {
     }
 
     /// The entries of a container, first to last: `(key, value)`.
-    fn entries(&self, mut last: NodeId, len: usize) -> Vec<(&'a str, NodeId)> {
+    fn entries(&self, last: NodeId, len: usize) -> Vec<(&'a str, NodeId)> {
+        let store = self.store;
         let mut entries = Vec::with_capacity(len);
-        while let Node::Entry {
-            key_start,
-            key_end,
-            value,
-            prev,
-        } = *self.store.node(last)
-        {
-            entries.push((self.store.key(key_start, key_end), value));
-            last = prev;
-        }
+        entries.extend(
+            store
+                .chain(last)
+                .map(|entry| (store.key(entry.key_start, entry.key_end), entry.value)),
+        );
         entries.reverse();
         entries
     }
@@ -353,36 +382,22 @@ impl OpenContainer {
             };
             return (store.write(entry), self.len + 1);
         }
-        let mut after = Vec::new();
-        let mut at = self.last;
-        while at != slot.duplicate {
-            let Node::Entry {
-                key_start,
-                key_end,
-                value,
-                prev,
-            } = *store.node(at)
-            else {
-                return (self.last, self.len);
-            };
-            after.push((key_start, key_end, value));
-            at = prev;
-        }
-        let prev = match *store.node(at) {
-            Node::Entry { prev, .. } => prev,
-            _ => NONE,
-        };
+        let after: Vec<ChainEntry> = store
+            .chain(self.last)
+            .take_while(|entry| entry.id != slot.duplicate)
+            .collect();
+        let prev = store.entry(slot.duplicate).map_or(NONE, |entry| entry.prev);
         let mut last = store.write(Node::Entry {
             key_start: slot.key_start,
             key_end: slot.key_end,
             value,
             prev,
         });
-        for (key_start, key_end, value) in after.into_iter().rev() {
+        for entry in after.into_iter().rev() {
             last = store.write(Node::Entry {
-                key_start,
-                key_end,
-                value,
+                key_start: entry.key_start,
+                key_end: entry.key_end,
+                value: entry.value,
                 prev: last,
             });
         }
@@ -394,22 +409,14 @@ impl OpenContainer {
         if self.keys.as_ref().is_some_and(|keys| !keys.contains(key)) {
             return NONE;
         }
-        let mut at = self.last;
-        while let Node::Entry {
-            key_start,
-            key_end,
-            prev,
-            ..
-        } = *store.node(at)
-        {
-            if key_end - key_start == key.len()
-                && store.text.as_bytes().get(key_start..key_end) == Some(key.as_bytes())
-            {
-                return at;
-            }
-            at = prev;
-        }
-        NONE
+        store
+            .chain(self.last)
+            .find(|entry| {
+                entry.key_end - entry.key_start == key.len()
+                    && store.text.as_bytes().get(entry.key_start..entry.key_end)
+                        == Some(key.as_bytes())
+            })
+            .map_or(NONE, |entry| entry.id)
     }
 }
 
@@ -488,18 +495,10 @@ impl VersionSink {
                 keys.insert(key.into());
             }
             None if frame.len >= INDEXED_WIDTH => {
-                let mut keys = HashSet::new();
-                let mut at = frame.last;
-                while let Node::Entry {
-                    key_start,
-                    key_end,
-                    prev,
-                    ..
-                } = *store.node(at)
-                {
-                    keys.insert(store.key(key_start, key_end).into());
-                    at = prev;
-                }
+                let keys = store
+                    .chain(frame.last)
+                    .map(|entry| store.key(entry.key_start, entry.key_end).into())
+                    .collect();
                 frame.keys = Some(keys);
             }
             None => {}
