@@ -489,10 +489,9 @@ impl VersionSink {
         if !frame.object || slot.duplicate != NONE {
             return;
         }
-        let key = store.key(slot.key_start, slot.key_end);
         match &mut frame.keys {
             Some(keys) => {
-                keys.insert(key.into());
+                keys.insert(store.key(slot.key_start, slot.key_end).into());
             }
             None if frame.len >= INDEXED_WIDTH => {
                 let keys = store
