@@ -13,7 +13,7 @@ pub(crate) enum Answer {
     /// An `ok` that is a list of versions of a stream's partial arguments, written out like
     /// the values they are (pi answers with its snapshot objects and serializes them the
     /// same way).
-    Versions(Box<ArgumentsStream>, Vec<ArgumentsVersion>),
+    Versions(ArgumentsStream, Vec<ArgumentsVersion>),
     Err(String),
     Unsupported(String),
 }

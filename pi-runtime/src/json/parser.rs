@@ -11,9 +11,9 @@ use serde_json::Value;
 use smallvec::SmallVec;
 
 use super::changes::ArgumentChange;
-use super::scalar::Token;
+use super::scalar::{Scalar, Token};
 use super::sink::Sink;
-use super::string::{Escape, Read};
+use super::string::{Escape, Read, push_str};
 use super::tracked::Tracked;
 
 /// How deeply containers may nest. The final parse (`serde_json`) refuses deeper documents, so
@@ -183,7 +183,7 @@ enum Lexeme<Saved> {
     Token {
         slot: Slot,
         /// What the slot shows for this token now.
-        shown: Option<Value>,
+        shown: Option<Scalar>,
         /// The value of a duplicate key that the token's preview hides.
         hidden: Option<Saved>,
     },
@@ -222,7 +222,7 @@ impl<S: Sink> Reader<S> {
             // Deltas are small: start with room for several.
             self.text.reserve(delta.len().max(64));
         }
-        self.text.push_str(delta);
+        push_str(&mut self.text, delta);
         let open_string = matches!(
             self.lexeme,
             Lexeme::String {
@@ -486,16 +486,16 @@ impl<S: Sink> Reader<S> {
     /// Make the token's slot show `next`; returns the new `(shown, hidden)`.
     fn update_token(
         &mut self,
-        next: Option<Value>,
-        shown: Option<Value>,
+        next: Option<Scalar>,
+        shown: Option<Scalar>,
         hidden: Option<S::Saved>,
-    ) -> (Option<Value>, Option<S::Saved>) {
+    ) -> (Option<Scalar>, Option<S::Saved>) {
         if next == shown {
             return (shown, hidden);
         }
         match next {
             Some(value) => {
-                let previous = self.sink.show_scalar(value.clone());
+                let previous = self.sink.show_scalar(value);
                 // The first preview moves a duplicate key's old value aside.
                 let hidden = if shown.is_none() { previous } else { hidden };
                 (Some(value), hidden)

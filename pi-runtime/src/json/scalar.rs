@@ -1,6 +1,7 @@
 //! Number and literal tokens (SPEC §6.2): what an unterminated one shows and what a finished
 //! one is, decided byte by byte so that a long token costs linear time.
 
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 use smallvec::SmallVec;
 
@@ -112,12 +113,77 @@ impl Digest {
     }
 }
 
+/// A number or literal as the partial arguments show it: what a `serde_json` value of these
+/// kinds holds, without its allocation-capable enum, so the reader copies and compares it
+/// freely.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Scalar {
+    Null,
+    Bool(bool),
+    /// A non-negative integer (serde_json's `PosInt`).
+    PosInt(u64),
+    /// A negative integer (serde_json's `NegInt`).
+    NegInt(i64),
+    Float(f64),
+}
+
+impl PartialEq for Scalar {
+    /// Equal when they serialize alike: a float compares by its bits, so that `-0.0` and
+    /// `0.0` stay apart.
+    fn eq(&self, other: &Scalar) -> bool {
+        match (self, other) {
+            (Scalar::Null, Scalar::Null) => true,
+            (Scalar::Bool(a), Scalar::Bool(b)) => a == b,
+            (Scalar::PosInt(a), Scalar::PosInt(b)) => a == b,
+            (Scalar::NegInt(a), Scalar::NegInt(b)) => a == b,
+            (Scalar::Float(a), Scalar::Float(b)) => a.to_bits() == b.to_bits(),
+            _ => false,
+        }
+    }
+}
+
+impl Scalar {
+    fn from_number(number: &serde_json::Number) -> Scalar {
+        if let Some(value) = number.as_u64() {
+            Scalar::PosInt(value)
+        } else if let Some(value) = number.as_i64() {
+            Scalar::NegInt(value)
+        } else {
+            number.as_f64().map_or(Scalar::Null, Scalar::Float)
+        }
+    }
+
+    pub(super) fn to_value(self) -> Value {
+        match self {
+            Scalar::Null => Value::Null,
+            Scalar::Bool(value) => Value::Bool(value),
+            Scalar::PosInt(value) => Value::from(value),
+            Scalar::NegInt(value) => Value::from(value),
+            Scalar::Float(value) => {
+                serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number)
+            }
+        }
+    }
+}
+
+impl Serialize for Scalar {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Scalar::Null => serializer.serialize_unit(),
+            Scalar::Bool(value) => serializer.serialize_bool(value),
+            Scalar::PosInt(value) => serializer.serialize_u64(value),
+            Scalar::NegInt(value) => serializer.serialize_i64(value),
+            Scalar::Float(value) => serializer.serialize_f64(value),
+        }
+    }
+}
+
 /// A number or literal token: the text between two delimiters outside strings.
 #[derive(Debug, Clone)]
 pub(super) struct Token {
     number: Number,
-    /// The literal the token is a prefix of, and how much of it was read.
-    literal: Option<(&'static str, Value)>,
+    /// The literal the token is a prefix of, and its value.
+    literal: Option<(&'static [u8], Scalar)>,
     len: usize,
     /// The token's text, while it is a live number no longer than [`DIRECT_PARSE_LIMIT`].
     /// (ASCII; most numbers fit without allocating.)
@@ -163,19 +229,50 @@ impl Token {
             && let Some(&first) = bytes.first()
         {
             self.literal = match first {
-                b't' => Some(("true", Value::Bool(true))),
-                b'f' => Some(("false", Value::Bool(false))),
-                b'n' => Some(("null", Value::Null)),
+                b't' => Some((b"true", Scalar::Bool(true))),
+                b'f' => Some((b"false", Scalar::Bool(false))),
+                b'n' => Some((b"null", Scalar::Null)),
                 _ => None,
             };
         }
-        if let Some((literal, _)) = &self.literal
-            && literal.as_bytes().get(self.len..self.len + bytes.len()) != Some(bytes)
+        if let Some((literal, _)) = self.literal
+            && literal.get(self.len..self.len + bytes.len()) != Some(bytes)
         {
             self.literal = None;
         }
         let keep_text = self.len + bytes.len() <= DIRECT_PARSE_LIMIT;
-        if !keep_text && self.len <= DIRECT_PARSE_LIMIT {
+        if keep_text {
+            self.push_text(bytes);
+        } else {
+            self.push_digest(bytes);
+        }
+        self.len += bytes.len();
+    }
+
+    /// Follow the grammar over `bytes` and keep the text they add to a live number.
+    fn push_text(&mut self, bytes: &[u8]) {
+        let mut state = self.number;
+        let mut live = 0;
+        for &byte in bytes {
+            state = state.next(byte);
+            if state == Number::Dead {
+                break;
+            }
+            if matches!(byte, b'e' | b'E') {
+                self.exponent_at = self.text.len() + live;
+            }
+            live += 1;
+        }
+        self.number = state;
+        match bytes[..live] {
+            // One byte per delta is common: no call to `memcpy` for it.
+            [byte] => self.text.push(byte),
+            ref live => self.text.extend_from_slice(live),
+        }
+    }
+
+    fn push_digest(&mut self, bytes: &[u8]) {
+        if self.len <= DIRECT_PARSE_LIMIT {
             // The token outgrows its text: the digest takes over from what was read.
             let mut state = Number::Start;
             for &byte in &self.text {
@@ -189,34 +286,26 @@ impl Token {
                 break;
             }
             self.number = self.number.next(byte);
-            if !keep_text {
-                self.digest.push(self.number, byte);
-            } else if self.number != Number::Dead {
-                if matches!(byte, b'e' | b'E') {
-                    self.exponent_at = self.text.len();
-                }
-                self.text.push(byte);
-            }
+            self.digest.push(self.number, byte);
         }
-        self.len += bytes.len();
     }
 
     /// The value of the finished token, or `None` for a word that is neither a JSON number
     /// nor a literal (it is dropped with its member).
-    pub(super) fn complete(&self) -> Option<Value> {
-        if let Some((literal, value)) = &self.literal
+    pub(super) fn complete(&self) -> Option<Scalar> {
+        if let Some((literal, value)) = self.literal
             && literal.len() == self.len
         {
-            return Some(value.clone());
+            return Some(value);
         }
         self.number.is_complete().then(|| self.number_value(true))
     }
 
     /// What the unterminated token shows: a literal it is a prefix of, a number, or a number
     /// followed by an exponent marker without digits.
-    pub(super) fn preview(&self) -> Option<Value> {
-        if let Some((_, value)) = &self.literal {
-            return Some(value.clone());
+    pub(super) fn preview(&self) -> Option<Scalar> {
+        if let Some((_, value)) = self.literal {
+            return Some(value);
         }
         if self.number.is_complete() {
             Some(self.number_value(true))
@@ -227,36 +316,47 @@ impl Token {
         }
     }
 
-    fn number_value(&self, with_exponent: bool) -> Value {
+    fn number_value(&self, with_exponent: bool) -> Scalar {
         if self.len <= DIRECT_PARSE_LIMIT {
             let end = if with_exponent {
                 self.text.len()
             } else {
                 self.exponent_at.min(self.text.len())
             };
-            // The text holds only the ASCII bytes of a number.
-            number(std::str::from_utf8(&self.text[..end]).unwrap_or_default())
+            number(&self.text[..end])
         } else {
-            number(&self.digest.text(with_exponent))
+            number(self.digest.text(with_exponent).as_bytes())
         }
     }
 }
 
 /// The value of a number text that follows the JSON grammar. A number beyond `f64` is `null`:
 /// what JavaScript's `JSON.stringify` makes of the `Infinity` pi shows there.
-fn number(text: &str) -> Value {
+fn number(text: &[u8]) -> Scalar {
     // Plain integers, the common case, without a deserializer; serde_json reads them the
     // same way (u64, then i64). Everything else goes through serde_json, as the final
     // parse does, so a preview and the final value never round differently.
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    let plain = !digits.is_empty()
+    let (negative, digits) = match text {
+        [b'-', digits @ ..] => (true, digits),
+        digits => (false, digits),
+    };
+    if let [b'1'..=b'9', ..] = digits
         && digits.len() <= 18
-        && !digits.starts_with('0')
-        && digits.bytes().all(|byte| byte.is_ascii_digit());
-    if plain && let Ok(value) = text.parse::<i64>() {
-        return Value::from(value);
+        && digits.iter().all(u8::is_ascii_digit)
+    {
+        let magnitude = digits
+            .iter()
+            .fold(0, |value: i64, &digit| value * 10 + i64::from(digit - b'0'));
+        return if negative {
+            Scalar::NegInt(-magnitude)
+        } else {
+            Scalar::PosInt(magnitude.unsigned_abs())
+        };
     }
-    serde_json::from_str::<serde_json::Number>(text).map_or(Value::Null, Value::Number)
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Number>(text).ok())
+        .map_or(Scalar::Null, |number| Scalar::from_number(&number))
 }
 
 #[cfg(test)]
@@ -290,7 +390,11 @@ mod tests {
             ("truex", None),
         ];
         for (text, expected) in cases {
-            assert_eq!(token(text).preview(), expected, "{text}");
+            assert_eq!(
+                token(text).preview().map(Scalar::to_value),
+                expected,
+                "{text}"
+            );
         }
     }
 
@@ -312,7 +416,11 @@ mod tests {
             ("1e400", Some(json!(null))),
         ];
         for (text, expected) in cases {
-            assert_eq!(token(text).complete(), expected, "{text}");
+            assert_eq!(
+                token(text).complete().map(Scalar::to_value),
+                expected,
+                "{text}"
+            );
         }
     }
 
@@ -335,11 +443,14 @@ mod tests {
         let sticky = format!("1{}1e-2010", "0".repeat(2000));
         for text in [long_integer, long_fraction, long_mantissa, sticky] {
             let expected = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null);
-            assert_eq!(token(&text).complete(), Some(expected.clone()));
-            assert_eq!(token(&text).preview(), Some(expected));
+            assert_eq!(
+                token(&text).complete().map(Scalar::to_value),
+                Some(expected.clone())
+            );
+            assert_eq!(token(&text).preview().map(Scalar::to_value), Some(expected));
         }
         let bare = format!("{}e-", "7".repeat(1500));
         let mantissa = serde_json::from_str::<Value>(&bare[..1500]).unwrap_or(Value::Null);
-        assert_eq!(token(&bare).preview(), Some(mantissa));
+        assert_eq!(token(&bare).preview().map(Scalar::to_value), Some(mantissa));
     }
 }

@@ -11,7 +11,7 @@
 //! value ends. A container shown in a slot becomes the innermost open container until it is
 //! left.
 
-use serde_json::Value;
+use super::scalar::Scalar;
 
 pub(super) trait Sink {
     /// What a slot showed, set aside: the old value of a duplicate key while a number's
@@ -58,7 +58,7 @@ pub(super) trait Sink {
 
     /// The slot shows `value` (a number or literal); returns what it showed before, or the
     /// old value of its key.
-    fn show_scalar(&mut self, value: Value) -> Option<Self::Saved>;
+    fn show_scalar(&mut self, value: Scalar) -> Option<Self::Saved>;
 
     /// The slot shows a value it showed before.
     fn restore(&mut self, saved: Self::Saved);

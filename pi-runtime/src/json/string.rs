@@ -66,29 +66,38 @@ impl Escape {
     /// of the text.
     pub(super) fn read(&mut self, text: &str, mut at: usize, out: &mut String) -> Read {
         let bytes = text.as_bytes();
-        while at < bytes.len() {
-            if *self == Escape::None {
-                // Every boundary below is an ASCII byte, so the slices are whole characters.
-                match find_special(&bytes[at..]) {
-                    None => {
-                        out.push_str(text.get(at..).unwrap_or_default());
-                        return Read::Open;
-                    }
-                    Some(offset) => {
-                        let special = at + offset;
-                        out.push_str(text.get(at..special).unwrap_or_default());
-                        if bytes[special] == b'"' {
-                            return Read::Closed(special + 1);
-                        }
-                        *self = Escape::Backslash;
-                        at = special + 1;
-                    }
-                }
-            } else if self.step(bytes[at], out) {
+        loop {
+            if *self != Escape::None {
+                at = self.read_escape(bytes, at, out);
+            }
+            if at >= bytes.len() {
+                return Read::Open;
+            }
+            // Every boundary below is an ASCII byte, so the slices are whole characters.
+            let Some(offset) = find_special(&bytes[at..]) else {
+                push_str(out, text.get(at..).unwrap_or_default());
+                return Read::Open;
+            };
+            let special = at + offset;
+            push_str(out, text.get(at..special).unwrap_or_default());
+            if bytes[special] == b'"' {
+                return Read::Closed(special + 1);
+            }
+            *self = Escape::Backslash;
+            at = special + 1;
+        }
+    }
+
+    /// Continue an escape over `bytes[at..]` until it is resolved or the bytes end; returns
+    /// where plain text resumes. (Kept out of line: plain text is the common case.)
+    #[inline(never)]
+    fn read_escape(&mut self, bytes: &[u8], mut at: usize, out: &mut String) -> usize {
+        while at < bytes.len() && *self != Escape::None {
+            if self.step(bytes[at], out) {
                 at += 1;
             }
         }
-        Read::Open
+        at
     }
 
     /// Continue an escape with `byte`; `false` when `byte` is not part of it and must be read
@@ -174,6 +183,16 @@ impl Escape {
                 Escape::None
             }
         }
+    }
+}
+
+/// Append `text` to `out`. Most deltas are one character, often one byte, which is pushed
+/// without a call to `memcpy`.
+pub(super) fn push_str(out: &mut String, text: &str) {
+    match text.as_bytes() {
+        // A one-byte string is one ASCII character.
+        &[byte] => out.push(char::from(byte)),
+        _ => out.push_str(text),
     }
 }
 

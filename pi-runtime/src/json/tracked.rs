@@ -4,6 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::changes::{self, ArgumentChange, PathSegment, walk};
+use super::scalar::Scalar;
 use super::sink::Sink;
 
 #[derive(Debug)]
@@ -148,8 +149,8 @@ impl Sink for Tracked {
         });
     }
 
-    fn show_scalar(&mut self, value: Value) -> Option<Value> {
-        self.place(value)
+    fn show_scalar(&mut self, value: Scalar) -> Option<Value> {
+        self.place(value.to_value())
     }
 
     fn restore(&mut self, saved: Value) {

@@ -12,10 +12,12 @@ use std::collections::HashSet;
 use std::fmt;
 
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 use super::parser::{PartialJsonError, Reader};
+use super::scalar::Scalar;
 use super::sink::Sink;
+use super::string::push_str;
 
 type NodeId = usize;
 
@@ -29,9 +31,7 @@ const INDEXED_WIDTH: usize = 16;
 
 #[derive(Debug)]
 enum Node {
-    Null,
-    Bool(bool),
-    Number(Number),
+    Scalar(Scalar),
     String {
         start: usize,
         end: usize,
@@ -67,7 +67,7 @@ impl Store {
     }
 
     fn node(&self, id: NodeId) -> &Node {
-        self.nodes.get(id).unwrap_or(&Node::Null)
+        self.nodes.get(id).unwrap_or(&Node::Scalar(Scalar::Null))
     }
 
     fn key(&self, start: usize, end: usize) -> &str {
@@ -236,9 +236,8 @@ impl<'a> ArgumentsView<'a> {
 
     fn value_of(&self, id: NodeId) -> Value {
         match *self.store.node(id) {
-            Node::Null | Node::Entry { .. } => Value::Null,
-            Node::Bool(value) => Value::Bool(value),
-            Node::Number(ref number) => Value::Number(number.clone()),
+            Node::Entry { .. } => Value::Null,
+            Node::Scalar(scalar) => scalar.to_value(),
             Node::String { start, end } => Value::String(self.string(start, end).to_owned()),
             Node::Array { last, len } => Value::Array(
                 self.entries(last, len)
@@ -289,9 +288,8 @@ impl Serialize for NodeView<'_, '_> {
         let view = self.view;
         let node = |id| NodeView { view, id };
         match *view.store.node(self.id) {
-            Node::Null | Node::Entry { .. } => serializer.serialize_unit(),
-            Node::Bool(value) => serializer.serialize_bool(value),
-            Node::Number(ref number) => number.serialize(serializer),
+            Node::Entry { .. } => serializer.serialize_unit(),
+            Node::Scalar(scalar) => scalar.serialize(serializer),
             Node::String { start, end } => serializer.serialize_str(view.string(start, end)),
             Node::Array { last, len } => {
                 let mut seq = serializer.serialize_seq(Some(len))?;
@@ -570,7 +568,7 @@ impl Sink for VersionSink {
     }
 
     fn append(&mut self, text: &str) {
-        self.store.text.push_str(text);
+        push_str(&mut self.store.text, text);
     }
 
     fn show_container(&mut self, object: bool) {
@@ -578,12 +576,8 @@ impl Sink for VersionSink {
         self.frames.push(OpenContainer::new(object));
     }
 
-    fn show_scalar(&mut self, value: Value) -> Option<NodeId> {
-        let node = self.store.write(match value {
-            Value::Bool(value) => Node::Bool(value),
-            Value::Number(number) => Node::Number(number),
-            _ => Node::Null,
-        });
+    fn show_scalar(&mut self, value: Scalar) -> Option<NodeId> {
+        let node = self.store.write(Node::Scalar(value));
         let slot = self.frames.last()?.slot.as_ref()?;
         let previous = match slot.shown {
             Shown::Node(id) => Some(id),

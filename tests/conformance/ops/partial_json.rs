@@ -48,7 +48,7 @@ pub(crate) fn prepare_stream(request: &Map<String, Value>) -> Result<Prepared, S
     Ok(Box::new(move || match parser {
         // Like pi's `ToolCallArgumentsStream`: a version that never changes after every chunk.
         Parser::Incremental => {
-            let mut stream = Box::new(ArgumentsStream::new());
+            let mut stream = ArgumentsStream::new();
             let versions = chunks.iter().map(|chunk| stream.push(chunk)).collect();
             Answer::Versions(stream, versions)
         }
