@@ -8,6 +8,8 @@ use crate::ops;
 
 /// What an op answers.
 #[derive(Debug)]
+// The stream stays inline: boxing it would add an allocation to every timed run.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Answer {
     Ok(Value),
     /// An `ok` that is a list of versions of a stream's partial arguments, written out like

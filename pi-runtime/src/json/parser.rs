@@ -13,7 +13,7 @@ use smallvec::SmallVec;
 use super::changes::ArgumentChange;
 use super::scalar::{Scalar, Token};
 use super::sink::Sink;
-use super::string::{Escape, Read, push_str};
+use super::string::{Escape, Read, find_special, push_str};
 use super::tracked::Tracked;
 
 /// How deeply containers may nest. The final parse (`serde_json`) refuses deeper documents, so
@@ -112,9 +112,8 @@ pub(super) struct Reader<S: Sink> {
     pub(super) sink: S,
     text: String,
     root: Root,
-    /// The open containers of the shown value; `frames[0]` is the arguments object. Most
-    /// arguments nest a few levels, which fit without allocating.
-    frames: SmallVec<[Frame; 8]>,
+    /// The open containers of the shown value; the outermost is the arguments object.
+    frames: Frames,
     /// How many containers are open inside one that opened where no value goes.
     skipped: usize,
     lexeme: Lexeme<S::Saved>,
@@ -138,6 +137,44 @@ enum Root {
     Other,
     /// The root value has ended; the rest of the text is ignored.
     Done,
+}
+
+/// The stack of open containers. The innermost one, read on almost every byte, is kept in a
+/// plain field; the others wait in a vector that most arguments fit without allocating.
+#[derive(Debug, Default)]
+struct Frames {
+    innermost: Option<Frame>,
+    outer: SmallVec<[Frame; 8]>,
+}
+
+impl Frames {
+    fn len(&self) -> usize {
+        self.outer.len() + usize::from(self.innermost.is_some())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.innermost.is_none()
+    }
+
+    fn last(&self) -> Option<&Frame> {
+        self.innermost.as_ref()
+    }
+
+    fn last_mut(&mut self) -> Option<&mut Frame> {
+        self.innermost.as_mut()
+    }
+
+    fn push(&mut self, frame: Frame) {
+        if let Some(outer) = self.innermost.replace(frame) {
+            self.outer.push(outer);
+        }
+    }
+
+    fn pop(&mut self) -> Option<Frame> {
+        let innermost = self.innermost.take();
+        self.innermost = self.outer.pop();
+        innermost
+    }
 }
 
 #[derive(Debug)]
@@ -206,7 +243,7 @@ impl<S: Sink> Reader<S> {
             sink,
             text: String::new(),
             root: Root::Waiting,
-            frames: SmallVec::new(),
+            frames: Frames::default(),
             skipped: 0,
             lexeme: Lexeme::None,
             token: Token::new(),
@@ -218,6 +255,36 @@ impl<S: Sink> Reader<S> {
 
     /// Read one delta.
     pub(super) fn push(&mut self, delta: &str) {
+        if !self.extend_open_string(delta) {
+            self.read_delta(delta);
+        }
+    }
+
+    /// The most common delta, read without the state machine: more plain text of the shown
+    /// string that is open. Returns `false` for any other delta.
+    #[inline]
+    fn extend_open_string(&mut self, delta: &str) -> bool {
+        let Lexeme::String {
+            escape: Escape::None,
+            target: Target::Value,
+        } = self.lexeme
+        else {
+            return false;
+        };
+        if find_special(delta.as_bytes()).is_some() {
+            return false;
+        }
+        push_str(&mut self.text, delta);
+        self.sink.begin_delta(true);
+        match self.sink.string_buffer() {
+            Some(buffer) => push_str(buffer, delta),
+            None => self.sink.append(delta),
+        }
+        true
+    }
+
+    #[inline(never)]
+    fn read_delta(&mut self, delta: &str) {
         if self.text.capacity() == 0 && !delta.is_empty() {
             // Deltas are small: start with room for several.
             self.text.reserve(delta.len().max(64));

@@ -182,15 +182,51 @@ impl Serialize for Scalar {
 #[derive(Debug, Clone)]
 pub(super) struct Token {
     number: Number,
-    /// The literal the token is a prefix of, and its value.
-    literal: Option<(&'static [u8], Scalar)>,
+    /// The literal the token is a prefix of.
+    literal: Option<Literal>,
     len: usize,
     /// The token's text, while it is a live number no longer than [`DIRECT_PARSE_LIMIT`].
     /// (ASCII; most numbers fit without allocating.)
     text: SmallVec<[u8; 24]>,
     /// Where the exponent marker is in `text`.
     exponent_at: usize,
-    digest: Digest,
+    /// The digest of a token longer than [`DIRECT_PARSE_LIMIT`] (boxed: few tokens need it).
+    digest: Option<Box<Digest>>,
+}
+
+/// The JSON literals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Literal {
+    True,
+    False,
+    Null,
+}
+
+impl Literal {
+    fn starting_with(byte: u8) -> Option<Literal> {
+        match byte {
+            b't' => Some(Literal::True),
+            b'f' => Some(Literal::False),
+            b'n' => Some(Literal::Null),
+            _ => None,
+        }
+    }
+
+    fn text(self) -> &'static [u8] {
+        match self {
+            Literal::True => b"true",
+            Literal::False => b"false",
+            Literal::Null => b"null",
+        }
+    }
+
+    fn value(self) -> Scalar {
+        match self {
+            Literal::True => Scalar::Bool(true),
+            Literal::False => Scalar::Bool(false),
+            Literal::Null => Scalar::Null,
+        }
+    }
 }
 
 impl Token {
@@ -201,17 +237,19 @@ impl Token {
             len: 0,
             text: SmallVec::new(),
             exponent_at: 0,
-            digest: Digest::default(),
+            digest: None,
         }
     }
 
     /// Start a new token, keeping the buffers.
     pub(super) fn restart(&mut self) {
-        if self.len > DIRECT_PARSE_LIMIT {
-            // Only a long token fills the digest.
-            let mut digits = std::mem::take(&mut self.digest.digits);
+        if self.len > DIRECT_PARSE_LIMIT
+            && let Some(digest) = &mut self.digest
+        {
+            // Only a long token fills the digest; its digits keep their buffer.
+            let mut digits = std::mem::take(&mut digest.digits);
             digits.clear();
-            self.digest = Digest {
+            **digest = Digest {
                 digits,
                 ..Digest::default()
             };
@@ -228,15 +266,10 @@ impl Token {
         if self.len == 0
             && let Some(&first) = bytes.first()
         {
-            self.literal = match first {
-                b't' => Some((b"true", Scalar::Bool(true))),
-                b'f' => Some((b"false", Scalar::Bool(false))),
-                b'n' => Some((b"null", Scalar::Null)),
-                _ => None,
-            };
+            self.literal = Literal::starting_with(first);
         }
-        if let Some((literal, _)) = self.literal
-            && literal.get(self.len..self.len + bytes.len()) != Some(bytes)
+        if let Some(literal) = self.literal
+            && literal.text().get(self.len..self.len + bytes.len()) != Some(bytes)
         {
             self.literal = None;
         }
@@ -272,12 +305,13 @@ impl Token {
     }
 
     fn push_digest(&mut self, bytes: &[u8]) {
+        let digest = self.digest.get_or_insert_default();
         if self.len <= DIRECT_PARSE_LIMIT {
             // The token outgrows its text: the digest takes over from what was read.
             let mut state = Number::Start;
             for &byte in &self.text {
                 state = state.next(byte);
-                self.digest.push(state, byte);
+                digest.push(state, byte);
             }
             self.text.clear();
         }
@@ -286,17 +320,17 @@ impl Token {
                 break;
             }
             self.number = self.number.next(byte);
-            self.digest.push(self.number, byte);
+            digest.push(self.number, byte);
         }
     }
 
     /// The value of the finished token, or `None` for a word that is neither a JSON number
     /// nor a literal (it is dropped with its member).
     pub(super) fn complete(&self) -> Option<Scalar> {
-        if let Some((literal, value)) = self.literal
-            && literal.len() == self.len
+        if let Some(literal) = self.literal
+            && literal.text().len() == self.len
         {
-            return Some(value);
+            return Some(literal.value());
         }
         self.number.is_complete().then(|| self.number_value(true))
     }
@@ -304,8 +338,8 @@ impl Token {
     /// What the unterminated token shows: a literal it is a prefix of, a number, or a number
     /// followed by an exponent marker without digits.
     pub(super) fn preview(&self) -> Option<Scalar> {
-        if let Some((_, value)) = self.literal {
-            return Some(value);
+        if let Some(literal) = self.literal {
+            return Some(literal.value());
         }
         if self.number.is_complete() {
             Some(self.number_value(true))
@@ -317,15 +351,18 @@ impl Token {
     }
 
     fn number_value(&self, with_exponent: bool) -> Scalar {
-        if self.len <= DIRECT_PARSE_LIMIT {
-            let end = if with_exponent {
-                self.text.len()
-            } else {
-                self.exponent_at.min(self.text.len())
-            };
-            number(&self.text[..end])
-        } else {
-            number(self.digest.text(with_exponent).as_bytes())
+        match &self.digest {
+            Some(digest) if self.len > DIRECT_PARSE_LIMIT => {
+                number(digest.text(with_exponent).as_bytes())
+            }
+            _ => {
+                let end = if with_exponent {
+                    self.text.len()
+                } else {
+                    self.exponent_at.min(self.text.len())
+                };
+                number(&self.text[..end])
+            }
         }
     }
 }

@@ -17,12 +17,8 @@ impl Hex {
     fn push(&mut self, digit: u8) -> Option<u16> {
         self.raw[usize::from(self.len)] = digit;
         self.len += 1;
-        (self.len == 4).then(|| {
-            self.raw.iter().fold(0u16, |code, &digit| {
-                // Only hex digits get here (`is_ascii_hexdigit` was checked).
-                code << 4 | (char::from(digit).to_digit(16).unwrap_or(0) as u16)
-            })
-        })
+        // Only hex digits get here (`is_ascii_hexdigit` was checked).
+        (self.len == 4).then(|| hex_code(self.raw).unwrap_or(0))
     }
 
     /// `\u` and the digits read so far, kept as text when a non-digit follows.
@@ -92,6 +88,21 @@ impl Escape {
     /// where plain text resumes. (Kept out of line: plain text is the common case.)
     #[inline(never)]
     fn read_escape(&mut self, bytes: &[u8], mut at: usize, out: &mut String) -> usize {
+        if *self == Escape::Backslash {
+            // An escape the delta holds whole decodes at once.
+            match bytes.get(at..) {
+                Some(&[byte, ..]) if let Some(decoded) = simple_escape(byte) => {
+                    out.push(decoded);
+                    *self = Escape::None;
+                    return at + 1;
+                }
+                Some(&[b'u', a, b, c, d, ..]) if let Some(code) = hex_code([a, b, c, d]) => {
+                    *self = Escape::unit(code, out);
+                    at += 5;
+                }
+                _ => {}
+            }
+        }
         while at < bytes.len() && *self != Escape::None {
             if self.step(bytes[at], out) {
                 at += 1;
@@ -196,14 +207,24 @@ pub(super) fn push_str(out: &mut String, text: &str) {
     }
 }
 
-/// The first `"` or `\\` of `bytes`. Deltas are often a few bytes long, where a plain loop
-/// beats setting up the vectorized search.
-fn find_special(bytes: &[u8]) -> Option<usize> {
-    if bytes.len() < 16 {
-        bytes.iter().position(|&byte| byte == b'"' || byte == b'\\')
-    } else {
-        memchr::memchr2(b'"', b'\\', bytes)
+/// The first `"` or `\\` of `bytes`. Deltas and keys are often a few bytes long, where a plain
+/// loop beats setting up the vectorized search, so that only takes over past the first bytes.
+pub(super) fn find_special(bytes: &[u8]) -> Option<usize> {
+    const PLAIN: usize = 16;
+    let head = bytes.get(..PLAIN).unwrap_or(bytes);
+    if let Some(offset) = head.iter().position(|&byte| byte == b'"' || byte == b'\\') {
+        return Some(offset);
     }
+    let tail = bytes.get(PLAIN..)?;
+    memchr::memchr2(b'"', b'\\', tail).map(|offset| PLAIN + offset)
+}
+
+/// The code unit four hex digits spell, if they are hex digits.
+fn hex_code(digits: [u8; 4]) -> Option<u16> {
+    digits.iter().try_fold(0u16, |code, &digit| {
+        let value = char::from(digit).to_digit(16)?;
+        Some(code << 4 | value as u16)
+    })
 }
 
 fn simple_escape(byte: u8) -> Option<char> {

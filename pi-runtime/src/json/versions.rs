@@ -313,10 +313,31 @@ impl Serialize for NodeView<'_, '_> {
 #[derive(Debug)]
 pub(super) struct VersionSink {
     store: Store,
-    /// The open containers; `frames[0]` is the arguments object.
-    frames: Vec<OpenContainer>,
+    /// The open containers.
+    frames: OpenContainers,
     /// The root of the last version, while nothing but the open string changed since.
     root: Option<NodeId>,
+}
+
+/// The open containers: the arguments object and the containers open inside it.
+#[derive(Debug)]
+struct OpenContainers {
+    arguments: OpenContainer,
+    nested: Vec<OpenContainer>,
+}
+
+impl OpenContainers {
+    fn innermost(&self) -> &OpenContainer {
+        self.nested.last().unwrap_or(&self.arguments)
+    }
+
+    fn innermost_mut(&mut self) -> &mut OpenContainer {
+        self.nested.last_mut().unwrap_or(&mut self.arguments)
+    }
+
+    fn inner_to_outer(&self) -> impl Iterator<Item = &OpenContainer> {
+        self.nested.iter().rev().chain([&self.arguments])
+    }
 }
 
 #[derive(Debug)]
@@ -368,18 +389,25 @@ impl OpenContainer {
         }
     }
 
-    /// The entry chain with the slot showing `value`: `(last, len)`. A duplicate key keeps
-    /// its first position (SPEC §0.1), so the entries after it are written again.
+    /// The entry chain with the slot showing `value`: `(last, len)`.
+    #[inline]
     fn with_slot(&self, store: &mut Store, slot: &OpenSlot, value: NodeId) -> (NodeId, usize) {
-        if slot.duplicate == NONE {
-            let entry = Node::Entry {
-                key_start: slot.key_start,
-                key_end: slot.key_end,
-                value,
-                prev: self.last,
-            };
-            return (store.write(entry), self.len + 1);
+        if slot.duplicate != NONE {
+            return self.with_duplicate(store, slot, value);
         }
+        let entry = Node::Entry {
+            key_start: slot.key_start,
+            key_end: slot.key_end,
+            value,
+            prev: self.last,
+        };
+        (store.write(entry), self.len + 1)
+    }
+
+    /// [`with_slot`](Self::with_slot) for a duplicate key, which keeps its first position
+    /// (SPEC §0.1): the entries after it are written again.
+    #[inline(never)]
+    fn with_duplicate(&self, store: &mut Store, slot: &OpenSlot, value: NodeId) -> (NodeId, usize) {
         let after: Vec<ChainEntry> = store
             .chain(self.last)
             .take_while(|entry| entry.id != slot.duplicate)
@@ -426,7 +454,10 @@ impl VersionSink {
                 nodes: Vec::with_capacity(16),
                 text: String::with_capacity(64),
             },
-            frames: vec![OpenContainer::new(true)],
+            frames: OpenContainers {
+                arguments: OpenContainer::new(true),
+                nested: Vec::new(),
+            },
             root: None,
         }
     }
@@ -447,10 +478,12 @@ impl VersionSink {
     }
 
     /// Write the open containers as they show now, innermost first; returns the root.
+    /// (Out of line: most versions reuse the last root.)
+    #[inline(never)]
     fn build(&mut self) -> NodeId {
         let store = &mut self.store;
         let mut child = NONE;
-        for frame in self.frames.iter().rev() {
+        for frame in self.frames.inner_to_outer() {
             let (last, len) = match &frame.slot {
                 Some(slot) => match shown_node(store, slot.shown, child, OPEN) {
                     Some(value) => frame.with_slot(store, slot, value),
@@ -465,7 +498,7 @@ impl VersionSink {
 
     fn show(&mut self, shown: Shown) {
         self.root = None;
-        if let Some(slot) = self.frames.last_mut().and_then(|frame| frame.slot.as_mut()) {
+        if let Some(slot) = &mut self.frames.innermost_mut().slot {
             slot.shown = shown;
         }
     }
@@ -473,9 +506,7 @@ impl VersionSink {
     /// End the open slot of the innermost container, with what it shows.
     fn finish_slot(&mut self, child: NodeId) {
         let store = &mut self.store;
-        let Some(frame) = self.frames.last_mut() else {
-            return;
-        };
+        let frame = self.frames.innermost_mut();
         let Some(slot) = frame.slot.take() else {
             return;
         };
@@ -513,7 +544,7 @@ impl Sink for VersionSink {
     }
 
     fn array_len(&mut self) -> usize {
-        self.frames.last().map_or(0, |frame| frame.len)
+        self.frames.innermost().len
     }
 
     fn start_key(&mut self) -> usize {
@@ -527,38 +558,34 @@ impl Sink for VersionSink {
     fn enter_key(&mut self, key_start: usize) {
         let store = &self.store;
         let key_end = store.text.len();
-        if let Some(frame) = self.frames.last_mut() {
-            let duplicate = frame.find_key(store, store.key(key_start, key_end));
-            frame.slot = Some(OpenSlot {
-                key_start,
-                key_end,
-                duplicate,
-                shown: Shown::Nothing,
-            });
-        }
+        let frame = self.frames.innermost_mut();
+        let duplicate = frame.find_key(store, store.key(key_start, key_end));
+        frame.slot = Some(OpenSlot {
+            key_start,
+            key_end,
+            duplicate,
+            shown: Shown::Nothing,
+        });
     }
 
     fn enter_index(&mut self, _index: usize) {
-        if let Some(frame) = self.frames.last_mut() {
-            frame.slot = Some(OpenSlot {
-                key_start: 0,
-                key_end: 0,
-                duplicate: NONE,
-                shown: Shown::Nothing,
-            });
-        }
+        self.frames.innermost_mut().slot = Some(OpenSlot {
+            key_start: 0,
+            key_end: 0,
+            duplicate: NONE,
+            shown: Shown::Nothing,
+        });
     }
 
     fn leave(&mut self) {
         self.root = None;
-        let closing = self.frames.last().is_some_and(|frame| frame.slot.is_none());
-        if closing && self.frames.len() > 1 {
-            if let Some(frame) = self.frames.pop() {
+        let closing = self.frames.innermost().slot.is_none();
+        match self.frames.nested.pop_if(|_| closing) {
+            Some(frame) => {
                 let node = self.store.write(frame.node(frame.last, frame.len));
                 self.finish_slot(node);
             }
-        } else {
-            self.finish_slot(NONE);
+            None => self.finish_slot(NONE),
         }
     }
 
@@ -573,12 +600,12 @@ impl Sink for VersionSink {
 
     fn show_container(&mut self, object: bool) {
         self.show(Shown::Container);
-        self.frames.push(OpenContainer::new(object));
+        self.frames.nested.push(OpenContainer::new(object));
     }
 
     fn show_scalar(&mut self, value: Scalar) -> Option<NodeId> {
         let node = self.store.write(Node::Scalar(value));
-        let slot = self.frames.last()?.slot.as_ref()?;
+        let slot = self.frames.innermost().slot.as_ref()?;
         let previous = match slot.shown {
             Shown::Node(id) => Some(id),
             _ => match *self.store.node(slot.duplicate) {
