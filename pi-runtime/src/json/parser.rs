@@ -125,6 +125,8 @@ pub(super) struct Reader<S: Sink> {
     /// Text decoded from the current delta, not yet appended to the shown string.
     scratch: String,
     error: Option<PartialJsonError>,
+    /// The root value has ended or an error stopped the reader: later text is not read.
+    stopped: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,6 +252,7 @@ impl<S: Sink> Reader<S> {
             key_start: 0,
             scratch: String::new(),
             error: None,
+            stopped: false,
         }
     }
 
@@ -260,13 +263,13 @@ impl<S: Sink> Reader<S> {
         }
     }
 
-    /// The most common delta, read without the state machine: more plain text of the shown
-    /// string that is open. Returns `false` for any other delta.
+    /// The most common delta, read without the state machine: more plain text of the open
+    /// string. Returns `false` for any other delta.
     #[inline]
     fn extend_open_string(&mut self, delta: &str) -> bool {
         let Lexeme::String {
             escape: Escape::None,
-            target: Target::Value,
+            target,
         } = self.lexeme
         else {
             return false;
@@ -275,10 +278,14 @@ impl<S: Sink> Reader<S> {
             return false;
         }
         push_str(&mut self.text, delta);
-        self.sink.begin_delta(true);
-        match self.sink.string_buffer() {
-            Some(buffer) => push_str(buffer, delta),
-            None => self.sink.append(delta),
+        self.sink.begin_delta(target == Target::Value);
+        match target {
+            Target::Key => push_str(self.sink.key_buffer(), delta),
+            Target::Value => match self.sink.string_buffer() {
+                Some(buffer) => push_str(buffer, delta),
+                None => self.sink.append(delta),
+            },
+            Target::Skip { .. } => {}
         }
         true
     }
@@ -300,12 +307,12 @@ impl<S: Sink> Reader<S> {
         self.sink.begin_delta(open_string);
         let bytes = delta.as_bytes();
         let mut at = 0;
-        while at < bytes.len() && self.reading() {
+        while at < bytes.len() && !self.stopped {
             at = match self.lexeme {
                 Lexeme::String { .. } => self.read_string(delta, at),
                 Lexeme::Token { .. } => self.read_token(bytes, at),
                 Lexeme::None if self.skipped > 0 => self.skipped_byte(bytes[at], at),
-                Lexeme::None => self.structural(bytes[at], at),
+                Lexeme::None => self.structural(bytes, at),
             };
         }
         self.flush_string();
@@ -320,42 +327,57 @@ impl<S: Sink> Reader<S> {
         self.error.as_ref()
     }
 
-    fn reading(&self) -> bool {
-        self.root != Root::Done && self.error.is_none()
+    /// The root value has ended: the rest of the text is not read.
+    fn stop_at_root_end(&mut self) {
+        self.root = Root::Done;
+        self.stopped = true;
     }
 
-    /// One byte between lexemes, inside the shown value or before the root.
-    fn structural(&mut self, byte: u8, at: usize) -> usize {
-        match byte {
-            b' ' | b'\t' | b'\n' | b'\r' => {}
-            b'"' => self.start_string(),
-            b'{' | b'[' => self.open(byte == b'{'),
-            b'}' | b']' => self.close(),
-            b':' => {
-                if let Some(Frame::Object { phase, .. }) = self.frames.last_mut()
-                    && *phase == Phase::Colon
-                {
-                    *phase = Phase::Value;
+    /// Bytes between lexemes, inside the shown value or before the root: read up to and
+    /// including the first that starts a lexeme or opens or closes a container.
+    fn structural(&mut self, bytes: &[u8], mut at: usize) -> usize {
+        while let Some(&byte) = bytes.get(at) {
+            match byte {
+                b' ' | b'\t' | b'\n' | b'\r' => {}
+                b':' => {
+                    if let Some(Frame::Object { phase, .. }) = self.frames.last_mut()
+                        && *phase == Phase::Colon
+                    {
+                        *phase = Phase::Value;
+                    }
+                }
+                b',' => {
+                    if let Some(Frame::Object { phase, .. }) = self.frames.last_mut() {
+                        *phase = Phase::Key;
+                    }
+                }
+                b'"' => {
+                    self.start_string();
+                    return at + 1;
+                }
+                b'{' | b'[' => {
+                    self.open(byte == b'{');
+                    return at + 1;
+                }
+                b'}' | b']' => {
+                    self.close();
+                    return at + 1;
+                }
+                _ => {
+                    let slot = self.enter_value();
+                    self.token.restart();
+                    self.lexeme = Lexeme::Token {
+                        slot,
+                        shown: None,
+                        hidden: None,
+                    };
+                    // The token reads this byte.
+                    return at;
                 }
             }
-            b',' => {
-                if let Some(Frame::Object { phase, .. }) = self.frames.last_mut() {
-                    *phase = Phase::Key;
-                }
-            }
-            _ => {
-                let slot = self.enter_value();
-                self.token.restart();
-                self.lexeme = Lexeme::Token {
-                    slot,
-                    shown: None,
-                    hidden: None,
-                };
-                // The token reads this byte.
-                return at;
-            }
+            at += 1;
         }
-        at + 1
+        at
     }
 
     /// One byte inside a container that nothing shows: only its extent matters.
@@ -510,7 +532,7 @@ impl<S: Sink> Reader<S> {
             Slot::Root => {
                 // An invalid word before the root is skipped; a valid scalar is the root.
                 if self.token.complete().is_some() {
-                    self.root = Root::Done;
+                    self.stop_at_root_end();
                 }
             }
             Slot::Live => {
@@ -582,6 +604,7 @@ impl<S: Sink> Reader<S> {
             return true;
         }
         self.error = Some(PartialJsonError::TooDeep { limit: MAX_DEPTH });
+        self.stopped = true;
         false
     }
 
@@ -620,7 +643,7 @@ impl<S: Sink> Reader<S> {
             return;
         }
         if self.frames.is_empty() {
-            self.root = Root::Done;
+            self.stop_at_root_end();
             return;
         }
         self.sink.leave();
@@ -632,7 +655,7 @@ impl<S: Sink> Reader<S> {
         match self.frames.last_mut() {
             Some(Frame::Object { phase, .. }) => *phase = Phase::Comma,
             Some(Frame::Array) => {}
-            None => self.root = Root::Done,
+            None => self.stop_at_root_end(),
         }
     }
 }

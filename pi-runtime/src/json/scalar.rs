@@ -28,6 +28,7 @@ enum Number {
 }
 
 impl Number {
+    #[inline]
     fn next(self, byte: u8) -> Number {
         use Number::*;
         match (self, byte) {
@@ -390,10 +391,71 @@ fn number(text: &[u8]) -> Scalar {
             Scalar::PosInt(magnitude.unsigned_abs())
         };
     }
+    if let Some(value) = short_decimal(text) {
+        return Scalar::Float(value);
+    }
     std::str::from_utf8(text)
         .ok()
         .and_then(|text| serde_json::from_str::<serde_json::Number>(text).ok())
         .map_or(Scalar::Null, |number| Scalar::from_number(&number))
+}
+
+/// The value of a number text with a fraction or an exponent whose digits and power of ten
+/// are both exact in an `f64`: then one multiplication or division rounds it correctly, and
+/// it is the very operation serde_json performs for it (Clinger's fast path).
+fn short_decimal(text: &[u8]) -> Option<f64> {
+    /// Every power of ten up to here is exact in an `f64`.
+    const POWERS: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    /// Fewer digits than this always fit the 53 bits of an `f64` mantissa.
+    const EXACT_DIGITS: usize = 15;
+    let (negative, text) = match text {
+        [b'-', rest @ ..] => (true, rest),
+        text => (false, text),
+    };
+    let digits_in = |text: &[u8]| text.iter().take_while(|byte| byte.is_ascii_digit()).count();
+    let integer = digits_in(text);
+    let mut rest = &text[integer..];
+    let mut fraction: &[u8] = &[];
+    if let [b'.', after @ ..] = rest {
+        fraction = &after[..digits_in(after)];
+        rest = &after[fraction.len()..];
+    }
+    let exponent = match rest {
+        [] if !fraction.is_empty() => 0,
+        [b'e' | b'E', sign_and_digits @ ..] => {
+            let (negative, digits) = match sign_and_digits {
+                [b'-', digits @ ..] => (true, digits),
+                [b'+', digits @ ..] => (false, digits),
+                digits => (false, digits),
+            };
+            if digits.is_empty() || digits.len() > 4 || digits_in(digits) != digits.len() {
+                return None;
+            }
+            let value = digits
+                .iter()
+                .fold(0i32, |value, &digit| value * 10 + i32::from(digit - b'0'));
+            if negative { -value } else { value }
+        }
+        _ => return None,
+    };
+    if integer == 0 || integer + fraction.len() > EXACT_DIGITS {
+        return None;
+    }
+    let significand = text[..integer]
+        .iter()
+        .chain(fraction)
+        .fold(0u64, |value, &digit| value * 10 + u64::from(digit - b'0'));
+    let power_of_ten = exponent - fraction.len() as i32;
+    let power = *POWERS.get(power_of_ten.unsigned_abs() as usize)?;
+    let magnitude = if power_of_ten >= 0 {
+        significand as f64 * power
+    } else {
+        significand as f64 / power
+    };
+    Some(if negative { -magnitude } else { magnitude })
 }
 
 #[cfg(test)]
@@ -469,6 +531,40 @@ mod tests {
             let bytewise = token(text);
             assert_eq!(whole.preview(), bytewise.preview(), "{text}");
             assert_eq!(whole.complete(), bytewise.complete(), "{text}");
+        }
+    }
+
+    #[test]
+    fn short_decimals_match_serde_json() {
+        let texts = [
+            "0.1",
+            "-0.0",
+            "0e5",
+            "-0e0",
+            "1E2",
+            "1.5e-3",
+            "3.25",
+            "-0.5",
+            "123456789012345.5",
+            "12345678901234.5",
+            "0.000123",
+            "9.999999999999999e22",
+            "1e22",
+            "1e23",
+            "7e-22",
+            "7e-23",
+            "2.5E+3",
+            "1.0",
+            "100e-2",
+            "0.3e0010",
+        ];
+        for text in texts {
+            let expected = serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
+            let shown = number(text.as_bytes()).to_value();
+            assert_eq!(shown, expected, "{text}");
+            if let (Some(shown), Some(expected)) = (shown.as_f64(), expected.as_f64()) {
+                assert_eq!(shown.to_bits(), expected.to_bits(), "{text}");
+            }
         }
     }
 

@@ -349,12 +349,16 @@ struct OpenContainer {
     slot: Option<OpenSlot>,
     /// The keys of a wide object.
     keys: Option<HashSet<Box<str>>>,
+    /// A bit for each key of a narrower one ([`key_bit`]): a key whose bit is clear is new,
+    /// so most keys are never compared with the others.
+    key_bits: u64,
 }
 
 #[derive(Debug)]
 struct OpenSlot {
     key_start: usize,
     key_end: usize,
+    key_bit: u64,
     /// The entry that already has this key: what the slot shows replaces its value.
     duplicate: NodeId,
     shown: Shown,
@@ -378,6 +382,7 @@ impl OpenContainer {
             len: 0,
             slot: None,
             keys: None,
+            key_bits: 0,
         }
     }
 
@@ -430,9 +435,13 @@ impl OpenContainer {
         (last, self.len)
     }
 
-    /// The entry whose key is `key`, or [`NONE`].
-    fn find_key(&self, store: &Store, key: &str) -> NodeId {
-        if self.keys.as_ref().is_some_and(|keys| !keys.contains(key)) {
+    /// The entry whose key is `key` (whose bit is `bit`), or [`NONE`].
+    fn find_key(&self, store: &Store, key: &str, bit: u64) -> NodeId {
+        let surely_new = match &self.keys {
+            Some(keys) => !keys.contains(key),
+            None => self.key_bits & bit == 0,
+        };
+        if surely_new {
             return NONE;
         }
         store
@@ -518,6 +527,7 @@ impl VersionSink {
         if !frame.object || slot.duplicate != NONE {
             return;
         }
+        frame.key_bits |= slot.key_bit;
         match &mut frame.keys {
             Some(keys) => {
                 keys.insert(store.key(slot.key_start, slot.key_end).into());
@@ -559,10 +569,13 @@ impl Sink for VersionSink {
         let store = &self.store;
         let key_end = store.text.len();
         let frame = self.frames.innermost_mut();
-        let duplicate = frame.find_key(store, store.key(key_start, key_end));
+        let key = store.key(key_start, key_end);
+        let bit = key_bit(key);
+        let duplicate = frame.find_key(store, key, bit);
         frame.slot = Some(OpenSlot {
             key_start,
             key_end,
+            key_bit: bit,
             duplicate,
             shown: Shown::Nothing,
         });
@@ -572,6 +585,7 @@ impl Sink for VersionSink {
         self.frames.innermost_mut().slot = Some(OpenSlot {
             key_start: 0,
             key_end: 0,
+            key_bit: 0,
             duplicate: NONE,
             shown: Shown::Nothing,
         });
@@ -624,6 +638,14 @@ impl Sink for VersionSink {
     fn withdraw(&mut self) {
         self.show(Shown::Nothing);
     }
+}
+
+/// One of 64 bits, chosen by a hash of `key`.
+fn key_bit(key: &str) -> u64 {
+    let hash = key.bytes().fold(0u64, |hash, byte| {
+        (hash.rotate_left(5) ^ u64::from(byte)).wrapping_mul(0x517c_c1b7_2722_0a95)
+    });
+    1 << (hash >> 58)
 }
 
 /// The node a slot shows: `child` for a container, a string up to `string_end`.
