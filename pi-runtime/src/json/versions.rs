@@ -62,6 +62,10 @@ struct Store {
 
 impl Store {
     fn write(&mut self, node: Node) -> NodeId {
+        if self.nodes.len() == self.nodes.capacity() {
+            // Versions write nodes quickly: grow fourfold, copying less often.
+            self.nodes.reserve(self.nodes.len() * 3);
+        }
         self.nodes.push(node);
         self.nodes.len() - 1
     }
