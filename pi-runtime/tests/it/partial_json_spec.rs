@@ -185,6 +185,16 @@ fn change_lists_are_small_and_exact() {
             text: "in() {\n".into(),
         }]
     );
+    // Plain text of an open string; an empty delta changes nothing.
+    assert_eq!(parser.push(""), []);
+    assert_eq!(
+        parser.push("  "),
+        [ArgumentChange::Append {
+            path: vec![key("edits"), PathSegment::Index(0), key("newText")],
+            text: "  ".into(),
+        }]
+    );
+    assert_eq!(parser.push(""), []);
     assert_eq!(
         parser.push(r#"}"}],"n":4"#),
         [
@@ -208,7 +218,7 @@ fn change_lists_are_small_and_exact() {
     assert_eq!(parser.push("}"), []);
     assert_eq!(
         parser.value(),
-        &json!({"edits": [{"newText": "fn main() {\n}"}], "n": 42})
+        &json!({"edits": [{"newText": "fn main() {\n  }"}], "n": 42})
     );
 }
 
