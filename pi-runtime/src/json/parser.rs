@@ -137,8 +137,6 @@ enum Root {
     Object,
     /// The root is something else: it shows as `{}`.
     Other,
-    /// The root value has ended; the rest of the text is ignored.
-    Done,
 }
 
 /// The stack of open containers. The innermost one, read on almost every byte, is kept in a
@@ -330,7 +328,6 @@ impl<S: Sink> Reader<S> {
 
     /// The root value has ended: the rest of the text is not read.
     fn stop_at_root_end(&mut self) {
-        self.root = Root::Done;
         self.stopped = true;
     }
 
