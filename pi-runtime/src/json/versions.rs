@@ -450,11 +450,7 @@ impl OpenContainer {
         }
         store
             .chain(self.last)
-            .find(|entry| {
-                entry.key_end - entry.key_start == key.len()
-                    && store.text.as_bytes().get(entry.key_start..entry.key_end)
-                        == Some(key.as_bytes())
-            })
+            .find(|entry| store.key(entry.key_start, entry.key_end) == key)
             .map_or(NONE, |entry| entry.id)
     }
 }
