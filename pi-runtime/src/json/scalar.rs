@@ -371,9 +371,10 @@ impl Token {
 /// The value of a number text that follows the JSON grammar. A number beyond `f64` is `null`:
 /// what JavaScript's `JSON.stringify` makes of the `Infinity` pi shows there.
 fn number(text: &[u8]) -> Scalar {
-    // Plain integers, the common case, without a deserializer; serde_json reads them the
-    // same way (u64, then i64). Everything else goes through serde_json, as the final
-    // parse does, so a preview and the final value never round differently.
+    // Plain integers and short decimals, the common cases, without a deserializer, each
+    // computed the way serde_json computes it (integers as u64, then i64). Everything else
+    // goes through serde_json, as the final parse does, so a preview and the final value
+    // never round differently.
     let (negative, digits) = match text {
         [b'-', digits @ ..] => (true, digits),
         digits => (false, digits),
@@ -391,8 +392,8 @@ fn number(text: &[u8]) -> Scalar {
             Scalar::PosInt(magnitude.unsigned_abs())
         };
     }
-    if let Some(value) = short_decimal(text) {
-        return Scalar::Float(value);
+    if let Some(magnitude) = short_decimal(digits) {
+        return Scalar::Float(if negative { -magnitude } else { magnitude });
     }
     std::str::from_utf8(text)
         .ok()
@@ -400,9 +401,9 @@ fn number(text: &[u8]) -> Scalar {
         .map_or(Scalar::Null, |number| Scalar::from_number(&number))
 }
 
-/// The value of a number text with a fraction or an exponent whose digits and power of ten
-/// are both exact in an `f64`: then one multiplication or division rounds it correctly, and
-/// it is the very operation serde_json performs for it (Clinger's fast path).
+/// The magnitude of an unsigned number text with a fraction or an exponent whose digits and
+/// power of ten are both exact in an `f64`: then one multiplication or division rounds it
+/// correctly, and it is the very operation serde_json performs for it (Clinger's fast path).
 fn short_decimal(text: &[u8]) -> Option<f64> {
     /// Every power of ten up to here is exact in an `f64`.
     const POWERS: [f64; 23] = [
@@ -411,10 +412,6 @@ fn short_decimal(text: &[u8]) -> Option<f64> {
     ];
     /// Fewer digits than this always fit the 53 bits of an `f64` mantissa.
     const EXACT_DIGITS: usize = 15;
-    let (negative, text) = match text {
-        [b'-', rest @ ..] => (true, rest),
-        text => (false, text),
-    };
     let digits_in = |text: &[u8]| text.iter().take_while(|byte| byte.is_ascii_digit()).count();
     let integer = digits_in(text);
     let mut rest = &text[integer..];
@@ -450,12 +447,11 @@ fn short_decimal(text: &[u8]) -> Option<f64> {
         .fold(0u64, |value, &digit| value * 10 + u64::from(digit - b'0'));
     let power_of_ten = exponent - fraction.len() as i32;
     let power = *POWERS.get(power_of_ten.unsigned_abs() as usize)?;
-    let magnitude = if power_of_ten >= 0 {
+    Some(if power_of_ten >= 0 {
         significand as f64 * power
     } else {
         significand as f64 / power
-    };
-    Some(if negative { -magnitude } else { magnitude })
+    })
 }
 
 #[cfg(test)]
