@@ -406,8 +406,7 @@ impl<S: Sink> Reader<S> {
             None if self.root == Root::Waiting => Slot::Root,
             None => Slot::Skip,
             Some(Frame::Array) => {
-                let len = self.sink.array_len();
-                self.sink.enter_index(len);
+                self.sink.enter_index();
                 Slot::Live
             }
             Some(Frame::Object {
@@ -479,7 +478,7 @@ impl<S: Sink> Reader<S> {
                     }
                     Target::Value => {
                         self.flush_string();
-                        self.sink.leave();
+                        self.sink.end_value();
                         self.value_ended();
                     }
                     Target::Skip { ends_value } => {
@@ -536,7 +535,7 @@ impl<S: Sink> Reader<S> {
             Slot::Live => {
                 let complete = self.token.complete();
                 self.update_token(complete, shown, hidden);
-                self.sink.leave();
+                self.sink.end_value();
                 self.value_ended();
             }
             Slot::Skip => self.value_ended(),
@@ -644,7 +643,7 @@ impl<S: Sink> Reader<S> {
             self.stop_at_root_end();
             return;
         }
-        self.sink.leave();
+        self.sink.close();
         self.value_ended();
     }
 

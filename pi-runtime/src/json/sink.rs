@@ -3,13 +3,13 @@
 //! The parser ([`Reader`](super::parser::Reader)) decides what the partial arguments show;
 //! a sink keeps them. One reader feeds either sink: [`Tracked`](super::tracked::Tracked)
 //! keeps a `serde_json` value in place and lists the changes of each delta (what providers
-//! forward in `toolcall_delta` events), [`VersionSink`](super::versions::VersionSink) keeps
-//! a version after every delta, sharing everything the delta did not touch.
+//! forward in `toolcall_delta` events), [`VersionSink`](super::versions::VersionSink) logs
+//! what the reader shows, so that every prefix of the log is a version.
 //!
 //! The reader opens a *slot* where a value starts (a member of the innermost open object, or
-//! the next item of the innermost open array), shows a value in it, and leaves it when the
-//! value ends. A container shown in a slot becomes the innermost open container until it is
-//! left.
+//! the next item of the innermost open array), shows a value in it, and ends it when the
+//! value ends. A container shown in a slot becomes the innermost open container until it
+//! closes.
 
 use super::scalar::Scalar;
 
@@ -27,9 +27,6 @@ pub(super) trait Sink {
         None
     }
 
-    /// How many items the innermost open container (an array) shows.
-    fn array_len(&mut self) -> usize;
-
     /// A key starts: returns where it starts in [`key_buffer`](Self::key_buffer).
     fn start_key(&mut self) -> usize;
 
@@ -41,11 +38,14 @@ pub(super) trait Sink {
     /// from `key_start` on.
     fn enter_key(&mut self, key_start: usize);
 
-    /// Open the slot of item `index` (the array's length) in the innermost open array.
-    fn enter_index(&mut self, index: usize);
+    /// Open the slot of the next item of the innermost open array.
+    fn enter_index(&mut self);
 
-    /// The open slot's value has ended; a slot whose value is a container closes it.
-    fn leave(&mut self);
+    /// The open slot's string, number or literal has ended.
+    fn end_value(&mut self);
+
+    /// The innermost open container has ended, and with it the slot that shows it.
+    fn close(&mut self);
 
     /// The slot shows an empty string, which [`append`](Self::append) extends.
     fn show_string(&mut self);

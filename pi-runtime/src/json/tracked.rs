@@ -72,12 +72,6 @@ impl Sink for Tracked {
         self.string_change = None;
     }
 
-    fn array_len(&mut self) -> usize {
-        walk(&mut self.value, &self.path)
-            .and_then(|container| container.as_array())
-            .map_or(0, Vec::len)
-    }
-
     fn start_key(&mut self) -> usize {
         self.key.clear();
         0
@@ -92,14 +86,21 @@ impl Sink for Tracked {
         self.path.push(PathSegment::Key(key.to_owned()));
     }
 
-    fn enter_index(&mut self, index: usize) {
+    fn enter_index(&mut self) {
+        let index = walk(&mut self.value, &self.path)
+            .and_then(|container| container.as_array())
+            .map_or(0, Vec::len);
         self.path.push(PathSegment::Index(index));
     }
 
-    fn leave(&mut self) {
+    fn end_value(&mut self) {
         // The spare belongs to the open string only.
         self.spare = None;
         self.path.pop();
+    }
+
+    fn close(&mut self) {
+        self.end_value();
     }
 
     fn show_string(&mut self) {

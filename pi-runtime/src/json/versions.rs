@@ -1,14 +1,15 @@
 //! Every version of the partial arguments (SPEC §6.2, §11.3 item 1): after each delta, a
 //! version that later deltas never change, at the cost of the delta, not of the value.
 //!
-//! The versions of one stream live in one store: a vector of nodes that are never changed
-//! once written, and one string of decoded text. A container is a chain of entries from its
-//! last one backwards, so adding a member writes one entry and the containers above it, and a
-//! version is a root node. Strings and keys are ranges of the text. The string that is
-//! streaming is the last text written, and its node runs to the end of the text its version
-//! saw, so a delta that only extends it writes no node at all.
+//! The stream logs what the reader shows, in the order it shows it: a record for each value
+//! as it starts (a string, a container) or as it is read (a number, a literal), and one for
+//! each container that closes. Records are never changed once written, except that the open
+//! string's record learns where the string ends when it closes. A version is a prefix of the
+//! log, so taking one costs nothing; reading one replays its records, and that is where
+//! duplicate keys resolve (the first position, the last value: SPEC §0.1). Strings and keys
+//! are ranges of one string of decoded text.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
@@ -19,97 +20,58 @@ use super::scalar::Scalar;
 use super::sink::Sink;
 use super::string::push_str;
 
-type NodeId = usize;
-
-/// No node: the end of an entry chain.
-const NONE: NodeId = NodeId::MAX;
-/// The end of the open string: the end of the text its version saw.
+/// The end of a string that is still open.
 const OPEN: usize = usize::MAX;
-/// An object with this many members keeps a set of its keys, so that looking for a
-/// duplicate key does not walk all of them.
-const INDEXED_WIDTH: usize = 16;
 
-#[derive(Debug)]
-enum Node {
-    Scalar(Scalar),
-    String {
-        start: usize,
-        end: usize,
-    },
-    Array {
-        last: NodeId,
-        len: usize,
-    },
-    Object {
-        last: NodeId,
-        len: usize,
-    },
-    /// A member (with its key) or an item of a container, after the entry `prev`.
-    Entry {
-        key_start: usize,
-        key_end: usize,
-        value: NodeId,
-        prev: NodeId,
-    },
+/// A range of the decoded text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    start: usize,
+    end: usize,
 }
 
-/// The nodes and text of every version of a stream.
+impl Span {
+    /// The key of an array item, or of a close.
+    const NONE: Span = Span { start: 0, end: 0 };
+}
+
+/// One thing the reader showed.
+#[derive(Debug, Clone, Copy)]
+struct Record {
+    /// The member's key ([`Span::NONE`] for an item or a close).
+    key: Span,
+    event: Event,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    /// A string; its end is [`OPEN`] until it closes.
+    String(Span),
+    /// A number or literal, or the preview of one still being read.
+    Scalar(Scalar),
+    /// The same token read further: takes the place of the record before it.
+    Revised(Scalar),
+    /// The same token turned out to be no value: the record before it shows nothing.
+    Withdrawn,
+    /// An empty container; the records up to its `Close` fill it.
+    Open {
+        object: bool,
+    },
+    Close,
+}
+
+impl Event {
+    /// Whether this record voids the one before it.
+    fn replaces_previous(self) -> bool {
+        matches!(self, Event::Revised(_) | Event::Withdrawn)
+    }
+}
+
+/// The log and the decoded text of a stream.
 #[derive(Debug)]
 struct Store {
-    nodes: Vec<Node>,
+    records: Vec<Record>,
     text: String,
-}
-
-impl Store {
-    fn write(&mut self, node: Node) -> NodeId {
-        if self.nodes.len() == self.nodes.capacity() {
-            // Versions write nodes quickly: grow fourfold, copying less often.
-            self.nodes.reserve(self.nodes.len() * 3);
-        }
-        self.nodes.push(node);
-        self.nodes.len() - 1
-    }
-
-    fn node(&self, id: NodeId) -> &Node {
-        self.nodes.get(id).unwrap_or(&Node::Scalar(Scalar::Null))
-    }
-
-    fn key(&self, start: usize, end: usize) -> &str {
-        self.text.get(start..end).unwrap_or_default()
-    }
-
-    fn entry(&self, id: NodeId) -> Option<ChainEntry> {
-        match *self.node(id) {
-            Node::Entry {
-                key_start,
-                key_end,
-                value,
-                prev,
-            } => Some(ChainEntry {
-                id,
-                key_start,
-                key_end,
-                value,
-                prev,
-            }),
-            _ => None,
-        }
-    }
-
-    /// The entries of a container from `last` backwards.
-    fn chain(&self, last: NodeId) -> impl Iterator<Item = ChainEntry> + '_ {
-        std::iter::successors(self.entry(last), |entry| self.entry(entry.prev))
-    }
-}
-
-/// An entry of a chain, read out of its node.
-#[derive(Debug, Clone, Copy)]
-struct ChainEntry {
-    id: NodeId,
-    key_start: usize,
-    key_end: usize,
-    value: NodeId,
-    prev: NodeId,
 }
 
 /// Streams one call's argument text into versions of its partial arguments, each kept as it
@@ -118,10 +80,9 @@ struct ChainEntry {
 /// It reads like [`PartialJsonParser`](super::PartialJsonParser): each byte once, the same
 /// value for the same text however it was cut. Where the parser keeps one value current in
 /// place, [`push`](Self::push) returns an [`ArgumentsVersion`] that [`view`](Self::view)
-/// reads for as long as the stream lives. A version costs the delta and the depth of what it
-/// changed, never the size of the value: versions share every part a delta did not touch,
-/// including the text of a string that grew, and the stream keeps what they share until it
-/// is dropped.
+/// reads for as long as the stream lives. Taking a version costs nothing beyond reading the
+/// delta: the stream keeps one log of what it read, and a version is a prefix of it. Reading
+/// a version costs the size of its value.
 ///
 /// ```
 /// use pi_runtime::json::ArgumentsStream;
@@ -145,9 +106,10 @@ pub struct ArgumentsStream {
 /// [`ArgumentsStream::view`]. It belongs to the stream that made it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ArgumentsVersion {
-    root: NodeId,
-    /// How much decoded text the version saw: where its open string ends.
-    text_len: usize,
+    /// How many records the version saw.
+    records: usize,
+    /// Where the open string ended when the version was taken ([`OPEN`] if none was).
+    open_end: usize,
 }
 
 impl Default for ArgumentsStream {
@@ -174,7 +136,7 @@ impl ArgumentsStream {
     }
 
     /// The partial arguments of the text read so far.
-    pub fn version(&mut self) -> ArgumentsVersion {
+    pub fn version(&self) -> ArgumentsVersion {
         self.reader.sink.version()
     }
 
@@ -213,46 +175,119 @@ pub struct ArgumentsView<'a> {
 impl<'a> ArgumentsView<'a> {
     /// The version as a `serde_json` value (a full copy).
     pub fn to_value(&self) -> Value {
-        self.value_of(self.version.root)
+        let tree = self.replay();
+        tree.value_of(Tree::ROOT)
     }
 
-    fn string(&self, start: usize, end: usize) -> &'a str {
-        let end = if end == OPEN {
-            self.version.text_len
-        } else {
-            end
-        };
+    /// The version's records, replayed into a tree.
+    fn replay(&self) -> Tree<'a> {
+        let records = self.store.records.as_slice();
+        // (A version of another, shorter stream reads what there is.)
+        let records = records.get(..self.version.records).unwrap_or(records);
+        let mut tree = Tree::new();
+        // The open containers, outermost (the arguments object) first.
+        let mut open = vec![Tree::ROOT];
+        for (index, record) in records.iter().enumerate() {
+            if records
+                .get(index + 1)
+                .is_some_and(|next| next.event.replaces_previous())
+            {
+                continue;
+            }
+            let node = match record.event {
+                Event::Withdrawn => continue,
+                Event::Close => {
+                    if open.len() > 1 {
+                        open.pop();
+                    }
+                    continue;
+                }
+                Event::Scalar(scalar) | Event::Revised(scalar) => TreeNode::Scalar(scalar),
+                Event::String(span) => {
+                    // Only the last record can be a string the version saw open.
+                    let end = if index + 1 == records.len() {
+                        span.end.min(self.version.open_end)
+                    } else {
+                        span.end
+                    };
+                    TreeNode::String(self.text(span.start, end))
+                }
+                Event::Open { object: true } => TreeNode::Object(Vec::new()),
+                Event::Open { object: false } => TreeNode::Array(Vec::new()),
+            };
+            let parent = open.last().copied().unwrap_or(Tree::ROOT);
+            let child = tree.add(parent, self.text(record.key.start, record.key.end), node);
+            if let Event::Open { .. } = record.event {
+                open.push(child);
+            }
+        }
+        tree
+    }
+
+    fn text(&self, start: usize, end: usize) -> &'a str {
         self.store.text.get(start..end).unwrap_or_default()
     }
+}
 
-    /// The entries of a container, first to last: `(key, value)`.
-    fn entries(&self, last: NodeId, len: usize) -> Vec<(&'a str, NodeId)> {
-        let store = self.store;
-        let mut entries = Vec::with_capacity(len);
-        entries.extend(
-            store
-                .chain(last)
-                .map(|entry| (store.key(entry.key_start, entry.key_end), entry.value)),
-        );
-        entries.reverse();
-        entries
+/// A version replayed: its values, the arguments object first.
+struct Tree<'a> {
+    nodes: Vec<TreeNode<'a>>,
+    /// Where each key of each object is among its members: `(object, key)`.
+    members: HashMap<(usize, &'a str), usize>,
+}
+
+enum TreeNode<'a> {
+    Scalar(Scalar),
+    String(&'a str),
+    Array(Vec<usize>),
+    Object(Vec<(&'a str, usize)>),
+}
+
+impl<'a> Tree<'a> {
+    const ROOT: usize = 0;
+
+    fn new() -> Self {
+        Tree {
+            nodes: vec![TreeNode::Object(Vec::new())],
+            members: HashMap::new(),
+        }
     }
 
-    fn value_of(&self, id: NodeId) -> Value {
-        match *self.store.node(id) {
-            Node::Entry { .. } => Value::Null,
-            Node::Scalar(scalar) => scalar.to_value(),
-            Node::String { start, end } => Value::String(self.string(start, end).to_owned()),
-            Node::Array { last, len } => Value::Array(
-                self.entries(last, len)
-                    .into_iter()
-                    .map(|(_, item)| self.value_of(item))
-                    .collect(),
-            ),
-            Node::Object { last, len } => Value::Object(
-                self.entries(last, len)
-                    .into_iter()
-                    .map(|(key, member)| (key.to_owned(), self.value_of(member)))
+    /// Add `node` to the container `parent` (as member `key` of an object); returns its id.
+    fn add(&mut self, parent: usize, key: &'a str, node: TreeNode<'a>) -> usize {
+        let id = self.nodes.len();
+        self.nodes.push(node);
+        match self.nodes.get_mut(parent) {
+            Some(TreeNode::Array(items)) => items.push(id),
+            Some(TreeNode::Object(members)) => match self.members.get(&(parent, key)) {
+                // A duplicate key keeps its first position and shows its last value.
+                Some(&position) => {
+                    if let Some(member) = members.get_mut(position) {
+                        member.1 = id;
+                    }
+                }
+                None => {
+                    self.members.insert((parent, key), members.len());
+                    members.push((key, id));
+                }
+            },
+            _ => {}
+        }
+        id
+    }
+
+    fn value_of(&self, id: usize) -> Value {
+        match self.nodes.get(id) {
+            None => Value::Null,
+            Some(TreeNode::Scalar(scalar)) => scalar.to_value(),
+            Some(TreeNode::String(text)) => Value::String((*text).to_owned()),
+            Some(TreeNode::Array(items)) => {
+                Value::Array(items.iter().map(|&item| self.value_of(item)).collect())
+            }
+            Some(TreeNode::Object(members)) => Value::Object(
+                members
+                    .iter()
+                    .map(|&(key, member)| (key.to_owned(), self.value_of(member)))
                     .collect::<Map<_, _>>(),
             ),
         }
@@ -273,38 +308,39 @@ impl PartialEq<Value> for ArgumentsView<'_> {
 
 impl Serialize for ArgumentsView<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        NodeView {
-            view: self,
-            id: self.version.root,
+        let tree = self.replay();
+        TreeView {
+            tree: &tree,
+            id: Tree::ROOT,
         }
         .serialize(serializer)
     }
 }
 
-/// One node of a view, serialized in place.
-struct NodeView<'v, 'a> {
-    view: &'v ArgumentsView<'a>,
-    id: NodeId,
+/// One node of a replayed version, serialized in place.
+struct TreeView<'t, 'a> {
+    tree: &'t Tree<'a>,
+    id: usize,
 }
 
-impl Serialize for NodeView<'_, '_> {
+impl Serialize for TreeView<'_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let view = self.view;
-        let node = |id| NodeView { view, id };
-        match *view.store.node(self.id) {
-            Node::Entry { .. } => serializer.serialize_unit(),
-            Node::Scalar(scalar) => scalar.serialize(serializer),
-            Node::String { start, end } => serializer.serialize_str(view.string(start, end)),
-            Node::Array { last, len } => {
-                let mut seq = serializer.serialize_seq(Some(len))?;
-                for (_, item) in view.entries(last, len) {
+        let tree = self.tree;
+        let node = |id| TreeView { tree, id };
+        match tree.nodes.get(self.id) {
+            None => serializer.serialize_unit(),
+            Some(TreeNode::Scalar(scalar)) => scalar.serialize(serializer),
+            Some(TreeNode::String(text)) => serializer.serialize_str(text),
+            Some(TreeNode::Array(items)) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                for &item in items {
                     seq.serialize_element(&node(item))?;
                 }
                 seq.end()
             }
-            Node::Object { last, len } => {
-                let mut map = serializer.serialize_map(Some(len))?;
-                for (key, member) in view.entries(last, len) {
+            Some(TreeNode::Object(members)) => {
+                let mut map = serializer.serialize_map(Some(members.len()))?;
+                for &(key, member) in members {
                     map.serialize_entry(key, &node(member))?;
                 }
                 map.end()
@@ -317,250 +353,61 @@ impl Serialize for NodeView<'_, '_> {
 #[derive(Debug)]
 pub(super) struct VersionSink {
     store: Store,
-    /// The open containers.
-    frames: OpenContainers,
-    /// The root of the last version, while nothing but the open string changed since.
-    root: Option<NodeId>,
-}
-
-/// The open containers: the arguments object and the containers open inside it.
-#[derive(Debug)]
-struct OpenContainers {
-    arguments: OpenContainer,
-    nested: Vec<OpenContainer>,
-}
-
-impl OpenContainers {
-    fn innermost(&self) -> &OpenContainer {
-        self.nested.last().unwrap_or(&self.arguments)
-    }
-
-    fn innermost_mut(&mut self) -> &mut OpenContainer {
-        self.nested.last_mut().unwrap_or(&mut self.arguments)
-    }
-
-    fn inner_to_outer(&self) -> impl Iterator<Item = &OpenContainer> {
-        self.nested.iter().rev().chain([&self.arguments])
-    }
-}
-
-#[derive(Debug)]
-struct OpenContainer {
-    object: bool,
-    /// The last finished entry.
-    last: NodeId,
-    len: usize,
-    slot: Option<OpenSlot>,
-    /// The keys of a wide object.
-    keys: Option<HashSet<Box<str>>>,
-    /// A bit for each key of a narrower one ([`key_bit`]): a key whose bit is clear is new,
-    /// so most keys are never compared with the others.
-    key_bits: u64,
-}
-
-#[derive(Debug)]
-struct OpenSlot {
-    key_start: usize,
-    key_end: usize,
-    key_bit: u64,
-    /// The entry that already has this key: what the slot shows replaces its value.
-    duplicate: NodeId,
-    shown: Shown,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Shown {
-    Nothing,
-    Node(NodeId),
-    /// The open string, from this byte to the end of the text.
-    String(usize),
-    /// The next open container.
-    Container,
-}
-
-impl OpenContainer {
-    fn new(object: bool) -> Self {
-        OpenContainer {
-            object,
-            last: NONE,
-            len: 0,
-            slot: None,
-            keys: None,
-            key_bits: 0,
-        }
-    }
-
-    fn node(&self, last: NodeId, len: usize) -> Node {
-        if self.object {
-            Node::Object { last, len }
-        } else {
-            Node::Array { last, len }
-        }
-    }
-
-    /// The entry chain with the slot showing `value`: `(last, len)`.
-    #[inline]
-    fn with_slot(&self, store: &mut Store, slot: &OpenSlot, value: NodeId) -> (NodeId, usize) {
-        if slot.duplicate != NONE {
-            return self.with_duplicate(store, slot, value);
-        }
-        let entry = Node::Entry {
-            key_start: slot.key_start,
-            key_end: slot.key_end,
-            value,
-            prev: self.last,
-        };
-        (store.write(entry), self.len + 1)
-    }
-
-    /// [`with_slot`](Self::with_slot) for a duplicate key, which keeps its first position
-    /// (SPEC §0.1): the entries after it are written again.
-    #[inline(never)]
-    fn with_duplicate(&self, store: &mut Store, slot: &OpenSlot, value: NodeId) -> (NodeId, usize) {
-        let after: Vec<ChainEntry> = store
-            .chain(self.last)
-            .take_while(|entry| entry.id != slot.duplicate)
-            .collect();
-        let prev = store.entry(slot.duplicate).map_or(NONE, |entry| entry.prev);
-        let mut last = store.write(Node::Entry {
-            key_start: slot.key_start,
-            key_end: slot.key_end,
-            value,
-            prev,
-        });
-        for entry in after.into_iter().rev() {
-            last = store.write(Node::Entry {
-                key_start: entry.key_start,
-                key_end: entry.key_end,
-                value: entry.value,
-                prev: last,
-            });
-        }
-        (last, self.len)
-    }
-
-    /// The entry whose key is `key` (whose bit is `bit`), or [`NONE`].
-    fn find_key(&self, store: &Store, key: &str, bit: u64) -> NodeId {
-        let surely_new = match &self.keys {
-            Some(keys) => !keys.contains(key),
-            None => self.key_bits & bit == 0,
-        };
-        if surely_new {
-            return NONE;
-        }
-        store
-            .chain(self.last)
-            // Bytes, length first: `Store::key` checks character boundaries, which this
-            // walk does not need and which costs 2% of a stream's instructions.
-            .find(|entry| {
-                entry.key_end - entry.key_start == key.len()
-                    && store.text.as_bytes().get(entry.key_start..entry.key_end)
-                        == Some(key.as_bytes())
-            })
-            .map_or(NONE, |entry| entry.id)
-    }
+    /// The key of the open slot ([`Span::NONE`] for an item).
+    key: Span,
+    /// The record of the open string.
+    open_string: Option<usize>,
+    /// The open slot shows a token's value, which the token's next record replaces.
+    token_shown: bool,
 }
 
 impl VersionSink {
     fn new() -> Self {
         VersionSink {
-            // Room for a small call's versions without growing.
+            // Room for a small call's records and text without growing.
             store: Store {
-                nodes: Vec::with_capacity(16),
+                records: Vec::with_capacity(16),
                 text: String::with_capacity(64),
             },
-            frames: OpenContainers {
-                arguments: OpenContainer::new(true),
-                nested: Vec::new(),
-            },
-            root: None,
+            key: Span::NONE,
+            open_string: None,
+            token_shown: false,
         }
     }
 
-    fn version(&mut self) -> ArgumentsVersion {
-        let root = match self.root {
-            Some(root) => root,
-            None => {
-                let root = self.build();
-                self.root = Some(root);
-                root
-            }
-        };
+    fn version(&self) -> ArgumentsVersion {
         ArgumentsVersion {
-            root,
-            text_len: self.store.text.len(),
+            records: self.store.records.len(),
+            open_end: match self.open_string {
+                Some(_) => self.store.text.len(),
+                None => OPEN,
+            },
         }
     }
 
-    /// Write the open containers as they show now, innermost first; returns the root.
-    /// (Out of line: most versions reuse the last root.)
-    #[inline(never)]
-    fn build(&mut self) -> NodeId {
-        let store = &mut self.store;
-        let mut child = NONE;
-        for frame in self.frames.inner_to_outer() {
-            let (last, len) = match &frame.slot {
-                Some(slot) => match shown_node(store, slot.shown, child, OPEN) {
-                    Some(value) => frame.with_slot(store, slot, value),
-                    None => (frame.last, frame.len),
-                },
-                None => (frame.last, frame.len),
-            };
-            child = store.write(frame.node(last, len));
+    fn write(&mut self, key: Span, event: Event) {
+        let records = &mut self.store.records;
+        if records.len() == records.capacity() {
+            // Per-character streams write records quickly: grow fourfold, copying less often.
+            records.reserve(records.len() * 3);
         }
-        child
+        records.push(Record { key, event });
     }
 
-    fn show(&mut self, shown: Shown) {
-        self.root = None;
-        if let Some(slot) = &mut self.frames.innermost_mut().slot {
-            slot.shown = shown;
-        }
-    }
-
-    /// End the open slot of the innermost container, with what it shows.
-    fn finish_slot(&mut self, child: NodeId) {
-        let store = &mut self.store;
-        let frame = self.frames.innermost_mut();
-        let Some(slot) = frame.slot.take() else {
-            return;
-        };
-        let end = store.text.len();
-        let Some(value) = shown_node(store, slot.shown, child, end) else {
-            return;
-        };
-        (frame.last, frame.len) = frame.with_slot(store, &slot, value);
-        if !frame.object || slot.duplicate != NONE {
-            return;
-        }
-        frame.key_bits |= slot.key_bit;
-        match &mut frame.keys {
-            Some(keys) => {
-                keys.insert(store.key(slot.key_start, slot.key_end).into());
-            }
-            None if frame.len >= INDEXED_WIDTH => {
-                let keys = store
-                    .chain(frame.last)
-                    .map(|entry| store.key(entry.key_start, entry.key_end).into())
-                    .collect();
-                frame.keys = Some(keys);
-            }
-            None => {}
-        }
+    fn open_slot(&mut self, key: Span) {
+        self.key = key;
+        self.token_shown = false;
     }
 }
 
 impl Sink for VersionSink {
-    type Saved = NodeId;
+    /// The log keeps what a duplicate key showed before; nothing needs setting aside.
+    type Saved = ();
 
     fn begin_delta(&mut self, _open_string: bool) {}
 
     fn string_buffer(&mut self) -> Option<&mut String> {
         Some(&mut self.store.text)
-    }
-
-    fn array_len(&mut self) -> usize {
-        self.frames.innermost().len
     }
 
     fn start_key(&mut self) -> usize {
@@ -572,46 +419,38 @@ impl Sink for VersionSink {
     }
 
     fn enter_key(&mut self, key_start: usize) {
-        let store = &self.store;
-        let key_end = store.text.len();
-        let frame = self.frames.innermost_mut();
-        let key = store.key(key_start, key_end);
-        let bit = key_bit(key);
-        let duplicate = frame.find_key(store, key, bit);
-        frame.slot = Some(OpenSlot {
-            key_start,
-            key_end,
-            key_bit: bit,
-            duplicate,
-            shown: Shown::Nothing,
+        let end = self.store.text.len();
+        self.open_slot(Span {
+            start: key_start,
+            end,
         });
     }
 
-    fn enter_index(&mut self, _index: usize) {
-        self.frames.innermost_mut().slot = Some(OpenSlot {
-            key_start: 0,
-            key_end: 0,
-            key_bit: 0,
-            duplicate: NONE,
-            shown: Shown::Nothing,
-        });
+    fn enter_index(&mut self) {
+        self.open_slot(Span::NONE);
     }
 
-    fn leave(&mut self) {
-        self.root = None;
-        let closing = self.frames.innermost().slot.is_none();
-        match self.frames.nested.pop_if(|_| closing) {
-            Some(frame) => {
-                let node = self.store.write(frame.node(frame.last, frame.len));
-                self.finish_slot(node);
+    fn end_value(&mut self) {
+        if let Some(index) = self.open_string.take() {
+            let end = self.store.text.len();
+            if let Some(Record {
+                event: Event::String(span),
+                ..
+            }) = self.store.records.get_mut(index)
+            {
+                span.end = end;
             }
-            None => self.finish_slot(NONE),
         }
     }
 
+    fn close(&mut self) {
+        self.write(Span::NONE, Event::Close);
+    }
+
     fn show_string(&mut self) {
+        self.open_string = Some(self.store.records.len());
         let start = self.store.text.len();
-        self.show(Shown::String(start));
+        self.write(self.key, Event::String(Span { start, end: OPEN }));
     }
 
     fn append(&mut self, text: &str) {
@@ -619,50 +458,27 @@ impl Sink for VersionSink {
     }
 
     fn show_container(&mut self, object: bool) {
-        self.show(Shown::Container);
-        self.frames.nested.push(OpenContainer::new(object));
+        self.write(self.key, Event::Open { object });
     }
 
-    fn show_scalar(&mut self, value: Scalar) -> Option<NodeId> {
-        let node = self.store.write(Node::Scalar(value));
-        let slot = self.frames.innermost().slot.as_ref()?;
-        let previous = match slot.shown {
-            Shown::Node(id) => Some(id),
-            _ => match *self.store.node(slot.duplicate) {
-                Node::Entry { value, .. } => Some(value),
-                _ => None,
-            },
+    fn show_scalar(&mut self, value: Scalar) -> Option<()> {
+        let event = if self.token_shown {
+            Event::Revised(value)
+        } else {
+            Event::Scalar(value)
         };
-        self.show(Shown::Node(node));
-        previous
+        self.token_shown = true;
+        self.write(self.key, event);
+        None
     }
 
-    fn restore(&mut self, saved: NodeId) {
-        self.show(Shown::Node(saved));
+    fn restore(&mut self, _saved: ()) {
+        self.withdraw();
     }
 
     fn withdraw(&mut self) {
-        self.show(Shown::Nothing);
-    }
-}
-
-/// One of 64 bits, chosen by a hash of `key`.
-fn key_bit(key: &str) -> u64 {
-    let hash = key.bytes().fold(0u64, |hash, byte| {
-        (hash.rotate_left(5) ^ u64::from(byte)).wrapping_mul(0x517c_c1b7_2722_0a95)
-    });
-    1 << (hash >> 58)
-}
-
-/// The node a slot shows: `child` for a container, a string up to `string_end`.
-fn shown_node(store: &mut Store, shown: Shown, child: NodeId, string_end: usize) -> Option<NodeId> {
-    match shown {
-        Shown::Nothing => None,
-        Shown::Node(id) => Some(id),
-        Shown::String(start) => Some(store.write(Node::String {
-            start,
-            end: string_end,
-        })),
-        Shown::Container => (child != NONE).then_some(child),
+        // Without its token's value, a duplicate key shows its old one again.
+        self.token_shown = false;
+        self.write(self.key, Event::Withdrawn);
     }
 }
