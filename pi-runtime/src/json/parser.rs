@@ -335,8 +335,13 @@ impl<S: Sink> Reader<S> {
     /// including the first that starts a lexeme or opens or closes a container.
     fn structural(&mut self, bytes: &[u8], mut at: usize) -> usize {
         while let Some(&byte) = bytes.get(at) {
+            // Whitespace first, by plain comparisons: the jump table below is hard to predict
+            // when it dispatches every byte of indented text.
+            if is_whitespace(byte) {
+                at += 1;
+                continue;
+            }
             match byte {
-                b' ' | b'\t' | b'\n' | b'\r' => {}
                 b':' => {
                     if let Some(Frame::Object { phase, .. }) = self.frames.last_mut()
                         && *phase == Phase::Colon
@@ -655,6 +660,10 @@ impl<S: Sink> Reader<S> {
             None => self.stop_at_root_end(),
         }
     }
+}
+
+fn is_whitespace(byte: u8) -> bool {
+    byte <= b' ' && matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
 }
 
 fn is_delimiter(byte: u8) -> bool {
