@@ -241,7 +241,9 @@ impl<S: Sink> Reader<S> {
     pub(super) fn new(sink: S) -> Self {
         Reader {
             sink,
-            text: String::new(),
+            // Deltas are small: room for several from the start, allocated now rather than
+            // through the growth path on the first delta.
+            text: String::with_capacity(64),
             root: Root::Waiting,
             frames: Frames::default(),
             skipped: 0,
@@ -255,6 +257,7 @@ impl<S: Sink> Reader<S> {
     }
 
     /// Read one delta.
+    #[inline]
     pub(super) fn push(&mut self, delta: &str) {
         if !self.extend_open_string(delta) {
             self.read_delta(delta);
@@ -291,10 +294,6 @@ impl<S: Sink> Reader<S> {
 
     #[inline(never)]
     fn read_delta(&mut self, delta: &str) {
-        if self.text.capacity() == 0 && !delta.is_empty() {
-            // Deltas are small: start with room for several.
-            self.text.reserve(delta.len().max(64));
-        }
         push_str(&mut self.text, delta);
         let open_string = matches!(
             self.lexeme,
