@@ -208,14 +208,19 @@ pub(super) fn push_str(out: &mut String, text: &str) {
 }
 
 /// The first `"` or `\\` of `bytes`. Deltas, keys and values are often a few bytes long,
-/// where setting up the vectorized search costs more than the search: the first bytes are
-/// checked eight at a time in a machine word, and only a long text goes to `memchr`.
+/// where setting up the vectorized search costs more than the search: a short text is
+/// checked byte by byte in line, the first bytes of a longer one eight at a time in a machine
+/// word, and only a long text goes to `memchr`.
+#[inline]
 pub(super) fn find_special(bytes: &[u8]) -> Option<usize> {
-    const WORDS: usize = 4;
-    let is_special = |&byte: &u8| byte == b'"' || byte == b'\\';
     if bytes.len() < 8 {
-        return bytes.iter().position(is_special);
+        return bytes.iter().position(|&byte| byte == b'"' || byte == b'\\');
     }
+    find_special_in_words(bytes)
+}
+
+fn find_special_in_words(bytes: &[u8]) -> Option<usize> {
+    const WORDS: usize = 4;
     let mut words = bytes.chunks_exact(8);
     for (index, word) in words.by_ref().take(WORDS).enumerate() {
         let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
@@ -227,7 +232,7 @@ pub(super) fn find_special(bytes: &[u8]) -> Option<usize> {
     let checked = bytes.len().min(WORDS * 8) / 8 * 8;
     let rest = &bytes[checked..];
     let found = if rest.len() < 8 {
-        rest.iter().position(is_special)
+        rest.iter().position(|&byte| byte == b'"' || byte == b'\\')
     } else {
         memchr::memchr2(b'"', b'\\', rest)
     };
