@@ -12,7 +12,7 @@ use smallvec::SmallVec;
 
 use super::changes::ArgumentChange;
 use super::scalar::{Scalar, Token};
-use super::sink::Sink;
+use super::sink::{KeyText, Sink};
 use super::string::{Escape, Read, find_special, push_str};
 use super::tracked::Tracked;
 
@@ -119,9 +119,10 @@ pub(super) struct Reader<S: Sink> {
     lexeme: Lexeme<S::Saved>,
     /// The number or literal being read (its buffers are reused from token to token).
     token: Token,
-    /// Where the last key read starts in the sink's key buffer; it names the next value of
-    /// the object that read it.
-    key_start: usize,
+    /// The last key read; it names the next value of the object that read it.
+    key: KeyText,
+    /// Where the open string's text starts in the raw text.
+    string_start: usize,
     /// Text decoded from the current delta, not yet appended to the shown string.
     scratch: String,
     error: Option<PartialJsonError>,
@@ -215,6 +216,9 @@ enum Lexeme<Saved> {
     String {
         escape: Escape,
         target: Target,
+        /// The string has no escape so far and the sink reads it in place: nothing of it
+        /// is copied ([`Sink::READS_IN_PLACE`]).
+        in_place: bool,
     },
     /// A number or literal, read into [`Reader::token`].
     Token {
@@ -249,7 +253,8 @@ impl<S: Sink> Reader<S> {
             skipped: 0,
             lexeme: Lexeme::None,
             token: Token::new(),
-            key_start: 0,
+            key: KeyText::Decoded { start: 0 },
+            string_start: 0,
             scratch: String::new(),
             error: None,
             stopped: false,
@@ -271,6 +276,7 @@ impl<S: Sink> Reader<S> {
         let Lexeme::String {
             escape: Escape::None,
             target,
+            in_place,
         } = self.lexeme
         else {
             return false;
@@ -281,6 +287,9 @@ impl<S: Sink> Reader<S> {
         }
         push_str(&mut self.text, delta);
         self.sink.begin_delta(target == Target::Value);
+        if in_place {
+            return true;
+        }
         match target {
             Target::Key => push_str(self.sink.key_buffer(), delta),
             Target::Value => match self.sink.string_buffer() {
@@ -353,10 +362,7 @@ impl<S: Sink> Reader<S> {
                         *phase = Phase::Key;
                     }
                 }
-                b'"' => {
-                    self.start_string();
-                    return at + 1;
-                }
+                b'"' => return self.start_string(bytes, at),
                 b'{' | b'[' => {
                     self.open(byte == b'{');
                     return at + 1;
@@ -389,6 +395,7 @@ impl<S: Sink> Reader<S> {
                 self.lexeme = Lexeme::String {
                     escape: Escape::None,
                     target: Target::Skip { ends_value: false },
+                    in_place: false,
                 }
             }
             b'{' | b'[' => self.skipped += usize::from(self.depth_allows_one_more()),
@@ -418,20 +425,40 @@ impl<S: Sink> Reader<S> {
                 has_key: has_key @ true,
             }) => {
                 *has_key = false;
-                self.sink.enter_key(self.key_start);
+                self.sink.enter_key(self.key, &self.text);
                 Slot::Live
             }
             Some(Frame::Object { .. }) => Slot::Skip,
         }
     }
 
-    fn start_string(&mut self) {
+    /// A string starts with the quote at `bytes[quote]`; returns where reading goes on.
+    ///
+    /// A sink that reads in place gets a string without escapes as a range of the raw text.
+    /// When the delta holds the string's end or its first escape, that is known at once: a
+    /// string that ends in the delta is done here, one with an escape is decoded from its
+    /// start.
+    fn start_string(&mut self, bytes: &[u8], quote: usize) -> usize {
+        let content = quote + 1;
+        // (The delta is already part of the raw text.)
+        let raw_start = self.text.len() - bytes.len() + content;
+        let special = if S::READS_IN_PLACE {
+            find_special(&bytes[content..]).map(|offset| content + offset)
+        } else {
+            None
+        };
+        let escaped = special.is_some_and(|at| bytes[at] == b'\\');
+        let in_place = S::READS_IN_PLACE && !escaped;
         let target = match self.frames.last() {
             Some(Frame::Object {
                 phase: Phase::Key | Phase::Comma,
                 ..
             }) => {
-                self.key_start = self.sink.start_key();
+                if !in_place {
+                    self.key = KeyText::Decoded {
+                        start: self.sink.start_key(),
+                    };
+                }
                 Target::Key
             }
             _ => match self.enter_value() {
@@ -440,23 +467,71 @@ impl<S: Sink> Reader<S> {
                     Target::Skip { ends_value: true }
                 }
                 Slot::Skip => Target::Skip { ends_value: true },
+                Slot::Live if in_place => {
+                    self.sink.show_string_in_place(raw_start);
+                    Target::Value
+                }
                 Slot::Live => {
                     self.sink.show_string();
                     Target::Value
                 }
             },
         };
+        self.string_start = raw_start;
         self.lexeme = Lexeme::String {
             escape: Escape::None,
+            // A skipped string is only scanned, which decodes nothing either way.
+            in_place: in_place && !matches!(target, Target::Skip { .. }),
             target,
         };
+        match special {
+            Some(end) if in_place => {
+                self.string_closed(target, raw_start + (end - content));
+                end + 1
+            }
+            _ => content,
+        }
     }
 
-    fn read_string(&mut self, text: &str, at: usize) -> usize {
-        let Lexeme::String { escape, target } = &mut self.lexeme else {
+    fn read_string(&mut self, text: &str, mut at: usize) -> usize {
+        let Lexeme::String {
+            target, in_place, ..
+        } = &mut self.lexeme
+        else {
             return at;
         };
         let target = *target;
+        if *in_place {
+            // (The delta is already part of the raw text.)
+            let delta_start = self.text.len() - text.len();
+            let Some(offset) = find_special(&text.as_bytes()[at..]) else {
+                return text.len();
+            };
+            let special = at + offset;
+            if text.as_bytes()[special] == b'"' {
+                self.string_closed(target, delta_start + special);
+                return special + 1;
+            }
+            // An escape: from here on the string is decoded, starting with its text so far.
+            *in_place = false;
+            let so_far = self
+                .text
+                .get(self.string_start..delta_start + special)
+                .unwrap_or_default();
+            match target {
+                Target::Key => {
+                    let start = self.sink.start_key();
+                    push_str(self.sink.key_buffer(), so_far);
+                    self.key = KeyText::Decoded { start };
+                }
+                Target::Value => self.sink.string_escapes(so_far),
+                Target::Skip { .. } => {}
+            }
+            at = special;
+        }
+        let Lexeme::String { escape, .. } = &mut self.lexeme else {
+            return at;
+        };
         let out = match target {
             Target::Key => self.sink.key_buffer(),
             Target::Value => match self.sink.string_buffer() {
@@ -472,26 +547,41 @@ impl<S: Sink> Reader<S> {
         match read {
             Read::Open => text.len(),
             Read::Closed(next) => {
-                self.lexeme = Lexeme::None;
-                match target {
-                    Target::Key => {
-                        if let Some(Frame::Object { phase, has_key }) = self.frames.last_mut() {
-                            *has_key = true;
-                            *phase = Phase::Colon;
-                        }
-                    }
-                    Target::Value => {
-                        self.flush_string();
-                        self.sink.end_value();
-                        self.value_ended();
-                    }
-                    Target::Skip { ends_value } => {
-                        if ends_value {
-                            self.value_ended();
-                        }
-                    }
-                }
+                let delta_start = self.text.len() - text.len();
+                self.string_closed(target, delta_start + next - 1);
                 next
+            }
+        }
+    }
+
+    /// The open string has ended at `raw_end` (its closing quote) in the raw text.
+    #[inline]
+    fn string_closed(&mut self, target: Target, raw_end: usize) {
+        let Lexeme::String { in_place, .. } = std::mem::take(&mut self.lexeme) else {
+            return;
+        };
+        match target {
+            Target::Key => {
+                if in_place {
+                    self.key = KeyText::InPlace {
+                        start: self.string_start,
+                        end: raw_end,
+                    };
+                }
+                if let Some(Frame::Object { phase, has_key }) = self.frames.last_mut() {
+                    *has_key = true;
+                    *phase = Phase::Colon;
+                }
+            }
+            Target::Value => {
+                self.flush_string();
+                self.sink.end_string(raw_end);
+                self.value_ended();
+            }
+            Target::Skip { ends_value } => {
+                if ends_value {
+                    self.value_ended();
+                }
             }
         }
     }

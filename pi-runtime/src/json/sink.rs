@@ -13,10 +13,27 @@
 
 use super::scalar::Scalar;
 
+/// Where the text of a key is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum KeyText {
+    /// `raw[start..end]` of the raw text: a key without escapes, read in place.
+    InPlace { start: usize, end: usize },
+    /// The key buffer from `start` on.
+    Decoded { start: usize },
+}
+
 pub(super) trait Sink {
     /// What a slot showed, set aside: the old value of a duplicate key while a number's
     /// preview hides it.
     type Saved;
+
+    /// Whether the sink reads strings in place: a key or string is then a range of the raw
+    /// text until its first escape, and the reader copies nothing for it. Such a sink is
+    /// told where a shown string starts ([`show_string_in_place`](Self::show_string_in_place)),
+    /// when it meets an escape ([`string_escapes`](Self::string_escapes)) and where it ends
+    /// ([`end_string`](Self::end_string)); a key comes as [`KeyText::InPlace`] until it has
+    /// an escape. Other sinks get every string decoded.
+    const READS_IN_PLACE: bool = false;
 
     /// A delta starts; `open_string` says whether a shown string is open across it.
     fn begin_delta(&mut self, open_string: bool);
@@ -34,15 +51,20 @@ pub(super) trait Sink {
     /// and the value it names.
     fn key_buffer(&mut self) -> &mut String;
 
-    /// Open the slot of a member in the innermost open object: its key is the key buffer
-    /// from `key_start` on.
-    fn enter_key(&mut self, key_start: usize);
+    /// Open the slot of a member in the innermost open object, named `key` (`raw` is the raw
+    /// text read so far).
+    fn enter_key(&mut self, key: KeyText, raw: &str);
 
     /// Open the slot of the next item of the innermost open array.
     fn enter_index(&mut self);
 
-    /// The open slot's string, number or literal has ended.
+    /// The open slot's number or literal has ended.
     fn end_value(&mut self);
+
+    /// The open slot's string has ended, at `raw_end` in the raw text (its closing quote).
+    fn end_string(&mut self, _raw_end: usize) {
+        self.end_value();
+    }
 
     /// The innermost open container has ended, and with it the slot that shows it.
     fn close(&mut self);
@@ -52,6 +74,19 @@ pub(super) trait Sink {
 
     /// Decoded text of the slot's open string.
     fn append(&mut self, text: &str);
+
+    /// The slot shows the string whose text starts at `start` in the raw text, read in place
+    /// (only if [`READS_IN_PLACE`](Self::READS_IN_PLACE)).
+    fn show_string_in_place(&mut self, _start: usize) {
+        self.show_string();
+    }
+
+    /// The open string read in place has met an escape: `so_far` is its text until then, and
+    /// the rest comes decoded, into the [`string_buffer`](Self::string_buffer) or through
+    /// [`append`](Self::append) (only if [`READS_IN_PLACE`](Self::READS_IN_PLACE)).
+    fn string_escapes(&mut self, so_far: &str) {
+        self.append(so_far);
+    }
 
     /// The slot shows an empty object or array, which becomes the innermost open container.
     fn show_container(&mut self, object: bool);

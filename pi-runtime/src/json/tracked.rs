@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::changes::{self, ArgumentChange, PathSegment, walk};
 use super::scalar::Scalar;
-use super::sink::Sink;
+use super::sink::{KeyText, Sink};
 
 #[derive(Debug)]
 pub(super) struct Tracked {
@@ -81,9 +81,13 @@ impl Sink for Tracked {
         &mut self.key
     }
 
-    fn enter_key(&mut self, key_start: usize) {
-        let key = self.key.get(key_start..).unwrap_or_default();
-        self.path.push(PathSegment::Key(key.to_owned()));
+    fn enter_key(&mut self, key: KeyText, raw: &str) {
+        let key = match key {
+            KeyText::InPlace { start, end } => raw.get(start..end),
+            KeyText::Decoded { start } => self.key.get(start..),
+        };
+        self.path
+            .push(PathSegment::Key(key.unwrap_or_default().to_owned()));
     }
 
     fn enter_index(&mut self) {

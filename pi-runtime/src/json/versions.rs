@@ -6,8 +6,9 @@
 //! each container that closes. Records are never changed once written, except that the open
 //! string's record learns where the string ends when it closes. A version is a prefix of the
 //! log, so taking one costs nothing; reading one replays its records, and that is where
-//! duplicate keys resolve (the first position, the last value: SPEC §0.1). Strings and keys
-//! are ranges of one string of decoded text.
+//! duplicate keys resolve (the first position, the last value: SPEC §0.1). A string or key
+//! without escapes is a range of the raw text, read in place; one with escapes is a range of
+//! the stream's decoded text, which holds only those.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -17,13 +18,14 @@ use serde_json::{Map, Value};
 
 use super::parser::{PartialJsonError, Reader};
 use super::scalar::Scalar;
-use super::sink::Sink;
+use super::sink::{KeyText, Sink};
 use super::string::push_str;
 
 /// The end of a string that is still open.
 const OPEN: usize = usize::MAX;
 
-/// A range of the decoded text.
+/// A range of the raw text or of the decoded text. The high bit of `start` marks the raw
+/// text (no text comes near 2^63 bytes: a `String` holds at most `isize::MAX`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Span {
     start: usize,
@@ -31,8 +33,35 @@ struct Span {
 }
 
 impl Span {
+    const RAW: usize = 1 << (usize::BITS - 1);
+
     /// The key of an array item, or of a close.
     const NONE: Span = Span { start: 0, end: 0 };
+
+    fn raw(start: usize, end: usize) -> Span {
+        Span {
+            start: start | Span::RAW,
+            end,
+        }
+    }
+
+    fn decoded(start: usize, end: usize) -> Span {
+        Span { start, end }
+    }
+
+    fn is_raw(self) -> bool {
+        self.start & Span::RAW != 0
+    }
+
+    /// The text of the range, cut at `end` instead if it is shorter.
+    fn text<'a>(self, raw: &'a str, decoded: &'a str, end: usize) -> &'a str {
+        let (text, start) = if self.is_raw() {
+            (raw, self.start & !Span::RAW)
+        } else {
+            (decoded, self.start)
+        };
+        text.get(start..self.end.min(end)).unwrap_or_default()
+    }
 }
 
 /// One thing the reader showed.
@@ -47,6 +76,9 @@ struct Record {
 enum Event {
     /// A string; its end is [`OPEN`] until it closes.
     String(Span),
+    /// The open string again, decoded from its first escape on: takes the place of the
+    /// record before it, which read it in place.
+    DecodedString(Span),
     /// A number or literal, or the preview of one still being read.
     Scalar(Scalar),
     /// The same token read further: takes the place of the record before it.
@@ -63,7 +95,10 @@ enum Event {
 impl Event {
     /// Whether this record voids the one before it.
     fn replaces_previous(self) -> bool {
-        matches!(self, Event::Revised(_) | Event::Withdrawn)
+        matches!(
+            self,
+            Event::Revised(_) | Event::Withdrawn | Event::DecodedString(_)
+        )
     }
 }
 
@@ -71,6 +106,7 @@ impl Event {
 #[derive(Debug)]
 struct Store {
     records: Vec<Record>,
+    /// The text of the keys and strings that have escapes, decoded.
     text: String,
 }
 
@@ -132,18 +168,19 @@ impl ArgumentsStream {
         if !delta.is_empty() {
             self.reader.push(delta);
         }
-        self.reader.sink.version()
+        self.version()
     }
 
     /// The partial arguments of the text read so far.
     pub fn version(&self) -> ArgumentsVersion {
-        self.reader.sink.version()
+        self.reader.sink.version(self.reader.text().len())
     }
 
     /// Read a version this stream made (always an object).
     pub fn view(&self, version: ArgumentsVersion) -> ArgumentsView<'_> {
         ArgumentsView {
             store: &self.reader.sink.store,
+            raw: self.reader.text(),
             version,
         }
     }
@@ -169,6 +206,8 @@ impl ArgumentsStream {
 #[derive(Clone, Copy)]
 pub struct ArgumentsView<'a> {
     store: &'a Store,
+    /// The stream's raw text.
+    raw: &'a str,
     version: ArgumentsVersion,
 }
 
@@ -194,6 +233,7 @@ impl<'a> ArgumentsView<'a> {
             {
                 continue;
             }
+            let is_last = index + 1 == records.len();
             let node = match record.event {
                 Event::Withdrawn => continue,
                 Event::Close => {
@@ -203,20 +243,16 @@ impl<'a> ArgumentsView<'a> {
                     continue;
                 }
                 Event::Scalar(scalar) | Event::Revised(scalar) => TreeNode::Scalar(scalar),
-                Event::String(span) => {
+                Event::String(span) | Event::DecodedString(span) => {
                     // Only the last record can be a string the version saw open.
-                    let end = if index + 1 == records.len() {
-                        span.end.min(self.version.open_end)
-                    } else {
-                        span.end
-                    };
-                    TreeNode::String(self.text(span.start, end))
+                    let end = if is_last { self.version.open_end } else { OPEN };
+                    TreeNode::String(self.text(span, end))
                 }
                 Event::Open { object: true } => TreeNode::Object(Vec::new()),
                 Event::Open { object: false } => TreeNode::Array(Vec::new()),
             };
             let parent = open.last().copied().unwrap_or(Tree::ROOT);
-            let child = tree.add(parent, self.text(record.key.start, record.key.end), node);
+            let child = tree.add(parent, self.text(record.key, OPEN), node);
             if let Event::Open { .. } = record.event {
                 open.push(child);
             }
@@ -224,8 +260,8 @@ impl<'a> ArgumentsView<'a> {
         tree
     }
 
-    fn text(&self, start: usize, end: usize) -> &'a str {
-        self.store.text.get(start..end).unwrap_or_default()
+    fn text(&self, span: Span, end: usize) -> &'a str {
+        span.text(self.raw, &self.store.text, end)
     }
 }
 
@@ -355,19 +391,26 @@ pub(super) struct VersionSink {
     store: Store,
     /// The key of the open slot ([`Span::NONE`] for an item).
     key: Span,
-    /// The record of the open string.
-    open_string: Option<usize>,
+    /// The open string.
+    open_string: Option<OpenString>,
     /// The open slot shows a token's value, which the token's next record replaces.
     token_shown: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct OpenString {
+    record: usize,
+    in_place: bool,
 }
 
 impl VersionSink {
     fn new() -> Self {
         VersionSink {
-            // Room for a small call's records and text without growing.
             store: Store {
+                // Room for a small call's records without growing.
                 records: Vec::with_capacity(16),
-                text: String::with_capacity(64),
+                // Many calls have no escapes: allocated when one comes.
+                text: String::new(),
             },
             key: Span::NONE,
             open_string: None,
@@ -375,14 +418,36 @@ impl VersionSink {
         }
     }
 
-    fn version(&self) -> ArgumentsVersion {
+    /// The version now, with `raw_len` bytes of raw text read.
+    fn version(&self, raw_len: usize) -> ArgumentsVersion {
         ArgumentsVersion {
             records: self.store.records.len(),
             open_end: match self.open_string {
-                Some(_) => self.store.text.len(),
+                Some(OpenString { in_place: true, .. }) => raw_len,
+                Some(OpenString {
+                    in_place: false, ..
+                }) => self.store.text.len(),
                 None => OPEN,
             },
         }
+    }
+
+    /// Make room for `len` more bytes of decoded text. The first escape allocates it whole,
+    /// with room for more, rather than through the growth path.
+    fn reserve_decoded(&mut self, len: usize) {
+        let text = &mut self.store.text;
+        if text.capacity() == 0 {
+            *text = String::with_capacity(len.max(32) * 2);
+        }
+    }
+
+    /// The open string starts: its record is the next one.
+    fn open_string(&mut self, text: Span, in_place: bool, event: fn(Span) -> Event) {
+        self.open_string = Some(OpenString {
+            record: self.store.records.len(),
+            in_place,
+        });
+        self.write(self.key, event(text));
     }
 
     fn write(&mut self, key: Span, event: Event) {
@@ -404,6 +469,8 @@ impl Sink for VersionSink {
     /// The log keeps what a duplicate key showed before; nothing needs setting aside.
     type Saved = ();
 
+    const READS_IN_PLACE: bool = true;
+
     fn begin_delta(&mut self, _open_string: bool) {}
 
     fn string_buffer(&mut self) -> Option<&mut String> {
@@ -411,6 +478,8 @@ impl Sink for VersionSink {
     }
 
     fn start_key(&mut self) -> usize {
+        // (The reader decodes a key here only if it has an escape.)
+        self.reserve_decoded(0);
         self.store.text.len()
     }
 
@@ -418,11 +487,10 @@ impl Sink for VersionSink {
         &mut self.store.text
     }
 
-    fn enter_key(&mut self, key_start: usize) {
-        let end = self.store.text.len();
-        self.open_slot(Span {
-            start: key_start,
-            end,
+    fn enter_key(&mut self, key: KeyText, _raw: &str) {
+        self.open_slot(match key {
+            KeyText::InPlace { start, end } => Span::raw(start, end),
+            KeyText::Decoded { start } => Span::decoded(start, self.store.text.len()),
         });
     }
 
@@ -430,16 +498,23 @@ impl Sink for VersionSink {
         self.open_slot(Span::NONE);
     }
 
-    fn end_value(&mut self) {
-        if let Some(index) = self.open_string.take() {
-            let end = self.store.text.len();
-            if let Some(Record {
-                event: Event::String(span),
-                ..
-            }) = self.store.records.get_mut(index)
-            {
-                span.end = end;
-            }
+    fn end_value(&mut self) {}
+
+    fn end_string(&mut self, raw_end: usize) {
+        let Some(open) = self.open_string.take() else {
+            return;
+        };
+        let end = if open.in_place {
+            raw_end
+        } else {
+            self.store.text.len()
+        };
+        if let Some(Record {
+            event: Event::String(span) | Event::DecodedString(span),
+            ..
+        }) = self.store.records.get_mut(open.record)
+        {
+            span.end = end;
         }
     }
 
@@ -448,13 +523,27 @@ impl Sink for VersionSink {
     }
 
     fn show_string(&mut self) {
-        self.open_string = Some(self.store.records.len());
+        // (The reader decodes a string from its start when it has an escape.)
+        self.reserve_decoded(0);
         let start = self.store.text.len();
-        self.write(self.key, Event::String(Span { start, end: OPEN }));
+        self.open_string(Span::decoded(start, OPEN), false, Event::String);
     }
 
     fn append(&mut self, text: &str) {
         push_str(&mut self.store.text, text);
+    }
+
+    fn show_string_in_place(&mut self, start: usize) {
+        self.open_string(Span::raw(start, OPEN), true, Event::String);
+    }
+
+    fn string_escapes(&mut self, so_far: &str) {
+        self.reserve_decoded(so_far.len());
+        let start = self.store.text.len();
+        push_str(&mut self.store.text, so_far);
+        // (The reader decodes a string from its start when the delta that starts it holds an
+        // escape, so a version has seen the record read in place: a new one replaces it.)
+        self.open_string(Span::decoded(start, OPEN), false, Event::DecodedString);
     }
 
     fn show_container(&mut self, object: bool) {

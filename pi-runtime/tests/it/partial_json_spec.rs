@@ -311,6 +311,48 @@ fn versions_stay_as_they_were() {
 }
 
 #[test]
+fn strings_read_in_place_then_escaped_keep_their_versions() {
+    // Text without escapes stays in the raw text until an escape comes; the versions taken
+    // before it must not change when the string is decoded from there on.
+    let mut stream = ArgumentsStream::new();
+    let versions: Vec<_> = [
+        r#"{"pa"#,
+        r#"th":"src/m"#,
+        r#"ain"#,
+        r#".rs\n"#,
+        r#"x","k\u0065y":"a\"#,
+        r#"tb","n":"#,
+        r#""plain"}"#,
+    ]
+    .iter()
+    .map(|delta| stream.push(delta))
+    .collect();
+    let expected = [
+        json!({}),
+        json!({"path": "src/m"}),
+        json!({"path": "src/main"}),
+        json!({"path": "src/main.rs\n"}),
+        json!({"path": "src/main.rs\nx", "key": "a"}),
+        json!({"path": "src/main.rs\nx", "key": "a\tb"}),
+        json!({"path": "src/main.rs\nx", "key": "a\tb", "n": "plain"}),
+    ];
+    for (version, expected) in versions.iter().zip(&expected) {
+        assert_eq!(stream.view(*version), *expected);
+        assert_eq!(
+            serde_json::to_string(&stream.view(*version)).unwrap(),
+            expected.to_string()
+        );
+    }
+
+    // In an array, the decoded string takes the place of the one read in place.
+    let mut stream = ArgumentsStream::new();
+    let before = stream.push(r#"{"list":["ab"#);
+    let after = stream.push(r#"c\n","d"#);
+    assert_eq!(stream.view(before), json!({"list": ["ab"]}));
+    assert_eq!(stream.view(after), json!({"list": ["abc\n", "d"]}));
+}
+
+#[test]
 fn a_version_read_by_another_stream_is_safe() {
     let mut long = ArgumentsStream::new();
     let version = long.push(r#"{"a":[1,2,3],"b":{"c":"d"}}"#);
