@@ -599,18 +599,33 @@ impl<S: Sink> Reader<S> {
             .iter()
             .position(|&byte| is_delimiter(byte))
             .map_or(bytes.len(), |offset| at + offset);
-        if let Lexeme::Token { slot, .. } = &self.lexeme
-            && *slot != Slot::Skip
-        {
-            self.token.push(&bytes[at..end]);
+        let Lexeme::Token { slot, .. } = self.lexeme else {
+            return end;
+        };
+        let word = &bytes[at..end];
+        if end == bytes.len() {
+            // The token goes on in the next delta.
+            if slot != Slot::Skip {
+                self.token.push(word);
+            }
+            return end;
         }
-        if end < bytes.len() {
-            self.end_token();
-        }
+        // Most tokens start and end in one delta: those are parsed where they lie.
+        let whole = match slot {
+            Slot::Skip => Some(None),
+            _ if self.token.is_empty() => Token::whole(word),
+            _ => None,
+        };
+        let complete = whole.unwrap_or_else(|| {
+            self.token.push(word);
+            self.token.complete()
+        });
+        self.end_token(complete);
         end
     }
 
-    fn end_token(&mut self) {
+    /// The token has ended; `complete` is its value, if it is one.
+    fn end_token(&mut self, complete: Option<Scalar>) {
         let Lexeme::Token {
             slot,
             shown,
@@ -622,12 +637,11 @@ impl<S: Sink> Reader<S> {
         match slot {
             Slot::Root => {
                 // An invalid word before the root is skipped; a valid scalar is the root.
-                if self.token.complete().is_some() {
+                if complete.is_some() {
                     self.stop_at_root_end();
                 }
             }
             Slot::Live => {
-                let complete = self.token.complete();
                 self.update_token(complete, shown, hidden);
                 self.sink.end_value();
                 self.value_ended();

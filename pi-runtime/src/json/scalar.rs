@@ -262,6 +262,29 @@ impl Token {
         self.exponent_at = 0;
     }
 
+    /// Whether the token has read nothing yet.
+    pub(super) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The value of a token read whole, from one delta: what [`complete`](Self::complete)
+    /// gives after a [`push`](Self::push) of `word`, without keeping anything. (A word longer
+    /// than [`DIRECT_PARSE_LIMIT`] is not one: it gets `None`, and the caller reads it as a
+    /// token.)
+    pub(super) fn whole(word: &[u8]) -> Option<Option<Scalar>> {
+        if word.len() > DIRECT_PARSE_LIMIT {
+            return None;
+        }
+        if let Some(literal) = word.first().copied().and_then(Literal::starting_with) {
+            return Some((literal.text() == word).then(|| literal.value()));
+        }
+        let mut state = Number::Start;
+        for &byte in word {
+            state = state.next(byte);
+        }
+        Some(state.is_complete().then(|| number(word)))
+    }
+
     /// Read more of the token (bytes that are not delimiters).
     pub(super) fn push(&mut self, bytes: &[u8]) {
         if self.len == 0
@@ -528,6 +551,46 @@ mod tests {
             assert_eq!(whole.preview(), bytewise.preview(), "{text}");
             assert_eq!(whole.complete(), bytewise.complete(), "{text}");
         }
+    }
+
+    #[test]
+    fn whole_words_read_like_pushed_tokens() {
+        let long = "7".repeat(DIRECT_PARSE_LIMIT + 1);
+        let words = [
+            "0",
+            "-0",
+            "12",
+            "-7",
+            "-",
+            "01",
+            "1.",
+            "1.5",
+            "-0.25",
+            "1e",
+            "1e+",
+            "1E-3",
+            "1e5",
+            "2.5e-3",
+            "99999999999999999999999",
+            "1.7976931348623157e309",
+            "t",
+            "tru",
+            "true",
+            "truex",
+            "false",
+            "nul",
+            "null",
+            "nulll",
+            "x",
+            "-a",
+            "+1",
+            ".5",
+        ];
+        for word in words {
+            let pushed = token(word).complete();
+            assert_eq!(Token::whole(word.as_bytes()), Some(pushed), "{word}");
+        }
+        assert_eq!(Token::whole(long.as_bytes()), None);
     }
 
     #[test]
