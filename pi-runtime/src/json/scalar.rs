@@ -272,6 +272,9 @@ impl Token {
     /// than [`DIRECT_PARSE_LIMIT`] is not one: it gets `None`, and the caller reads it as a
     /// token.)
     pub(super) fn whole(word: &[u8]) -> Option<Option<Scalar>> {
+        if let Some(value) = integer(word) {
+            return Some(Some(value));
+        }
         if word.len() > DIRECT_PARSE_LIMIT {
             return None;
         }
@@ -398,23 +401,10 @@ fn number(text: &[u8]) -> Scalar {
     // computed the way serde_json computes it (integers as u64, then i64). Everything else
     // goes through serde_json, as the final parse does, so a preview and the final value
     // never round differently.
-    let (negative, digits) = match text {
-        [b'-', digits @ ..] => (true, digits),
-        digits => (false, digits),
-    };
-    if let [b'1'..=b'9', ..] = digits
-        && digits.len() <= 18
-        && digits.iter().all(u8::is_ascii_digit)
-    {
-        let magnitude = digits
-            .iter()
-            .fold(0, |value: i64, &digit| value * 10 + i64::from(digit - b'0'));
-        return if negative {
-            Scalar::NegInt(-magnitude)
-        } else {
-            Scalar::PosInt(magnitude.unsigned_abs())
-        };
+    if let Some(value) = integer(text) {
+        return value;
     }
+    let (negative, digits) = split_sign(text);
     if let Some(magnitude) = short_decimal(digits) {
         return Scalar::Float(if negative { -magnitude } else { magnitude });
     }
@@ -422,6 +412,35 @@ fn number(text: &[u8]) -> Scalar {
         .ok()
         .and_then(|text| serde_json::from_str::<serde_json::Number>(text).ok())
         .map_or(Scalar::Null, |number| Scalar::from_number(&number))
+}
+
+/// The value of a plain integer of at most 18 digits, as serde_json gives it (no `i64`
+/// overflows), validated and valued in one pass; `None` for any other text.
+#[inline]
+fn integer(text: &[u8]) -> Option<Scalar> {
+    let (negative, digits) = split_sign(text);
+    if !matches!(digits, [b'1'..=b'9', ..]) || digits.len() > 18 {
+        return None;
+    }
+    let mut magnitude = 0i64;
+    for &digit in digits {
+        if !digit.is_ascii_digit() {
+            return None;
+        }
+        magnitude = magnitude * 10 + i64::from(digit - b'0');
+    }
+    Some(if negative {
+        Scalar::NegInt(-magnitude)
+    } else {
+        Scalar::PosInt(magnitude.unsigned_abs())
+    })
+}
+
+fn split_sign(text: &[u8]) -> (bool, &[u8]) {
+    match text {
+        [b'-', digits @ ..] => (true, digits),
+        digits => (false, digits),
+    }
 }
 
 /// The magnitude of an unsigned number text with a fraction or an exponent whose digits and
