@@ -79,6 +79,12 @@ impl Escape {
             if bytes[special] == b'"' {
                 return Read::Closed(special + 1);
             }
+            // The common escapes, whole in the text, decode right here.
+            if let Some(decoded) = bytes.get(special + 1).copied().and_then(simple_escape) {
+                out.push(decoded);
+                at = special + 2;
+                continue;
+            }
             *self = Escape::Backslash;
             at = special + 1;
         }
