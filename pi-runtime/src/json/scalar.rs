@@ -191,6 +191,10 @@ pub(super) struct Token {
     text: SmallVec<[u8; 24]>,
     /// Where the exponent marker is in `text`.
     exponent_at: usize,
+    /// The digits of `text` so far as an integer, while they are a plain integer: a number
+    /// that streams digit by digit is not parsed again for every preview. (It wraps past 18
+    /// digits, where it is no longer used.)
+    integer: i64,
     /// The digest of a token longer than [`DIRECT_PARSE_LIMIT`] (boxed: few tokens need it).
     digest: Option<Box<Digest>>,
 }
@@ -238,6 +242,7 @@ impl Token {
             len: 0,
             text: SmallVec::new(),
             exponent_at: 0,
+            integer: 0,
             digest: None,
         }
     }
@@ -260,6 +265,7 @@ impl Token {
         self.len = 0;
         self.text.clear();
         self.exponent_at = 0;
+        self.integer = 0;
     }
 
     /// Whether the token has read nothing yet.
@@ -317,6 +323,12 @@ impl Token {
             state = state.next(byte);
             if state == Number::Dead {
                 break;
+            }
+            if state == Number::Integer {
+                self.integer = self
+                    .integer
+                    .wrapping_mul(10)
+                    .wrapping_add(i64::from(byte - b'0'));
             }
             if matches!(byte, b'e' | b'E') {
                 self.exponent_at = self.text.len() + live;
@@ -378,6 +390,18 @@ impl Token {
     }
 
     fn number_value(&self, with_exponent: bool) -> Scalar {
+        // (A short token is all in `text`; a long one has gone to the digest.)
+        if self.number == Number::Integer && self.len <= 19 {
+            let negative = self.text.first() == Some(&b'-');
+            // (As [`integer`] would value the text.)
+            if self.len - usize::from(negative) <= 18 {
+                return if negative {
+                    Scalar::NegInt(-self.integer)
+                } else {
+                    Scalar::PosInt(self.integer.unsigned_abs())
+                };
+            }
+        }
         match &self.digest {
             Some(digest) if self.len > DIRECT_PARSE_LIMIT => {
                 number(digest.text(with_exponent).as_bytes())
@@ -569,6 +593,27 @@ mod tests {
             let bytewise = token(text);
             assert_eq!(whole.preview(), bytewise.preview(), "{text}");
             assert_eq!(whole.complete(), bytewise.complete(), "{text}");
+        }
+    }
+
+    #[test]
+    fn integers_read_digit_by_digit_match_serde_json() {
+        for text in [
+            "7",
+            "-7",
+            "123456789012345678",
+            "-123456789012345678",
+            "1234567890123456789",
+            "-9223372036854775808",
+            "18446744073709551615",
+            "18446744073709551616",
+        ] {
+            let expected = serde_json::from_str::<Value>(text).unwrap();
+            assert_eq!(
+                token(text).complete().map(Scalar::to_value),
+                Some(expected.clone())
+            );
+            assert_eq!(token(text).preview().map(Scalar::to_value), Some(expected));
         }
     }
 
