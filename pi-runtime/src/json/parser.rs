@@ -272,7 +272,7 @@ impl<S: Sink> Reader<S> {
     /// The most common delta, read without the state machine: more plain text of the open
     /// string. Returns `false` for any other delta.
     #[inline]
-    fn extend_open_string(&mut self, delta: &str) -> bool {
+    pub(super) fn extend_open_string(&mut self, delta: &str) -> bool {
         let Lexeme::String {
             escape: Escape::None,
             target,
@@ -301,8 +301,8 @@ impl<S: Sink> Reader<S> {
         true
     }
 
-    #[inline(never)]
-    fn read_delta(&mut self, delta: &str) {
+    #[inline]
+    pub(super) fn read_delta(&mut self, delta: &str) {
         push_str(&mut self.text, delta);
         let open_string = matches!(
             self.lexeme,

@@ -164,9 +164,19 @@ impl ArgumentsStream {
 
     /// Read one delta; returns the partial arguments after it.
     pub fn push(&mut self, delta: &str) -> ArgumentsVersion {
+        // The most common delta, more plain text of the open string, is read here; any other
+        // goes on in a call of its own, which this path then saves no registers for.
+        if self.reader.extend_open_string(delta) {
+            return self.version();
+        }
+        self.read_delta(delta)
+    }
+
+    #[inline(never)]
+    fn read_delta(&mut self, delta: &str) -> ArgumentsVersion {
         // An empty delta changes nothing (providers do send them).
         if !delta.is_empty() {
-            self.reader.push(delta);
+            self.reader.read_delta(delta);
         }
         self.version()
     }
