@@ -118,7 +118,7 @@ struct Store {
 /// place, [`push`](Self::push) returns an [`ArgumentsVersion`] that [`view`](Self::view)
 /// reads for as long as the stream lives. Taking a version costs nothing beyond reading the
 /// delta: the stream keeps one log of what it read, and a version is a prefix of it. Reading
-/// a version costs the size of its value.
+/// a version replays the log up to it, in time linear in the text it saw.
 ///
 /// ```
 /// use pi_runtime::json::ArgumentsStream;
