@@ -109,6 +109,14 @@ impl Escape {
                 _ => {}
             }
         }
+        // So does the low half of a pair right after its high half.
+        if let Escape::High(high) = *self
+            && let Some(&[b'\\', b'u', a, b, c, d, ..]) = bytes.get(at..)
+            && let Some(code) = hex_code([a, b, c, d])
+        {
+            *self = Escape::after_high(high, code, out);
+            at += 6;
+        }
         while at < bytes.len() && *self != Escape::None {
             if self.step(bytes[at], out) {
                 at += 1;
@@ -174,19 +182,26 @@ impl Escape {
                 }
                 *self = match hex.push(byte) {
                     None => Escape::HighUnicode(high, hex),
-                    Some(low @ 0xDC00..=0xDFFF) => {
-                        let code = 0x10000
-                            + ((u32::from(high) - 0xD800) << 10)
-                            + (u32::from(low) - 0xDC00);
-                        out.push(char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER));
-                        Escape::None
-                    }
-                    Some(code) => {
-                        out.push(char::REPLACEMENT_CHARACTER);
-                        Escape::unit(code, out)
-                    }
+                    Some(code) => Escape::after_high(high, code, out),
                 };
                 true
+            }
+        }
+    }
+
+    /// The state after a complete `\uXXXX` that follows an escaped high surrogate: the pair's
+    /// character, or a replacement for the lone high half and then the new unit.
+    fn after_high(high: u16, code: u16, out: &mut String) -> Escape {
+        match code {
+            0xDC00..=0xDFFF => {
+                let pair =
+                    0x10000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(code) - 0xDC00);
+                out.push(char::from_u32(pair).unwrap_or(char::REPLACEMENT_CHARACTER));
+                Escape::None
+            }
+            _ => {
+                out.push(char::REPLACEMENT_CHARACTER);
+                Escape::unit(code, out)
             }
         }
     }
