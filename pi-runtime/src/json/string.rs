@@ -222,8 +222,8 @@ impl Escape {
 /// without a call to `memcpy`.
 pub(super) fn push_str(out: &mut String, text: &str) {
     match text.as_bytes() {
-        // A one-byte string is one ASCII character.
-        &[byte] => out.push(char::from(byte)),
+        // A one-byte string is one ASCII character (the guard lets `push` skip encoding).
+        &[byte] if byte.is_ascii() => out.push(char::from(byte)),
         _ => out.push_str(text),
     }
 }
