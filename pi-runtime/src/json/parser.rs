@@ -440,8 +440,7 @@ impl<S: Sink> Reader<S> {
     /// start.
     fn start_string(&mut self, bytes: &[u8], quote: usize) -> usize {
         let content = quote + 1;
-        // (The delta is already part of the raw text.)
-        let raw_start = self.text.len() - bytes.len() + content;
+        let raw_start = self.delta_start(bytes) + content;
         let special = if S::READS_IN_PLACE {
             find_special(&bytes[content..]).map(|offset| content + offset)
         } else {
@@ -494,6 +493,7 @@ impl<S: Sink> Reader<S> {
     }
 
     fn read_string(&mut self, text: &str, mut at: usize) -> usize {
+        let delta_start = self.delta_start(text.as_bytes());
         let Lexeme::String {
             target, in_place, ..
         } = &mut self.lexeme
@@ -502,8 +502,6 @@ impl<S: Sink> Reader<S> {
         };
         let target = *target;
         if *in_place {
-            // (The delta is already part of the raw text.)
-            let delta_start = self.text.len() - text.len();
             let Some(offset) = find_special(&text.as_bytes()[at..]) else {
                 return text.len();
             };
@@ -547,11 +545,15 @@ impl<S: Sink> Reader<S> {
         match read {
             Read::Open => text.len(),
             Read::Closed(next) => {
-                let delta_start = self.text.len() - text.len();
                 self.string_closed(target, delta_start + next - 1);
                 next
             }
         }
+    }
+
+    /// Where the delta being read starts in the raw text (which already holds it).
+    fn delta_start(&self, delta: &[u8]) -> usize {
+        self.text.len() - delta.len()
     }
 
     /// The open string has ended at `raw_end` (its closing quote) in the raw text.

@@ -393,13 +393,9 @@ impl Token {
         // (A short token is all in `text`; a long one has gone to the digest.)
         if self.number == Number::Integer && self.len <= 19 {
             let negative = self.text.first() == Some(&b'-');
-            // (As [`integer`] would value the text.)
+            // (The same bound as [`integer`]'s.)
             if self.len - usize::from(negative) <= 18 {
-                return if negative {
-                    Scalar::NegInt(-self.integer)
-                } else {
-                    Scalar::PosInt(self.integer.unsigned_abs())
-                };
+                return signed_integer(negative, self.integer);
             }
         }
         match &self.digest {
@@ -453,11 +449,16 @@ fn integer(text: &[u8]) -> Option<Scalar> {
         }
         magnitude = magnitude * 10 + i64::from(digit - b'0');
     }
-    Some(if negative {
+    Some(signed_integer(negative, magnitude))
+}
+
+/// An integer of at most 18 digits as serde_json holds it: `PosInt` unless negative.
+fn signed_integer(negative: bool, magnitude: i64) -> Scalar {
+    if negative {
         Scalar::NegInt(-magnitude)
     } else {
         Scalar::PosInt(magnitude.unsigned_abs())
-    })
+    }
 }
 
 fn split_sign(text: &[u8]) -> (bool, &[u8]) {

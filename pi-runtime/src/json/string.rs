@@ -235,9 +235,13 @@ pub(super) fn push_str(out: &mut String, text: &str) {
 #[inline]
 pub(super) fn find_special(bytes: &[u8]) -> Option<usize> {
     if bytes.len() < 8 {
-        return bytes.iter().position(|&byte| byte == b'"' || byte == b'\\');
+        return bytes.iter().position(|&byte| is_special(byte));
     }
     find_special_in_words(bytes)
+}
+
+fn is_special(byte: u8) -> bool {
+    byte == b'"' || byte == b'\\'
 }
 
 fn find_special_in_words(bytes: &[u8]) -> Option<usize> {
@@ -253,7 +257,7 @@ fn find_special_in_words(bytes: &[u8]) -> Option<usize> {
     let checked = bytes.len().min(WORDS * 8) / 8 * 8;
     let rest = &bytes[checked..];
     let found = if rest.len() < 8 {
-        rest.iter().position(|&byte| byte == b'"' || byte == b'\\')
+        rest.iter().position(|&byte| is_special(byte))
     } else {
         memchr::memchr2(b'"', b'\\', rest)
     };

@@ -452,10 +452,10 @@ impl VersionSink {
     }
 
     /// The open string starts: its record is the next one.
-    fn open_string(&mut self, text: Span, in_place: bool, event: fn(Span) -> Event) {
+    fn open_string(&mut self, text: Span, event: fn(Span) -> Event) {
         self.open_string = Some(OpenString {
             record: self.store.records.len(),
-            in_place,
+            in_place: text.is_raw(),
         });
         self.write(self.key, event(text));
     }
@@ -536,7 +536,7 @@ impl Sink for VersionSink {
         // (The reader decodes a string from its start when it has an escape.)
         self.reserve_decoded(0);
         let start = self.store.text.len();
-        self.open_string(Span::decoded(start, OPEN), false, Event::String);
+        self.open_string(Span::decoded(start, OPEN), Event::String);
     }
 
     fn append(&mut self, text: &str) {
@@ -544,7 +544,7 @@ impl Sink for VersionSink {
     }
 
     fn show_string_in_place(&mut self, start: usize) {
-        self.open_string(Span::raw(start, OPEN), true, Event::String);
+        self.open_string(Span::raw(start, OPEN), Event::String);
     }
 
     fn string_escapes(&mut self, so_far: &str) {
@@ -553,7 +553,7 @@ impl Sink for VersionSink {
         push_str(&mut self.store.text, so_far);
         // (The reader decodes a string from its start when the delta that starts it holds an
         // escape, so a version has seen the record read in place: a new one replaces it.)
-        self.open_string(Span::decoded(start, OPEN), false, Event::DecodedString);
+        self.open_string(Span::decoded(start, OPEN), Event::DecodedString);
     }
 
     fn show_container(&mut self, object: bool) {
