@@ -442,11 +442,18 @@ impl<S: Sink> Reader<S> {
         let content = quote + 1;
         let raw_start = self.delta_start(bytes) + content;
         let special = if S::READS_IN_PLACE {
-            find_special(&bytes[content..]).map(|offset| content + offset)
+            find_special(&bytes[content..])
         } else {
             None
         };
-        let escaped = special.is_some_and(|at| bytes[at] == b'\\');
+        let escaped = match special {
+            Some(offset) if bytes[content + offset] == b'"' => {
+                self.whole_string_in_place(raw_start, raw_start + offset);
+                return content + offset + 1;
+            }
+            Some(_) => true,
+            None => false,
+        };
         let in_place = S::READS_IN_PLACE && !escaped;
         let target = match self.frames.last() {
             Some(Frame::Object {
@@ -483,13 +490,29 @@ impl<S: Sink> Reader<S> {
             in_place: in_place && !matches!(target, Target::Skip { .. }),
             target,
         };
-        match special {
-            Some(end) if in_place => {
-                self.string_closed(target, raw_start + (end - content));
-                end + 1
-            }
-            _ => content,
+        content
+    }
+
+    /// A string without escapes has started and ended in this delta, at `start..end` of the
+    /// raw text (only for a sink that reads in place): it is read at once, with no string
+    /// state at all.
+    fn whole_string_in_place(&mut self, start: usize, end: usize) {
+        if let Some(Frame::Object {
+            phase: phase @ (Phase::Key | Phase::Comma),
+            has_key,
+        }) = self.frames.last_mut()
+        {
+            *phase = Phase::Colon;
+            *has_key = true;
+            self.key = KeyText::InPlace { start, end };
+            return;
         }
+        match self.enter_value() {
+            Slot::Root => self.root = Root::Other,
+            Slot::Skip => {}
+            Slot::Live => self.sink.show_whole_string_in_place(start, end),
+        }
+        self.value_ended();
     }
 
     fn read_string(&mut self, text: &str, mut at: usize) -> usize {

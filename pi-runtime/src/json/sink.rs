@@ -81,6 +81,13 @@ pub(super) trait Sink {
         self.show_string();
     }
 
+    /// The slot shows the whole string `start..end` of the raw text, which has no escapes
+    /// (only if [`READS_IN_PLACE`](Self::READS_IN_PLACE)).
+    fn show_whole_string_in_place(&mut self, start: usize, end: usize) {
+        self.show_string_in_place(start);
+        self.end_string(end);
+    }
+
     /// The open string read in place has met an escape: `so_far` is its text until then, and
     /// the rest comes decoded, into the [`string_buffer`](Self::string_buffer) or through
     /// [`append`](Self::append) (only if [`READS_IN_PLACE`](Self::READS_IN_PLACE)).

@@ -547,6 +547,10 @@ impl Sink for VersionSink {
         self.open_string(Span::raw(start, OPEN), Event::String);
     }
 
+    fn show_whole_string_in_place(&mut self, start: usize, end: usize) {
+        self.write(self.key, Event::String(Span::raw(start, end)));
+    }
+
     fn string_escapes(&mut self, so_far: &str) {
         self.reserve_decoded(so_far.len());
         let start = self.store.text.len();
