@@ -371,21 +371,45 @@ impl<S: Sink> Reader<S> {
                     self.close();
                     return at + 1;
                 }
-                _ => {
-                    let slot = self.enter_value();
-                    self.token.restart();
-                    self.lexeme = Lexeme::Token {
-                        slot,
-                        shown: None,
-                        hidden: None,
-                    };
-                    // The token reads this byte.
-                    return at;
-                }
+                _ => return self.start_token(bytes, at),
             }
             at += 1;
         }
         at
+    }
+
+    /// A number or literal starts at `bytes[at]`; returns where reading goes on. Most tokens
+    /// start and end in one delta: those are read where they lie.
+    fn start_token(&mut self, bytes: &[u8], at: usize) -> usize {
+        let slot = self.enter_value();
+        let end = bytes[at..].iter().position(|&byte| is_delimiter(byte));
+        if let Some(length) = end {
+            let whole = match slot {
+                Slot::Skip => Some(None),
+                _ => Token::whole(&bytes[at..at + length]),
+            };
+            if let Some(complete) = whole {
+                self.token_ended(slot, complete, None, None);
+                return at + length;
+            }
+        }
+        self.token.restart();
+        self.lexeme = Lexeme::Token {
+            slot,
+            shown: None,
+            hidden: None,
+        };
+        match end {
+            // A word `Token::whole` leaves to the token.
+            Some(_) => at,
+            // The token goes on in the next delta.
+            None => {
+                if slot != Slot::Skip {
+                    self.token.push(&bytes[at..]);
+                }
+                bytes.len()
+            }
+        }
     }
 
     /// One byte inside a container that nothing shows: only its extent matters.
@@ -635,30 +659,34 @@ impl<S: Sink> Reader<S> {
             }
             return end;
         }
-        // Most tokens start and end in one delta: those are parsed where they lie.
-        let whole = match slot {
-            Slot::Skip => Some(None),
-            _ if self.token.is_empty() => Token::whole(word),
-            _ => None,
+        let complete = match slot {
+            Slot::Skip => None,
+            _ => {
+                self.token.push(word);
+                self.token.complete()
+            }
         };
-        let complete = whole.unwrap_or_else(|| {
-            self.token.push(word);
-            self.token.complete()
-        });
-        self.end_token(complete);
-        end
-    }
-
-    /// The token has ended; `complete` is its value, if it is one.
-    fn end_token(&mut self, complete: Option<Scalar>) {
         let Lexeme::Token {
             slot,
             shown,
             hidden,
         } = std::mem::take(&mut self.lexeme)
         else {
-            return;
+            return end;
         };
+        self.token_ended(slot, complete, shown, hidden);
+        end
+    }
+
+    /// A token in `slot` has ended; `complete` is its value, if it is one, and `shown` and
+    /// `hidden` what its previews left.
+    fn token_ended(
+        &mut self,
+        slot: Slot,
+        complete: Option<Scalar>,
+        shown: Option<Scalar>,
+        hidden: Option<S::Saved>,
+    ) {
         match slot {
             Slot::Root => {
                 // An invalid word before the root is skipped; a valid scalar is the root.

@@ -268,11 +268,6 @@ impl Token {
         self.integer = 0;
     }
 
-    /// Whether the token has read nothing yet.
-    pub(super) fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The value of a token read whole, from one delta: what [`complete`](Self::complete)
     /// gives after a [`push`](Self::push) of `word`, without keeping anything. (A word longer
     /// than [`DIRECT_PARSE_LIMIT`] is not one: it gets `None`, and the caller reads it as a
