@@ -269,6 +269,19 @@ impl<S: Sink> Reader<S> {
         }
     }
 
+    /// Whether the open lexeme is a string with no escape under way (where
+    /// [`extend_open_string`](Self::extend_open_string) may read the delta).
+    #[inline]
+    pub(super) fn in_plain_string(&self) -> bool {
+        matches!(
+            self.lexeme,
+            Lexeme::String {
+                escape: Escape::None,
+                ..
+            }
+        )
+    }
+
     /// The most common delta, read without the state machine: more plain text of the open
     /// string. Returns `false` for any other delta.
     #[inline]

@@ -164,8 +164,17 @@ impl ArgumentsStream {
 
     /// Read one delta; returns the partial arguments after it.
     pub fn push(&mut self, delta: &str) -> ArgumentsVersion {
-        // The most common delta, more plain text of the open string, is read here; any other
-        // goes on in a call of its own, which this path then saves no registers for.
+        // The most common delta, more plain text of the open string, has a path of its own;
+        // each path is a call of its own, which saves no registers for the other.
+        if self.reader.in_plain_string() {
+            self.extend_open_string(delta)
+        } else {
+            self.read_delta(delta)
+        }
+    }
+
+    #[inline(never)]
+    fn extend_open_string(&mut self, delta: &str) -> ArgumentsVersion {
         if self.reader.extend_open_string(delta) {
             return self.version();
         }
