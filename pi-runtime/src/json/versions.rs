@@ -166,7 +166,10 @@ impl ArgumentsStream {
     pub fn push(&mut self, delta: &str) -> ArgumentsVersion {
         // The most common delta, more plain text of the open string, has a path of its own;
         // each path is a call of its own, which saves no registers for the other.
-        if self.reader.in_plain_string() {
+        if delta.is_empty() {
+            // It changes nothing (providers do send them).
+            self.version()
+        } else if self.reader.in_plain_string() {
             self.extend_open_string(delta)
         } else {
             self.read_delta(delta)
@@ -181,12 +184,10 @@ impl ArgumentsStream {
         self.read_delta(delta)
     }
 
+    /// Any delta but an empty one.
     #[inline(never)]
     fn read_delta(&mut self, delta: &str) -> ArgumentsVersion {
-        // An empty delta changes nothing (providers do send them).
-        if !delta.is_empty() {
-            self.reader.read_delta(delta);
-        }
+        self.reader.read_delta(delta);
         self.version()
     }
 
