@@ -492,34 +492,17 @@ impl<S: Sink> Reader<S> {
             None => false,
         };
         let in_place = S::READS_IN_PLACE && !escaped;
-        let target = match self.frames.last() {
-            Some(Frame::Object {
-                phase: Phase::Key | Phase::Comma,
-                ..
-            }) => {
-                if !in_place {
-                    self.key = KeyText::Decoded {
-                        start: self.sink.start_key(),
-                    };
+        let target = self.string_target();
+        match target {
+            Target::Key if !in_place => {
+                self.key = KeyText::Decoded {
+                    start: self.sink.start_key(),
                 }
-                Target::Key
             }
-            _ => match self.enter_value() {
-                Slot::Root => {
-                    self.root = Root::Other;
-                    Target::Skip { ends_value: true }
-                }
-                Slot::Skip => Target::Skip { ends_value: true },
-                Slot::Live if in_place => {
-                    self.sink.show_string_in_place(raw_start);
-                    Target::Value
-                }
-                Slot::Live => {
-                    self.sink.show_string();
-                    Target::Value
-                }
-            },
-        };
+            Target::Value if in_place => self.sink.show_string_in_place(raw_start),
+            Target::Value => self.sink.show_string(),
+            _ => {}
+        }
         self.string_start = raw_start;
         self.lexeme = Lexeme::String {
             escape: Escape::None,
@@ -534,22 +517,48 @@ impl<S: Sink> Reader<S> {
     /// raw text (only for a sink that reads in place): it is read at once, with no string
     /// state at all.
     fn whole_string_in_place(&mut self, start: usize, end: usize) {
-        if let Some(Frame::Object {
-            phase: phase @ (Phase::Key | Phase::Comma),
-            has_key,
-        }) = self.frames.last_mut()
-        {
-            *phase = Phase::Colon;
+        match self.string_target() {
+            Target::Key => {
+                self.key = KeyText::InPlace { start, end };
+                self.key_read();
+            }
+            Target::Value => {
+                self.sink.show_whole_string_in_place(start, end);
+                self.value_ended();
+            }
+            Target::Skip { ends_value } => {
+                if ends_value {
+                    self.value_ended();
+                }
+            }
+        }
+    }
+
+    /// Where a string starting now goes: the next key of the innermost object, or a value
+    /// (a live slot is opened in the sink, which shows nothing in it yet).
+    fn string_target(&mut self) -> Target {
+        match self.frames.last() {
+            Some(Frame::Object {
+                phase: Phase::Key | Phase::Comma,
+                ..
+            }) => Target::Key,
+            _ => match self.enter_value() {
+                Slot::Root => {
+                    self.root = Root::Other;
+                    Target::Skip { ends_value: true }
+                }
+                Slot::Skip => Target::Skip { ends_value: true },
+                Slot::Live => Target::Value,
+            },
+        }
+    }
+
+    /// A key has been read: its object waits for the colon and the value it names.
+    fn key_read(&mut self) {
+        if let Some(Frame::Object { phase, has_key }) = self.frames.last_mut() {
             *has_key = true;
-            self.key = KeyText::InPlace { start, end };
-            return;
+            *phase = Phase::Colon;
         }
-        match self.enter_value() {
-            Slot::Root => self.root = Root::Other,
-            Slot::Skip => {}
-            Slot::Live => self.sink.show_whole_string_in_place(start, end),
-        }
-        self.value_ended();
     }
 
     fn read_string(&mut self, text: &str, mut at: usize) -> usize {
@@ -630,10 +639,7 @@ impl<S: Sink> Reader<S> {
                         end: raw_end,
                     };
                 }
-                if let Some(Frame::Object { phase, has_key }) = self.frames.last_mut() {
-                    *has_key = true;
-                    *phase = Phase::Colon;
-                }
+                self.key_read();
             }
             Target::Value => {
                 self.flush_string();
