@@ -67,7 +67,7 @@ async fn truncated(calls: &[&ToolCall], bus: &Bus) -> Vec<Finished> {
             call.name
         ));
         emit_end(call, &outcome, bus).await;
-        finished.push(emit_result(call, &outcome, bus).await);
+        finished.push(emit_result(call, outcome, bus).await);
     }
     finished
 }
@@ -86,7 +86,7 @@ async fn sequential(
             Preflight::Ready(ready) => execute_here(ready, call, scope, bus).await,
         };
         emit_end(call, &outcome, bus).await;
-        finished.push(emit_result(call, &outcome, bus).await);
+        finished.push(emit_result(call, outcome, bus).await);
     }
     finished
 }
@@ -128,7 +128,7 @@ async fn parallel(
     let mut finished = Vec::with_capacity(calls.len());
     for (call, outcome) in calls.iter().zip(outcomes) {
         let outcome = outcome.unwrap_or_else(|| Outcome::immediate("the tool task ended early"));
-        finished.push(emit_result(call, &outcome, bus).await);
+        finished.push(emit_result(call, outcome, bus).await);
     }
     finished
 }
@@ -257,8 +257,9 @@ async fn emit_end(call: &ToolCall, outcome: &Outcome, bus: &Bus) {
     .await;
 }
 
-async fn emit_result(call: &ToolCall, outcome: &Outcome, bus: &Bus) -> Finished {
-    let message = outcome.to_message(call);
+async fn emit_result(call: &ToolCall, outcome: Outcome, bus: &Bus) -> Finished {
+    let terminate = outcome.result.terminate;
+    let message = outcome.into_message(call);
     bus.emit(AgentEvent::MessageStart {
         message: message.clone().into(),
     })
@@ -267,5 +268,5 @@ async fn emit_result(call: &ToolCall, outcome: &Outcome, bus: &Bus) -> Finished 
         message: message.clone().into(),
     })
     .await;
-    (message, outcome.result.terminate)
+    (message, terminate)
 }

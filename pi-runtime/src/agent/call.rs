@@ -50,12 +50,12 @@ impl Outcome {
     }
 
     /// The transcript message of this outcome (SPEC §3.6).
-    pub(crate) fn to_message(&self, call: &ToolCall) -> ToolResultMessage {
+    pub(crate) fn into_message(self, call: &ToolCall) -> ToolResultMessage {
         ToolResultMessage {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
-            content: self.result.content.clone(),
-            details: self.result.details.clone(),
+            content: self.result.content,
+            details: self.result.details,
             usage: self.result.usage,
             is_error: self.result.is_error,
             duration_ms: self.duration_ms,

@@ -1,13 +1,11 @@
 //! Agent events (SPEC §2.5): what a run reports, in the order it happens.
 
-use std::sync::Arc;
-
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
 use crate::message::{AssistantMessage, Message, ToolResultMessage};
-use crate::stream::AssistantMessageEvent;
+use crate::stream::{AssistantMessageEvent, LiveMessage};
 use crate::tool::ToolResult;
 
 /// One event of an agent run.
@@ -31,10 +29,11 @@ pub enum AgentEvent {
     },
     /// The streaming assistant message changed.
     MessageUpdate {
-        /// A snapshot of the partial message after the event (shared, so subscribers and
-        /// the agent's state hold it without copying).
-        #[serde(serialize_with = "as_shared_assistant_message")]
-        message: Arc<AssistantMessage>,
+        /// The message being streamed, as it stands: it already shows this event. Read it in
+        /// place ([`LiveMessage::read`]) to render text or partial arguments; take a
+        /// [`snapshot`](LiveMessage::snapshot) to keep it.
+        #[serde(serialize_with = "as_live_assistant_message")]
+        message: LiveMessage,
         /// The raw stream event.
         #[serde(serialize_with = "as_stream_event")]
         assistant_message_event: AssistantMessageEvent,
@@ -131,11 +130,11 @@ fn as_assistant_message<S: Serializer>(
     .serialize(serializer)
 }
 
-fn as_shared_assistant_message<S: Serializer>(
-    message: &Arc<AssistantMessage>,
+fn as_live_assistant_message<S: Serializer>(
+    message: &LiveMessage,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
-    as_assistant_message(message, serializer)
+    message.read(|message| as_assistant_message(message, serializer))
 }
 
 /// pi's `AgentToolResult`: `{content, details?, structuredContent?, usage?, isError?, terminate?}`.

@@ -13,7 +13,9 @@ use super::call::{CallScope, guarded, panic_message};
 use super::config::{Config, Shared};
 use super::hooks::{FinishedTurn, RequestPlan, TurnControl};
 use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, ToolResultMessage};
-use crate::stream::{AssistantMessageEvent, Context, LanguageModel, StreamOptions, ThinkingLevel};
+use crate::stream::{
+    AssistantMessageEvent, Context, LanguageModel, LiveMessage, StreamOptions, ThinkingLevel,
+};
 
 /// The text of the response the loop makes up when the signal fired before a request
 /// (SPEC §11.3.5), as providers word it.
@@ -38,8 +40,8 @@ pub(crate) async fn run(
     let mut run = Run {
         shared,
         signal,
+        first_new: input.messages.len(),
         context: input.messages,
-        new_messages: Vec::new(),
         model: None,
         thinking_level: None,
     };
@@ -85,13 +87,15 @@ pub(crate) async fn run(
             }
             let mut results = Vec::new();
             more_tool_calls = false;
+            let mut message = message;
             if message.tool_calls().next().is_some() {
-                let batch = run.run_batch(&config, message.clone()).await;
+                let assistant = Arc::new(message);
+                let batch = run.run_batch(&config, Arc::clone(&assistant)).await;
+                // The batch's hooks are done with it: this is the last handle, no copy.
+                message = Arc::unwrap_or_clone(assistant);
                 more_tool_calls = !batch.terminate;
-                for result in &batch.results {
-                    run.context.push(result.clone().into());
-                    run.new_messages.push(result.clone().into());
-                }
+                run.context
+                    .extend(batch.results.iter().cloned().map(Message::from));
                 results = batch.results;
             }
             let control = run.finish_turn(&config, &message, &results).await;
@@ -112,7 +116,7 @@ pub(crate) async fn run(
             break;
         }
     }
-    let messages = run.new_messages;
+    let messages = run.context.split_off(run.first_new);
     shared
         .bus
         .emit(AgentEvent::AgentEnd {
@@ -126,10 +130,9 @@ pub(crate) async fn run(
 struct Run<'a> {
     shared: &'a Shared,
     signal: CancellationToken,
-    /// The transcript the model sees.
+    /// The transcript the model sees; what this run added starts at `first_new`.
     context: Vec<Message>,
-    /// What this run added, for `agent_end`.
-    new_messages: Vec<Message>,
+    first_new: usize,
     /// Replacements `prepare_request` made for the rest of the run.
     model: Option<Arc<dyn LanguageModel>>,
     thinking_level: Option<ThinkingLevel>,
@@ -150,8 +153,7 @@ impl Run<'_> {
             message: message.clone(),
         })
         .await;
-        self.context.push(message.clone());
-        self.new_messages.push(message);
+        self.context.push(message);
     }
 
     /// Ask the model and stream its response into events; the final message joins the
@@ -177,7 +179,6 @@ impl Run<'_> {
         })
         .await;
         self.context.push(message.clone().into());
-        self.new_messages.push(message.clone().into());
         message
     }
 
@@ -233,9 +234,8 @@ impl Run<'_> {
                     return self.started(message).await;
                 }
             };
-        // Shared with the events: each update copies the message only if a subscriber or
-        // the state still holds the previous snapshot.
-        let mut partial: Option<Arc<AssistantMessage>> = None;
+        // The writer keeps this message current; every update only hands the handle on.
+        let mut partial: Option<LiveMessage> = None;
         loop {
             let event = match AssertUnwindSafe(stream.next()).catch_unwind().await {
                 Ok(Some(event)) => event,
@@ -250,12 +250,12 @@ impl Run<'_> {
                 }
             };
             match event {
-                AssistantMessageEvent::Start { partial: started } => {
+                AssistantMessageEvent::Start { message } => {
                     self.emit(AgentEvent::MessageStart {
-                        message: started.clone().into(),
+                        message: message.snapshot().into(),
                     })
                     .await;
-                    partial = Some(Arc::new(started));
+                    partial = Some(message);
                 }
                 AssistantMessageEvent::Done { message, .. }
                 | AssistantMessageEvent::Error { error: message, .. } => {
@@ -269,10 +269,9 @@ impl Run<'_> {
                 }
                 event => {
                     // Events before `start` have nothing to update (pi ignores them too).
-                    if let Some(current) = &mut partial {
-                        Arc::make_mut(current).apply_event(&event);
+                    if let Some(current) = &partial {
                         self.emit(AgentEvent::MessageUpdate {
-                            message: Arc::clone(current),
+                            message: current.clone(),
                             assistant_message_event: event,
                         })
                         .await;
@@ -286,13 +285,13 @@ impl Run<'_> {
     async fn fail_stream(
         &self,
         model: &dyn LanguageModel,
-        partial: Option<Arc<AssistantMessage>>,
+        partial: Option<LiveMessage>,
         error: String,
     ) -> AssistantMessage {
         let reason = self.failure_reason();
         match partial {
             Some(message) => {
-                let mut message = Arc::unwrap_or_clone(message);
+                let mut message = message.snapshot();
                 message.stop_reason = reason;
                 message.error_message = Some(error);
                 message
@@ -321,7 +320,7 @@ impl Run<'_> {
     async fn run_batch(
         &self,
         config: &Config,
-        message: AssistantMessage,
+        message: Arc<AssistantMessage>,
     ) -> super::batch::BatchOutcome {
         let messages: Arc<[Message]> = if config.hooks.wants_transcript() {
             Arc::from(self.context.as_slice())
@@ -330,7 +329,7 @@ impl Run<'_> {
         };
         let scope = CallScope {
             hooks: Arc::clone(&config.hooks),
-            assistant: Arc::new(message),
+            assistant: message,
             messages,
             signal: self.signal.clone(),
         };
@@ -349,7 +348,7 @@ impl Run<'_> {
         let turn = FinishedTurn {
             message: message.clone(),
             tool_results: results.to_vec(),
-            new_messages: self.new_messages.len(),
+            new_messages: self.context.len() - self.first_new,
             signal: self.signal.clone(),
         };
         // A panicking turn hook ends the run: it may be the hook that enforces a limit.

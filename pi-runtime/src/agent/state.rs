@@ -2,12 +2,11 @@
 //! kept current from the run's own events.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
-
 use tokio_util::sync::CancellationToken;
 
 use super::AgentEvent;
-use crate::message::{AssistantMessage, Message};
+use crate::message::Message;
+use crate::stream::LiveMessage;
 
 /// How many queued messages one drain point delivers (SPEC §5.11).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -26,10 +25,12 @@ pub struct AgentState {
     pub messages: Vec<Message>,
     /// A run is in progress.
     pub is_streaming: bool,
-    /// The assistant message being streamed, if any.
-    pub streaming_message: Option<Arc<AssistantMessage>>,
-    /// Ids of the calls between `tool_execution_start` and `tool_execution_end`.
-    pub pending_tool_calls: Vec<String>,
+    /// The assistant message being streamed, if any, as it stands.
+    pub streaming_message: Option<LiveMessage>,
+    /// Ids of the calls between `tool_execution_start` and `tool_execution_end`, in start
+    /// order (a deque: calls mostly end in the order they started, so removing one is cheap
+    /// in a batch of any size).
+    pub pending_tool_calls: VecDeque<String>,
     /// The `error_message` of the last failed turn.
     pub error_message: Option<String>,
 }
@@ -53,16 +54,22 @@ impl Inner {
         match event {
             AgentEvent::MessageStart {
                 message: Message::Assistant(message),
-            } => view.streaming_message = Some(Arc::new(message.clone())),
+            } => view.streaming_message = Some(LiveMessage::new(message.clone())),
             AgentEvent::MessageUpdate { message, .. } => {
-                view.streaming_message = Some(Arc::clone(message));
+                if !view
+                    .streaming_message
+                    .as_ref()
+                    .is_some_and(|current| current.same_message(message))
+                {
+                    view.streaming_message = Some(message.clone());
+                }
             }
             AgentEvent::MessageEnd { message } => {
                 view.streaming_message = None;
                 view.messages.push(message.clone());
             }
             AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
-                view.pending_tool_calls.push(tool_call_id.clone());
+                view.pending_tool_calls.push_back(tool_call_id.clone());
             }
             AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
                 if let Some(i) = view

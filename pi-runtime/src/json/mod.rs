@@ -48,7 +48,7 @@ use serde_json::Value;
 /// assert_eq!(parse_partial(r#"{"a":1."#), json!({}));
 /// ```
 pub fn parse_partial(text: &str) -> Value {
-    let mut parser = PartialJsonParser::new();
-    parser.push(text);
-    parser.value().clone()
+    let mut value = Value::Object(serde_json::Map::new());
+    PartialJsonParser::new().push(text, &mut value);
+    value
 }

@@ -10,7 +10,6 @@
 use serde_json::Value;
 use smallvec::SmallVec;
 
-use super::changes::ArgumentChange;
 use super::scalar::{Scalar, Token};
 use super::sink::{KeyText, Sink};
 use super::string::{Escape, Read, find_special, push_str};
@@ -79,15 +78,13 @@ impl PartialJsonParser {
         }
     }
 
-    /// Read one delta; returns the changes it made to [`value`](Self::value).
-    pub fn push(&mut self, delta: &str) -> &[ArgumentChange] {
+    /// Read one delta into `arguments`, the partial arguments this parser wrote so far
+    /// (start with `{}`).
+    pub fn push(&mut self, delta: &str, arguments: &mut Value) {
+        // The caller holds the one copy; the sink works on it for the length of the delta.
+        std::mem::swap(&mut self.reader.sink.value, arguments);
         self.reader.push(delta);
-        &self.reader.sink.changes
-    }
-
-    /// The partial arguments of SPEC §6.2 for the text read so far (always an object).
-    pub fn value(&self) -> &Value {
-        &self.reader.sink.value
+        std::mem::swap(&mut self.reader.sink.value, arguments);
     }
 
     /// The raw text read so far.

@@ -32,12 +32,13 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::json::{PartialJsonParser, parse_tool_call_arguments};
+use crate::json::PartialJsonParser;
 use crate::message::{
     AssistantMessage, ContentBlock, StopReason, ThinkingContent, ToolCall, now_ms,
 };
 use crate::stream::{
-    AssistantEventStream, AssistantMessageEvent, Context, LanguageModel, StreamOptions,
+    AssistantEventStream, AssistantMessageEvent, Context, LanguageModel, MessageWriter,
+    StreamOptions,
 };
 
 /// Characters per delta unless [`FauxModel::with_chunk_chars`] says otherwise (pi's faux
@@ -290,130 +291,85 @@ impl LanguageModel for FauxModel {
     fn stream(&self, context: Context, options: StreamOptions) -> AssistantEventStream {
         let response = self.next_response(context);
         let replay = Replay {
-            events: script_events(self.message(), response, self.chunk_chars),
-            partial: self.message(),
+            writer: MessageWriter::new(self.message()),
+            beats: script_beats(response, self.chunk_chars),
+            parser: PartialJsonParser::new(),
             signal: options.signal,
             delay: self.chunk_delay,
             started: false,
-            finished: false,
         };
-        futures::stream::unfold(replay, Replay::next).boxed()
+        // Boxed, so each event moves a pointer rather than the whole replay state.
+        futures::stream::unfold(Box::new(replay), Replay::next).boxed()
     }
 }
 
-/// Every event of one scripted response, in order.
-fn script_events(
-    mut message: AssistantMessage,
-    response: FauxResponse,
-    chunk_chars: usize,
-) -> VecDeque<AssistantMessageEvent> {
+/// One step of a scripted response; each makes the writer queue exactly one event, so a
+/// delay or an abort falls between two events.
+#[derive(Debug)]
+enum Beat {
+    Start,
+    OpenText,
+    OpenThinking,
+    /// Text or thinking for the block at this index.
+    Append(usize, String),
+    Close(usize),
+    OpenToolCall(ToolCall),
+    /// Argument text for the call at this index.
+    Arguments(usize, String),
+    /// The call's final arguments: parsed from the streamed text, or as scripted when the
+    /// script gives an `argumentsError`.
+    FinishToolCall(usize, Option<(Value, String)>),
+    /// A block that streams no events.
+    Silent(ContentBlock),
+    End(StopReason, Option<String>),
+}
+
+/// Every step of one scripted response, in order.
+fn script_beats(response: FauxResponse, chunk_chars: usize) -> VecDeque<Beat> {
     let stop_reason = response.stop_reason();
-    let mut events = VecDeque::new();
-    events.push_back(AssistantMessageEvent::Start {
-        partial: message.clone(),
-    });
+    let mut steps = VecDeque::from([Beat::Start]);
     for (index, block) in response.content.into_iter().enumerate() {
-        let block = match block {
+        match block {
             ContentBlock::Text(text) => {
-                events.push_back(AssistantMessageEvent::TextStart {
-                    content_index: index,
-                });
-                for delta in chunks(&text.text, chunk_chars) {
-                    events.push_back(AssistantMessageEvent::TextDelta {
-                        content_index: index,
-                        delta: delta.to_owned(),
-                    });
-                }
-                events.push_back(AssistantMessageEvent::TextEnd {
-                    content_index: index,
-                    content: text.text.clone(),
-                });
-                ContentBlock::Text(text)
+                steps.push_back(Beat::OpenText);
+                push_text(&mut steps, index, &text.text, chunk_chars);
             }
             ContentBlock::Thinking(thinking) => {
-                events.push_back(AssistantMessageEvent::ThinkingStart {
-                    content_index: index,
-                });
-                for delta in chunks(&thinking.thinking, chunk_chars) {
-                    events.push_back(AssistantMessageEvent::ThinkingDelta {
-                        content_index: index,
-                        delta: delta.to_owned(),
-                    });
-                }
-                events.push_back(AssistantMessageEvent::ThinkingEnd {
-                    content_index: index,
-                    content: thinking.thinking.clone(),
-                });
-                ContentBlock::Thinking(thinking)
+                steps.push_back(Beat::OpenThinking);
+                push_text(&mut steps, index, &thinking.thinking, chunk_chars);
             }
             ContentBlock::ToolCall(call) => {
-                let call = stream_tool_call(&mut events, index, call, chunk_chars);
-                ContentBlock::ToolCall(call)
+                let mut start = ToolCall::new(
+                    call.id.clone(),
+                    call.name.clone(),
+                    Value::Object(Default::default()),
+                );
+                start.thought_signature.clone_from(&call.thought_signature);
+                steps.push_back(Beat::OpenToolCall(start));
+                let text = call.arguments.to_string();
+                for delta in chunks(&text, chunk_chars) {
+                    steps.push_back(Beat::Arguments(index, delta.to_owned()));
+                }
+                let scripted = call.arguments_error.map(|error| (call.arguments, error));
+                steps.push_back(Beat::FinishToolCall(index, scripted));
             }
             // Assistants do not send images; keep the block without events.
-            image @ ContentBlock::Image(_) => image,
-        };
-        message.content.push(block);
+            image @ ContentBlock::Image(_) => steps.push_back(Beat::Silent(image)),
+        }
     }
-    message.stop_reason = stop_reason;
-    message.error_message = response.error_message;
-    events.push_back(if stop_reason.is_failure() {
-        AssistantMessageEvent::Error {
-            reason: stop_reason,
-            error: message,
-        }
-    } else {
-        AssistantMessageEvent::Done {
-            reason: stop_reason,
-            message,
-        }
-    });
-    events
+    steps.push_back(Beat::End(stop_reason, response.error_message));
+    steps
 }
 
-/// Stream a call's argument text through the partial parser, then parse it for good, as a
-/// provider does (SPEC §6). A scripted `argumentsError` is kept as scripted.
-fn stream_tool_call(
-    events: &mut VecDeque<AssistantMessageEvent>,
-    index: usize,
-    call: ToolCall,
-    chunk_chars: usize,
-) -> ToolCall {
-    let mut start = ToolCall::new(
-        call.id.clone(),
-        call.name.clone(),
-        Value::Object(Default::default()),
-    );
-    start.thought_signature.clone_from(&call.thought_signature);
-    events.push_back(AssistantMessageEvent::ToolCallStart {
-        content_index: index,
-        tool_call: start,
-    });
-    let text = call.arguments.to_string();
-    let mut parser = PartialJsonParser::new();
-    for delta in chunks(&text, chunk_chars) {
-        let changes = parser.push(delta).to_vec();
-        events.push_back(AssistantMessageEvent::ToolCallDelta {
-            content_index: index,
-            delta: delta.to_owned(),
-            changes,
-        });
-    }
-    let call = if call.arguments_error.is_some() {
-        call
-    } else {
-        let (arguments, arguments_error) = parse_tool_call_arguments(&text);
-        ToolCall {
-            arguments,
-            arguments_error,
-            ..call
+/// A block's text in deltas, then its end; pi streams an empty text as one empty delta,
+/// which reports nothing.
+fn push_text(steps: &mut VecDeque<Beat>, index: usize, text: &str, chunk_chars: usize) {
+    for delta in chunks(text, chunk_chars) {
+        if !delta.is_empty() {
+            steps.push_back(Beat::Append(index, delta.to_owned()));
         }
-    };
-    events.push_back(AssistantMessageEvent::ToolCallEnd {
-        content_index: index,
-        tool_call: call.clone(),
-    });
-    call
+    }
+    steps.push_back(Beat::Close(index));
 }
 
 /// `text` in pieces of `size` characters; one empty piece for empty text (as pi streams).
@@ -435,47 +391,83 @@ fn chunks(text: &str, size: usize) -> Vec<&str> {
 
 /// The state of a replayed response.
 struct Replay {
-    events: VecDeque<AssistantMessageEvent>,
-    /// Kept current, so an abort can report what streamed so far.
-    partial: AssistantMessage,
+    writer: MessageWriter,
+    beats: VecDeque<Beat>,
+    /// The arguments of the call that is streaming.
+    parser: PartialJsonParser,
     signal: CancellationToken,
     delay: Option<Duration>,
     started: bool,
-    finished: bool,
 }
 
 impl Replay {
-    async fn next(mut self) -> Option<(AssistantMessageEvent, Self)> {
-        if self.finished {
-            return None;
-        }
-        if let (Some(delay), true) = (self.delay, self.started) {
-            tokio::select! {
-                () = tokio::time::sleep(delay) => {}
-                () = self.signal.cancelled() => {}
+    async fn next(mut self: Box<Self>) -> Option<(AssistantMessageEvent, Box<Self>)> {
+        loop {
+            if let Some(event) = self.writer.pop_event() {
+                return Some((event, self));
+            }
+            if self.writer.is_settled() {
+                return None;
+            }
+            if let (Some(delay), true) = (self.delay, self.started) {
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    () = self.signal.cancelled() => {}
+                }
+            }
+            self.started = true;
+            if self.signal.is_cancelled() {
+                self.writer.message_mut().timestamp = now_ms();
+                self.writer.fail(StopReason::Aborted, "Request was aborted");
+                continue;
+            }
+            match self.beats.pop_front() {
+                Some(beat) => self.take(beat),
+                None => self
+                    .writer
+                    .fail(StopReason::Error, "the script ended early"),
             }
         }
-        self.started = true;
-        if self.signal.is_cancelled() {
-            self.finished = true;
-            let mut aborted = self.partial.clone();
-            aborted.stop_reason = StopReason::Aborted;
-            aborted.error_message = Some("Request was aborted".to_owned());
-            aborted.timestamp = now_ms();
-            let event = AssistantMessageEvent::Error {
-                reason: StopReason::Aborted,
-                error: aborted,
-            };
-            return Some((event, self));
-        }
-        let event = self.events.pop_front()?;
-        match &event {
-            AssistantMessageEvent::Done { .. } | AssistantMessageEvent::Error { .. } => {
-                self.finished = true;
+    }
+
+    fn take(&mut self, beat: Beat) {
+        let writer = &mut self.writer;
+        match beat {
+            Beat::Start => writer.start(),
+            Beat::OpenText => {
+                writer.open_text("");
             }
-            event => self.partial.apply_event(event),
+            Beat::OpenThinking => {
+                writer.open_thinking("", None, false);
+            }
+            Beat::Append(index, delta) => writer.append(index, &delta),
+            Beat::Close(index) => writer.close(index),
+            Beat::OpenToolCall(call) => {
+                self.parser = PartialJsonParser::new();
+                writer.open_tool_call(call);
+            }
+            Beat::Arguments(index, delta) => {
+                writer.tool_call_delta(index, &delta, &mut self.parser);
+            }
+            Beat::FinishToolCall(index, None) => {
+                let (arguments, error) = self.parser.finish();
+                writer.finish_tool_call_with(index, arguments, error);
+            }
+            Beat::FinishToolCall(index, Some((arguments, error))) => {
+                writer.finish_tool_call_with(index, arguments, Some(error));
+            }
+            Beat::Silent(block) => {
+                writer.push_silent_block(block);
+            }
+            Beat::End(reason, error) if reason.is_failure() => {
+                let error = error.unwrap_or_else(|| "the scripted response failed".to_owned());
+                writer.fail(reason, error);
+            }
+            Beat::End(reason, error) => {
+                writer.message_mut().error_message = error;
+                writer.done(reason);
+            }
         }
-        Some((event, self))
     }
 }
 
@@ -537,10 +529,8 @@ mod tests {
                 json!({"a": 1, "b": 2}),
             ));
         let events = replay(&model, CancellationToken::new()).await;
-        let mut partial = AssistantMessage::empty("", "", "");
         let mut text = String::new();
         for event in &events {
-            partial.apply_event(event);
             if let AssistantMessageEvent::ToolCallDelta { delta, .. } = event {
                 text.push_str(delta);
             }

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::message::StopReason;
 use crate::provider::Model;
-use crate::provider::output::{Output, StreamParser};
+use crate::provider::output::{Output, StreamParser, output_for};
 use crate::stream::AssistantEventStream;
 
 /// The longest error body quoted in an error message.
@@ -177,14 +177,14 @@ impl Endpoint {
             self.transport.clone(),
             request,
             parser,
-            Output::new(&self.model),
+            output_for(&self.model),
             signal,
         )
     }
 
     /// Parse a recorded body as if the server had just sent it.
     pub(crate) fn replay<P: StreamParser>(&self, body: String, parser: P) -> AssistantEventStream {
-        replay_body(body, parser, Output::new(&self.model))
+        replay_body(body, parser, output_for(&self.model))
     }
 }
 
@@ -541,7 +541,8 @@ impl<P: StreamParser> Run<P> {
 }
 
 fn drive<P: StreamParser>(run: Run<P>) -> AssistantEventStream {
-    stream::unfold(run, |mut run| async move {
+    // Boxed, so each event moves a pointer rather than the whole parser state.
+    stream::unfold(Box::new(run), |mut run| async move {
         loop {
             if let Some(event) = run.output.pop_event() {
                 return Some((event, run));

@@ -200,7 +200,7 @@ async fn state_tracks_pending_calls_while_they_run() {
         if let AgentEvent::ToolExecutionStart { .. } | AgentEvent::ToolExecutionEnd { .. } = event {
             sink.lock()
                 .unwrap()
-                .push(watcher.state().pending_tool_calls);
+                .push(Vec::from(watcher.state().pending_tool_calls));
         }
         std::future::ready(())
     });

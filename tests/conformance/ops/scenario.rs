@@ -462,28 +462,33 @@ fn scripted_response(index: usize, response: &Value) -> Result<FauxResponse, Str
     Ok(scripted)
 }
 
-/// An event as the protocol shows it; `message_update` is left out.
+/// An event as the protocol shows it; `message_update` is left out. Built field by field:
+/// `json!` serializes every interpolated value, which made this reduction cost more than the
+/// agent loop it records.
 fn reduce_event(event: &AgentEvent) -> Option<Value> {
-    let kind = event.kind();
-    Some(match event {
-        AgentEvent::AgentStart | AgentEvent::TurnStart | AgentEvent::AgentEnd { .. } => {
-            json!({"type": kind})
-        }
+    let mut out = Map::new();
+    out.insert("type".into(), event.kind().into());
+    let text = |s: &str| Value::String(s.to_owned());
+    match event {
         AgentEvent::MessageStart { message } | AgentEvent::MessageEnd { message } => {
-            json!({"type": kind, "role": message.role()})
+            out.insert("role".into(), message.role().into());
         }
         AgentEvent::MessageUpdate { .. } => return None,
         AgentEvent::ToolExecutionStart {
             tool_call_id,
             tool_name,
             ..
-        } => json!({"type": kind, "toolCallId": tool_call_id, "toolName": tool_name}),
+        } => {
+            out.insert("toolCallId".into(), text(tool_call_id));
+            out.insert("toolName".into(), text(tool_name));
+        }
         AgentEvent::ToolExecutionUpdate {
             tool_call_id,
             partial_result,
             ..
         } => {
-            json!({"type": kind, "toolCallId": tool_call_id, "text": partial_result.text_content()})
+            out.insert("toolCallId".into(), text(tool_call_id));
+            out.insert("text".into(), partial_result.text_content().into());
         }
         AgentEvent::ToolExecutionEnd {
             tool_call_id,
@@ -491,13 +496,19 @@ fn reduce_event(event: &AgentEvent) -> Option<Value> {
             result,
             is_error,
             ..
-        } => json!({"type": kind, "toolCallId": tool_call_id, "toolName": tool_name,
-                    "isError": is_error, "text": result.text_content()}),
-        AgentEvent::TurnEnd { tool_results, .. } => json!({
-            "type": kind,
-            "toolResults": tool_results.iter().map(|r| r.tool_call_id.as_str()).collect::<Vec<_>>(),
-        }),
-    })
+        } => {
+            out.insert("toolCallId".into(), text(tool_call_id));
+            out.insert("toolName".into(), text(tool_name));
+            out.insert("isError".into(), Value::Bool(*is_error));
+            out.insert("text".into(), result.text_content().into());
+        }
+        AgentEvent::TurnEnd { tool_results, .. } => {
+            let ids = tool_results.iter().map(|r| text(&r.tool_call_id)).collect();
+            out.insert("toolResults".into(), Value::Array(ids));
+        }
+        _ => {}
+    }
+    Some(Value::Object(out))
 }
 
 /// A run message as the protocol shows it (D11).
@@ -515,7 +526,13 @@ fn reduce_message(message: &Message) -> Value {
             insert_text(&mut out, &assistant.content);
             let calls: Vec<Value> = assistant
                 .tool_calls()
-                .map(|call| json!({"id": call.id, "name": call.name, "arguments": call.arguments}))
+                .map(|call| {
+                    let mut shown = Map::new();
+                    shown.insert("id".into(), call.id.as_str().into());
+                    shown.insert("name".into(), call.name.as_str().into());
+                    shown.insert("arguments".into(), call.arguments.clone());
+                    Value::Object(shown)
+                })
                 .collect();
             if !calls.is_empty() {
                 out.insert("toolCalls".into(), calls.into());

@@ -66,7 +66,7 @@ impl EventParser {
 
     fn message_start(&mut self, out: &mut Output, start: wire::MessageStart<'_>) {
         self.saw_start = true;
-        let message = out.message_mut();
+        let mut message = out.message_mut();
         if let Some(id) = start.id {
             message.response_id = Some(id.into_owned());
         }
@@ -151,8 +151,9 @@ impl EventParser {
             // kept (pi overwrites it with the parse of the empty text, `{}`).
             Some(_) => {
                 let input = out
-                    .tool_call_mut(open.content_index)
-                    .map(|call| std::mem::take(&mut call.arguments))
+                    .update_tool_call(open.content_index, |call| {
+                        std::mem::take(&mut call.arguments)
+                    })
                     .unwrap_or_default();
                 out.finish_tool_call_with(open.content_index, input, None);
             }

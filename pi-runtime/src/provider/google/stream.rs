@@ -4,14 +4,14 @@
 //! A `functionCall` part is normally complete: `toolcall_start`, one `toolcall_delta` with
 //! the compact JSON of its args, and `toolcall_end`, back to back. Vertex AI's streamed
 //! arguments (`willContinue` + `partialArgs`, closed by an empty `functionCall`) are read
-//! too: each piece becomes a `toolcall_delta` whose changes set or extend one argument.
+//! too: each piece sets or extends one argument of the call in place, then is reported as an
+//! empty `toolcall_delta`.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Map, Value};
 
-use crate::json::{ArgumentChange, PathSegment};
 use crate::message::{StopReason, ToolCall};
 use crate::provider::output::{Output, StreamParser};
 
@@ -25,13 +25,25 @@ enum Open {
     Thinking(usize),
 }
 
-/// A Vertex call whose arguments are still streaming.
+/// A Vertex call whose arguments are still streaming (in the message's tool call).
 #[derive(Debug)]
 struct StreamedCall {
     content_index: usize,
-    arguments: Value,
     /// The string argument the last piece left open (`willContinue`).
     continuing: Option<Vec<PathSegment>>,
+}
+
+/// One step of a `jsonPath`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PathSegment {
+    Key(String),
+    Index(usize),
+}
+
+/// What one `partialArgs` piece does at its path.
+enum Piece {
+    Set(Value),
+    Append(String),
 }
 
 /// The parser of one Gemini response.
@@ -152,7 +164,6 @@ impl ChunkParser {
             let content_index = out.open_tool_call(tool_call);
             self.streamed = Some(StreamedCall {
                 content_index,
-                arguments: Value::Object(Map::new()),
                 continuing: None,
             });
             if let Some(pieces) = call.partial_args {
@@ -166,11 +177,8 @@ impl ChunkParser {
             .unwrap_or_else(|| Value::Object(Map::new()));
         let content_index = out.open_tool_call(tool_call);
         let text = arguments.to_string();
-        let changes = vec![ArgumentChange::Set {
-            path: Vec::new(),
-            value: arguments.clone(),
-        }];
-        out.tool_call_changes(content_index, &text, changes);
+        out.update_tool_call(content_index, |call| call.arguments = arguments.clone());
+        out.tool_call_text(content_index, &text);
         out.finish_tool_call_with(content_index, arguments, None);
     }
 
@@ -198,32 +206,22 @@ impl ChunkParser {
             };
             let change = if let Some(text) = piece.string_value {
                 if streamed.continuing.as_ref() == Some(&path) {
-                    ArgumentChange::Append {
-                        path: path.clone(),
-                        text: text.into_owned(),
-                    }
+                    Piece::Append(text.into_owned())
                 } else {
-                    ArgumentChange::Set {
-                        path: path.clone(),
-                        value: Value::String(text.into_owned()),
-                    }
+                    Piece::Set(Value::String(text.into_owned()))
                 }
             } else if let Some(value) = piece.number_value.or(piece.bool_value) {
-                ArgumentChange::Set {
-                    path: path.clone(),
-                    value,
-                }
+                Piece::Set(value)
             } else if piece.null_value {
-                ArgumentChange::Set {
-                    path: path.clone(),
-                    value: Value::Null,
-                }
+                Piece::Set(Value::Null)
             } else {
                 continue;
             };
-            apply(&mut streamed.arguments, &change);
+            out.update_tool_call(streamed.content_index, |call| {
+                apply(&mut call.arguments, &path, change)
+            });
             streamed.continuing = (piece.will_continue == Some(true)).then_some(path);
-            out.tool_call_changes(streamed.content_index, "", vec![change]);
+            out.tool_call_text(streamed.content_index, "");
         }
     }
 
@@ -231,8 +229,11 @@ impl ChunkParser {
     /// every call still concatenate to its argument text.
     fn finish_streamed(&mut self, out: &mut Output) {
         if let Some(call) = self.streamed.take() {
-            out.tool_call_changes(call.content_index, &call.arguments.to_string(), Vec::new());
-            out.finish_tool_call_with(call.content_index, call.arguments, None);
+            let arguments = out
+                .update_tool_call(call.content_index, |call| call.arguments.clone())
+                .unwrap_or_else(|| Value::Object(Map::new()));
+            out.tool_call_text(call.content_index, &arguments.to_string());
+            out.finish_tool_call_with(call.content_index, arguments, None);
         }
     }
 }
@@ -286,22 +287,16 @@ fn parse_json_path(path: &str) -> Option<Vec<PathSegment>> {
     Some(segments)
 }
 
-/// Apply one change to the call's own copy of its arguments: the final arguments must not
-/// depend on how a consumer mirrors the partial ones.
-fn apply(arguments: &mut Value, change: &ArgumentChange) -> Option<()> {
-    let path = match change {
-        ArgumentChange::Set { path, .. } | ArgumentChange::Append { path, .. } => path,
-        ArgumentChange::Remove { .. } => return None,
-    };
+/// Apply one piece to the call's arguments, creating the containers its path needs.
+fn apply(arguments: &mut Value, path: &[PathSegment], piece: Piece) -> Option<()> {
     let mut slot = arguments;
     for segment in path {
         slot = child(slot, segment)?;
     }
-    match (change, slot) {
-        (ArgumentChange::Set { value, .. }, slot) => *slot = value.clone(),
-        (ArgumentChange::Append { text, .. }, Value::String(existing)) => existing.push_str(text),
-        (ArgumentChange::Append { text, .. }, slot) => *slot = Value::String(text.clone()),
-        (ArgumentChange::Remove { .. }, _) => {}
+    match (piece, slot) {
+        (Piece::Set(value), slot) => *slot = value,
+        (Piece::Append(text), Value::String(existing)) => existing.push_str(&text),
+        (Piece::Append(text), slot) => *slot = Value::String(text),
     }
     Some(())
 }

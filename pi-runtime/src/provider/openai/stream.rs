@@ -55,11 +55,11 @@ impl ChunkParser {
         if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             return Err(provider_error(&error));
         }
-        let message = out.message_mut();
-        if message.response_id.is_none()
-            && let Some(id) = chunk.id.filter(|id| !id.is_empty())
-        {
-            message.response_id = Some(id.into_owned());
+        if let Some(id) = chunk.id.filter(|id| !id.is_empty()) {
+            let mut message = out.message_mut();
+            if message.response_id.is_none() {
+                message.response_id = Some(id.into_owned());
+            }
         }
         let mut choice = chunk.choices.into_iter().next();
         // Some servers (Moonshot) put usage on the choice instead of the chunk.
@@ -148,7 +148,7 @@ impl ChunkParser {
             self.by_id.insert(id.to_owned(), slot);
         }
         let content_index = state.content_index;
-        if let Some(block) = out.tool_call_mut(content_index) {
+        out.update_tool_call(content_index, |block| {
             if block.id.is_empty()
                 && let Some(id) = id
             {
@@ -159,7 +159,7 @@ impl ChunkParser {
             {
                 name.clone_into(&mut block.name);
             }
-        }
+        });
         let delta = function.arguments.as_deref().unwrap_or("");
         out.tool_call_delta(content_index, delta, &mut self.calls[slot].arguments);
     }
@@ -177,7 +177,8 @@ impl StreamParser for ChunkParser {
 
     fn end(&mut self, out: &mut Output) -> Result<StopReason, String> {
         let mut calls = self.calls.iter();
-        for index in 0..out.message().content.len() {
+        let blocks = out.message().content.len();
+        for index in 0..blocks {
             if Some(index) == self.text || Some(index) == self.thinking {
                 out.close(index);
             } else if let Some(call) = calls.next() {

@@ -219,31 +219,44 @@ pub(crate) fn trace(events: &[AssistantMessageEvent]) -> Vec<String> {
         .collect()
 }
 
-/// A partial message rebuilt from the events alone must equal the final message (but for
-/// thinking signatures, which no event carries).
+/// The events tell the whole story: the live message `start` handed out ends as the final
+/// message, and each text or thinking block is exactly its deltas joined.
 pub(crate) fn assert_events_rebuild(events: &[AssistantMessageEvent]) {
-    let unsigned = |content: &[ContentBlock]| -> Vec<ContentBlock> {
-        content
-            .iter()
-            .cloned()
-            .map(|mut block| {
-                if let ContentBlock::Thinking(thinking) = &mut block {
-                    thinking.thinking_signature = None;
-                }
-                block
-            })
-            .collect()
-    };
     let message = final_message(events);
-    let mut rebuilt = AssistantMessage::empty("", "", "");
-    for event in &events[..events.len() - 1] {
-        rebuilt.apply_event(event);
-    }
+    let Some(AssistantMessageEvent::Start { message: live }) = events.first() else {
+        panic!("the first event is not start: {:?}", events.first());
+    };
     assert_eq!(
-        unsigned(&rebuilt.content),
-        unsigned(&message.content),
-        "content rebuilt from events"
+        live.snapshot().content,
+        message.content,
+        "the live message is final"
     );
+    let mut joined: std::collections::BTreeMap<usize, String> = Default::default();
+    for event in events {
+        if let AssistantMessageEvent::TextDelta {
+            content_index,
+            delta,
+        }
+        | AssistantMessageEvent::ThinkingDelta {
+            content_index,
+            delta,
+        } = event
+        {
+            joined.entry(*content_index).or_default().push_str(delta);
+        }
+    }
+    for (index, block) in message.content.iter().enumerate() {
+        let text = match block {
+            ContentBlock::Text(text) => &text.text,
+            ContentBlock::Thinking(thinking) => &thinking.thinking,
+            _ => continue,
+        };
+        assert_eq!(
+            joined.get(&index).map_or("", String::as_str),
+            text,
+            "block {index} is its deltas joined"
+        );
+    }
 }
 
 /// Read a recorded capture under `fixtures/wire/`.

@@ -1,5 +1,5 @@
-//! Assistant-message stream events (SPEC §2.4) and the model interface every provider and
-//! the faux model implement.
+//! Assistant-message stream events (SPEC §2.4), their one writer, and the model interface
+//! every provider and the faux model implement.
 
 use std::fmt;
 
@@ -7,23 +7,27 @@ use futures::stream::BoxStream;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::json::{ArgumentChange, apply_changes};
-use crate::message::{
-    AssistantMessage, ContentBlock, Message, StopReason, ThinkingContent, ToolCall,
-};
+use crate::message::{AssistantMessage, Message, StopReason, ToolCall};
 use crate::tool::Tool;
 
-/// One event of a streaming response.
+mod live;
+mod writer;
+
+pub use live::LiveMessage;
+pub use writer::MessageWriter;
+
+/// One event of a streaming response, as its [`MessageWriter`] reports it.
 ///
 /// Unlike pi, deltas do not carry a copy of the whole partial message (that would make a
-/// stream quadratic). [`AssistantMessage::apply_event`] keeps a partial message current
-/// from the events in linear time.
+/// stream quadratic): `start` hands out a [`LiveMessage`] that the writer keeps current,
+/// and every later event says only what changed.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum AssistantMessageEvent {
-    /// The response began; `partial` is the empty message.
+    /// The response began.
     Start {
-        /// The message being built.
-        partial: AssistantMessage,
+        /// The message being built, kept current by the writer.
+        message: LiveMessage,
     },
     /// A text block was appended (empty).
     TextStart {
@@ -74,10 +78,9 @@ pub enum AssistantMessageEvent {
     ToolCallDelta {
         /// The block.
         content_index: usize,
-        /// The raw argument text piece.
+        /// The raw argument text piece; the call's partial arguments (SPEC §6.2) in the
+        /// live message already show it.
         delta: String,
-        /// How the partial arguments (SPEC §6.2) changed.
-        changes: Vec<ArgumentChange>,
     },
     /// A tool call's arguments are final (SPEC §6.4).
     ToolCallEnd {
@@ -134,89 +137,6 @@ impl AssistantMessageEvent {
             | AssistantMessageEvent::ToolCallDelta { content_index, .. }
             | AssistantMessageEvent::ToolCallEnd { content_index, .. } => Some(*content_index),
             _ => None,
-        }
-    }
-}
-
-impl AssistantMessage {
-    /// Bring a partial message up to date with one event (linear in the event's size).
-    pub fn apply_event(&mut self, event: &AssistantMessageEvent) {
-        match event {
-            AssistantMessageEvent::Start { partial } => *self = partial.clone(),
-            AssistantMessageEvent::TextStart { content_index } => {
-                self.put_block(*content_index, ContentBlock::text(""));
-            }
-            AssistantMessageEvent::TextDelta {
-                content_index,
-                delta,
-            } => {
-                if let Some(ContentBlock::Text(t)) = self.content.get_mut(*content_index) {
-                    t.text.push_str(delta);
-                }
-            }
-            AssistantMessageEvent::TextEnd {
-                content_index,
-                content,
-            } => {
-                if let Some(ContentBlock::Text(t)) = self.content.get_mut(*content_index) {
-                    t.text.clone_from(content);
-                }
-            }
-            AssistantMessageEvent::ThinkingStart { content_index } => {
-                let block = ContentBlock::Thinking(ThinkingContent {
-                    thinking: String::new(),
-                    thinking_signature: None,
-                    redacted: None,
-                });
-                self.put_block(*content_index, block);
-            }
-            AssistantMessageEvent::ThinkingDelta {
-                content_index,
-                delta,
-            } => {
-                if let Some(ContentBlock::Thinking(t)) = self.content.get_mut(*content_index) {
-                    t.thinking.push_str(delta);
-                }
-            }
-            AssistantMessageEvent::ThinkingEnd {
-                content_index,
-                content,
-            } => {
-                if let Some(ContentBlock::Thinking(t)) = self.content.get_mut(*content_index) {
-                    t.thinking.clone_from(content);
-                }
-            }
-            AssistantMessageEvent::ToolCallStart {
-                content_index,
-                tool_call,
-            } => {
-                self.put_block(*content_index, ContentBlock::ToolCall(tool_call.clone()));
-            }
-            AssistantMessageEvent::ToolCallDelta {
-                content_index,
-                changes,
-                ..
-            } => {
-                if let Some(ContentBlock::ToolCall(c)) = self.content.get_mut(*content_index) {
-                    apply_changes(&mut c.arguments, changes);
-                }
-            }
-            AssistantMessageEvent::ToolCallEnd {
-                content_index,
-                tool_call,
-            } => {
-                self.put_block(*content_index, ContentBlock::ToolCall(tool_call.clone()));
-            }
-            AssistantMessageEvent::Done { message, .. } => *self = message.clone(),
-            AssistantMessageEvent::Error { error, .. } => *self = error.clone(),
-        }
-    }
-
-    fn put_block(&mut self, index: usize, block: ContentBlock) {
-        if index < self.content.len() {
-            self.content[index] = block;
-        } else {
-            self.content.push(block);
         }
     }
 }
