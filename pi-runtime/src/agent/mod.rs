@@ -49,11 +49,13 @@ mod call;
 mod config;
 mod error;
 mod events;
+mod failure;
 mod handle;
 mod hooks;
 mod run;
 mod sink;
 mod state;
+mod telemetry;
 
 pub use builder::AgentBuilder;
 pub use error::{AgentError, BuildError};

@@ -35,6 +35,7 @@ mod compile;
 mod explain;
 mod format;
 mod js_number;
+pub(crate) use js_number::number_value;
 mod typed;
 mod value;
 

@@ -8,6 +8,7 @@ mod agent_api;
 mod agent_failures;
 mod agent_ordering;
 mod agent_submit;
+mod agent_tracing;
 mod agent_validation;
 mod build_request_spec;
 mod e2e_failures;
