@@ -261,7 +261,9 @@ impl Agent {
         self.inner.shared.bus.unsubscribe(id)
     }
 
-    /// Every event from now on, as a stream (unbounded: the run never waits for it).
+    /// Every event from now on, as a stream. The run never waits for it; a reader that
+    /// falls far behind misses only `message_update` events, whose changes the next one's
+    /// live message shows (see [`EventStream`]).
     pub fn events(&self) -> EventStream {
         self.inner.shared.bus.stream()
     }

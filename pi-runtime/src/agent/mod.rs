@@ -65,5 +65,5 @@ pub use hooks::{
     AfterToolCall, BeforeToolCall, FinishedTurn, RequestPlan, ToolCallDecision, ToolResultPatch,
     TurnControl,
 };
-pub use sink::{EventStream, SubscriptionId};
+pub use sink::{EVENT_STREAM_BACKLOG, EventStream, SubscriptionId};
 pub use state::{AgentState, QueueMode};
