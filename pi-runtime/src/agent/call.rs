@@ -18,9 +18,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::failure::{self, ABORTED, BLOCKED, CallFailure};
 use super::hooks::{AfterToolCall, BeforeToolCall, Hooks, ToolCallDecision};
-use crate::args::validate_prepared;
+use crate::args::ValidationError;
 use crate::message::{AssistantMessage, Message, ToolCall, ToolResultMessage, now_ms};
-use crate::tool::{ToolContext, ToolDefinition, ToolRegistry, ToolResult};
+use crate::tool::{
+    Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolRegistry, ToolResult,
+};
 
 /// How long a running tool may ignore the run's cancellation before the loop stops waiting
 /// for it: a run must end even when a tool never looks at its signal.
@@ -111,7 +113,7 @@ pub(crate) async fn prepare(call: &ToolCall, tools: &ToolRegistry, scope: &CallS
     };
     let validated = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let prepared = tool.prepare_arguments(&call.arguments)?;
-        validate_prepared(tool.definition(), call, &prepared)
+        validate_prepared(tool.definition(), call, &prepared).map_err(ToolError::from)
     }));
     let mut args = match validated {
         Ok(Ok(args)) => args,
@@ -160,6 +162,42 @@ pub(crate) async fn prepare(call: &ToolCall, tools: &ToolRegistry, scope: &CallS
     })
 }
 
+/// Validate a call's arguments for `tool`, as the loop does before `execute` (SPEC §4.1),
+/// without `prepare_arguments`. A call whose final arguments failed to parse fails with
+/// `Invalid arguments for tool "<name>": <argumentsError>`.
+///
+/// ```
+/// use pi_runtime::agent::validate_tool_call;
+/// use pi_runtime::{Tool, ToolCall};
+/// use serde_json::json;
+///
+/// let add = Tool::new("add", "Add.", json!({"type": "object", "properties": {"a": {"type": "number"}}}));
+/// let call = ToolCall::new("c1", "add", json!({"a": "1"}));
+/// assert_eq!(validate_tool_call(&add, &call), Ok(json!({"a": 1})));
+/// ```
+///
+/// # Errors
+/// The text the model sees.
+pub fn validate_tool_call(
+    tool: &Tool,
+    call: &ToolCall,
+) -> Result<serde_json::Value, ValidationError> {
+    validate_prepared(tool, call, &call.arguments)
+}
+
+fn validate_prepared(
+    tool: &Tool,
+    call: &ToolCall,
+    prepared: &serde_json::Value,
+) -> Result<serde_json::Value, ValidationError> {
+    if let Some(error) = &call.arguments_error {
+        return Err(ValidationError::new(failure::invalid_arguments(
+            &call.name, error,
+        )));
+    }
+    tool.validate(prepared)
+}
+
 /// Execute a prepared call, then run `after_tool_call` (SPEC §3.4, §3.5).
 ///
 /// Each progress update the tool sends while it runs is handed to `on_update` and awaited
@@ -204,10 +242,13 @@ where
             let failure = result.is_error.then_some(CallFailure::ToolError);
             (result, failure)
         }
-        Some(Ok(Err(error))) => (
-            ToolResult::error(error.into_message()),
-            Some(CallFailure::ToolError),
-        ),
+        Some(Ok(Err(error))) => {
+            let failure = match error.kind() {
+                ToolErrorKind::InvalidArguments => CallFailure::Validation,
+                _ => CallFailure::ToolError,
+            };
+            (ToolResult::error(error.into_message()), Some(failure))
+        }
         Some(Err(panic)) => (ToolResult::error(panic), Some(CallFailure::Panic)),
         None => {
             let stop = scope.stop_failure();

@@ -49,6 +49,11 @@ pub(crate) fn not_found(tool: &str) -> String {
     format!("Tool {tool} not found")
 }
 
+/// A call whose final arguments failed to parse (SPEC §6.4).
+pub(crate) fn invalid_arguments(tool: &str, error: &str) -> String {
+    format!("Invalid arguments for tool \"{tool}\": {error}")
+}
+
 /// A call in a response cut off by the output token limit (SPEC §5.7).
 pub(crate) fn truncated(tool: &str) -> String {
     format!(

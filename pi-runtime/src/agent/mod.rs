@@ -58,6 +58,7 @@ mod state;
 mod telemetry;
 
 pub use builder::AgentBuilder;
+pub use call::validate_tool_call;
 pub use error::{AgentError, BuildError};
 pub use events::AgentEvent;
 pub use handle::{Agent, Prompt};

@@ -6,6 +6,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::args::ValidationError;
 use crate::message::{ContentBlock, Usage};
 
 /// The result of a tool execution.
@@ -74,19 +75,44 @@ impl ToolResult {
 /// A failure the model sees as an error result whose text is the message.
 ///
 /// Any `std::error::Error` converts into it, so `?` works inside tools. Like `anyhow::Error`,
-/// it does not implement `std::error::Error` itself (that would conflict with the blanket
-/// conversion).
+/// it does not implement `std::error::Error` itself: that would conflict with the blanket
+/// conversion (coherence forbids both).
 #[derive(Clone, PartialEq, Eq)]
 pub struct ToolError {
     message: String,
+    kind: ToolErrorKind,
+}
+
+/// What kind of failure a [`ToolError`] reports (tracing's `error.type` follows it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ToolErrorKind {
+    /// The tool ran and failed.
+    Failed,
+    /// The arguments did not fit the tool's parameters (the model can correct them).
+    InvalidArguments,
 }
 
 impl ToolError {
-    /// An error with this exact text.
+    /// An error with this exact text: the tool ran and failed.
     pub fn new(message: impl Into<String>) -> Self {
         ToolError {
             message: message.into(),
+            kind: ToolErrorKind::Failed,
         }
+    }
+
+    /// An error with this exact text, about arguments that do not fit.
+    pub fn invalid_arguments(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+            kind: ToolErrorKind::InvalidArguments,
+        }
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ToolErrorKind {
+        self.kind
     }
 
     /// The text the model sees.
@@ -112,9 +138,17 @@ impl fmt::Display for ToolError {
     }
 }
 
-impl<E: std::error::Error> From<E> for ToolError {
+/// A [`ValidationError`] keeps its kind: `?` on `deserialize_arguments` in a tool reports
+/// invalid arguments, not a failed tool.
+impl<E: std::error::Error + 'static> From<E> for ToolError {
     fn from(error: E) -> Self {
-        ToolError::new(error.to_string())
+        let invalid = (&error as &dyn std::any::Any).is::<ValidationError>();
+        let message = error.to_string();
+        if invalid {
+            ToolError::invalid_arguments(message)
+        } else {
+            ToolError::new(message)
+        }
     }
 }
 
