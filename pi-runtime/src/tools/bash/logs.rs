@@ -103,7 +103,10 @@ fn private_fallback() -> io::Result<PathBuf> {
     static FALLBACK: Mutex<Option<PathBuf>> = Mutex::new(None);
     // The slot holds no invariant a panic could break; keep using it.
     let mut slot = FALLBACK.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(path) = slot.as_ref().filter(|path| is_private_dir(path).unwrap_or(false)) {
+    if let Some(path) = slot
+        .as_ref()
+        .filter(|path| is_private_dir(path).unwrap_or(false))
+    {
         return Ok(path.clone());
     }
     let dir = tempfile::Builder::new()
@@ -133,8 +136,7 @@ fn prune(dir: &Path, keep: &Path, max_logs: usize, max_bytes: u64) {
         .filter_map(|entry| {
             let meta = entry.metadata().ok()?;
             let modified = meta.modified().ok()?;
-            meta.is_file()
-                .then(|| (modified, meta.len(), entry.path()))
+            meta.is_file().then(|| (modified, meta.len(), entry.path()))
         })
         .collect();
     // Newest first; `keep` counts as one of the kept logs.

@@ -178,7 +178,11 @@ impl Output {
         let len = max.min(self.total_raw);
         let raw = self.read_raw(self.total_raw - len, len)?;
         // Continuation bytes at the cut belong to a character that starts before it.
-        let skip = raw.iter().take(3).take_while(|&&b| b & 0xC0 == 0x80).count();
+        let skip = raw
+            .iter()
+            .take(3)
+            .take_while(|&&b| b & 0xC0 == 0x80)
+            .count();
         let decoded = String::from_utf8_lossy(&raw[skip..]);
         Ok(tail_of(&decoded, max).to_owned())
     }
@@ -191,7 +195,9 @@ impl Output {
         };
         file.seek(SeekFrom::Start(offset as u64))?;
         let mut bytes = Vec::with_capacity(len);
-        Read::by_ref(file).take(len as u64).read_to_end(&mut bytes)?;
+        Read::by_ref(file)
+            .take(len as u64)
+            .read_to_end(&mut bytes)?;
         // Later appends go to the end again.
         file.seek(SeekFrom::End(0))?;
         Ok(bytes)

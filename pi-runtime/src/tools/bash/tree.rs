@@ -156,7 +156,11 @@ impl ProcessTable {
         let mut processes = Vec::new();
         for entry in fs::read_dir("/proc")? {
             let Ok(entry) = entry else { continue };
-            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
                 continue;
             };
             // A process that exited since the directory was listed is simply skipped.
