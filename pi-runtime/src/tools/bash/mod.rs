@@ -34,8 +34,9 @@ const STRUCTURED_OUTPUT_MAX_BYTES: usize = 1024 * 1024;
 /// Progress goes to [`ToolContext::update`]: one empty update at once, then at most one every
 /// 100 ms with the current tail. A timeout, cancelling the run's signal, or dropping the call
 /// kills every process the command started, also those that left its process group with
-/// `setsid`. After a normal exit, background processes are left running, and the output they
-/// write is read for at most a second more. Like pi's, the tool runs in parallel with the
+/// `setsid` (the command's environment carries a `PI_BASH_CALL` marker for this). After a
+/// normal exit, background processes are left running, and the output they write is read
+/// for at most a second more. Like pi's, the tool runs in parallel with the
 /// other calls of its batch.
 ///
 /// When the output is truncated, the full output is kept in a log under the temp directory,

@@ -202,6 +202,9 @@ pub(crate) async fn run(
             exited = child.wait(), if status.is_none() => {
                 let now = Instant::now();
                 status = Some((exited?, now));
+                if let Some(tree) = &killer.tree {
+                    tree.shell_reaped();
+                }
                 if drain.is_none() {
                     drain = Some(Drain::starting(now, EXIT_DRAIN_LIMIT));
                 }

@@ -14,7 +14,9 @@
 //!   its environment, such as `env -i setsid cmd &`, while its parent is still there),
 //!
 //! and freezes each member with `SIGSTOP` as soon as it is found, then scans again, until a
-//! scan finds nothing new. A stopped process can neither fork nor exit, so the tree holds
+//! scan finds nothing new. (Once the shell was reaped, its pid and group id may be reused by
+//! an unrelated process, so from then on only the marker and descent from marked processes
+//! count.) A stopped process can neither fork nor exit, so the tree holds
 //! still while it is walked: a child forked between two scans is found by the next one, with
 //! its parent still alive. Then every member gets `SIGKILL`.
 //!
@@ -37,7 +39,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use nix::sys::signal::{Signal, kill, killpg};
@@ -56,6 +58,9 @@ pub(crate) struct Tree {
     shell: Pid,
     /// `PI_BASH_CALL=<token>`, as it appears in `/proc/<pid>/environ`.
     entry: Vec<u8>,
+    /// Cleared once the shell was reaped: from then on its pid may be given to an unrelated
+    /// process, so only the marker identifies the call's processes.
+    shell_alive: AtomicBool,
 }
 
 impl Tree {
@@ -75,22 +80,31 @@ impl Tree {
         Tree {
             shell,
             entry: format!("{MARKER_VAR}={token}").into_bytes(),
+            shell_alive: AtomicBool::new(true),
         }
     }
 
-    /// Freeze, then kill, every process of the call. Returns how many were found.
+    /// The shell was reaped.
+    pub(crate) fn shell_reaped(&self) {
+        self.shell_alive.store(false, Ordering::Relaxed);
+    }
+
+    /// Freeze, then kill, every process of the call.
     ///
     /// Blocking: it reads `/proc` a few times (a few milliseconds on a usual machine).
-    pub(crate) fn kill(&self) -> usize {
-        // Freeze the group at once; the scans below add what left it.
-        let _ = killpg(self.shell, Signal::SIGSTOP);
+    pub(crate) fn kill(&self) {
+        let shell_alive = self.shell_alive.load(Ordering::Relaxed);
+        if shell_alive {
+            // Freeze the group at once; the scans below add what left it.
+            let _ = killpg(self.shell, Signal::SIGSTOP);
+        }
         let mut frozen: HashSet<i32> = HashSet::new();
         for _ in 0..MAX_ROUNDS {
             let Ok(table) = ProcessTable::read() else {
                 break;
             };
             let fresh: Vec<i32> = self
-                .members(&table)
+                .members(&table, shell_alive)
                 .into_iter()
                 .filter(|pid| !frozen.contains(pid))
                 .collect();
@@ -106,22 +120,24 @@ impl Tree {
         for &pid in &frozen {
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
         }
-        // SIGKILL reaches stopped processes too; the group kill covers a member that a
-        // failed scan missed.
-        let _ = killpg(self.shell, Signal::SIGKILL);
-        frozen.len()
+        if shell_alive {
+            // SIGKILL reaches stopped processes too; the group kill covers a member that a
+            // failed scan missed.
+            let _ = killpg(self.shell, Signal::SIGKILL);
+        }
     }
 
-    /// The processes of this call in `table`: the shell's group, the marked ones, and all
-    /// their descendants.
-    fn members(&self, table: &ProcessTable) -> HashSet<i32> {
+    /// The processes of this call in `table`: the shell and its group while the shell is
+    /// alive, the marked ones, and all their descendants.
+    fn members(&self, table: &ProcessTable, shell_alive: bool) -> HashSet<i32> {
         let own = i32::try_from(std::process::id()).unwrap_or(0);
         let shell = self.shell.as_raw();
+        let in_group = |p: &Process| shell_alive && (p.pid == shell || p.pgid == shell);
         let mut members: HashSet<i32> = table
             .processes
             .iter()
             .filter(|p| p.pid != own && p.pid > 1)
-            .filter(|p| p.pid == shell || p.pgid == shell || carries(p.pid, &self.entry))
+            .filter(|p| in_group(p) || carries(p.pid, &self.entry))
             .map(|p| p.pid)
             .collect();
         let children = table.children();
@@ -253,8 +269,9 @@ mod tests {
             ],
         };
         let tree = Tree::new(Pid::from_raw(100), "no-such-token");
-        let members = tree.members(&table);
-        assert_eq!(members, HashSet::from([100, 101, 102]));
+        assert_eq!(tree.members(&table, true), HashSet::from([100, 101, 102]));
+        // Once the shell is reaped its pid means nothing: only the marker counts.
+        assert_eq!(tree.members(&table, false), HashSet::new());
     }
 
     #[test]
