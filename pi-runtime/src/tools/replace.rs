@@ -248,6 +248,9 @@ fn in_place(
 
 /// Allocate `len` bytes from `offset`, so the write after cannot run out of space halfway.
 /// File systems without `fallocate` are written to anyway.
+///
+/// Without `FALLOC_FL_KEEP_SIZE`, on purpose: only a call that grows the file checks the
+/// file-size limit (`RLIMIT_FSIZE`), and that limit must fail here too, not halfway through.
 fn reserve(file: &File, offset: u64, len: u64) -> io::Result<()> {
     let to_off = |n: u64| i64::try_from(n).map_err(|_| io::Error::from(Errno::EFBIG));
     match fallocate(file, FallocateFlags::empty(), to_off(offset)?, to_off(len)?) {
