@@ -27,6 +27,8 @@ mod provider_turns;
 mod schema_tool;
 mod tools_bash;
 mod tools_edit;
+mod tools_hostile_files;
+mod tools_hostile_processes;
 mod tools_mutation_queue;
 mod tools_read;
 mod tools_write;
