@@ -55,9 +55,12 @@ mod run;
 mod sink;
 mod state;
 
+pub mod extract;
+
 pub use builder::AgentBuilder;
 pub use error::{AgentError, BuildError};
 pub use events::AgentEvent;
+pub use extract::{ExtractBuilder, ExtractError, ExtractOptions, Extracted, Extractor};
 pub use handle::{Agent, Prompt};
 pub use hooks::{
     AfterToolCall, BeforeToolCall, FinishedTurn, RequestPlan, ToolCallDecision, ToolResultPatch,
