@@ -10,19 +10,20 @@ use pi_runtime::agent::extract::{DEFAULT_ACCEPTED_TEXT, DEFAULT_REMINDER};
 use pi_runtime::agent::{
     Agent, AgentError, AgentEvent, BuildError, ExtractError, Extractor, TurnControl,
 };
+use pi_runtime::message::UserContent;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+use pi_runtime::tool::RegistryError;
 use pi_runtime::{
     AssistantMessageEvent, ConstrainedSampling, ContentBlock, FnTool, Message, StopReason,
     Strictness, ToolResult, tool_args,
 };
-use pi_runtime::message::UserContent;
-use pi_runtime::tool::RegistryError;
 use serde_json::{Value, json};
 
-const SOURCE: &str = "export function first<T>(items: T[]): T | undefined {\n  return items[0]\n}\n";
+pub(crate) const SOURCE: &str =
+    "export function first<T>(items: T[]): T | undefined {\n  return items[0]\n}\n";
 const SYSTEM: &str = "You analyse source code.";
-const PROMPT: &str = "Analyse the function.";
-const TOOL: &str = "submit_analysis";
+pub(crate) const PROMPT: &str = "Analyse the function.";
+pub(crate) const TOOL: &str = "submit_analysis";
 
 /// The analysis of one function.
 #[tool_args]
@@ -41,7 +42,7 @@ pub(crate) struct FunctionAnalysis {
     pub(crate) evidence: String,
 }
 
-fn analysis(evidence: Value) -> Value {
+pub(crate) fn analysis(evidence: Value) -> Value {
     json!({
         "name": "first",
         "parameters": ["items"],
@@ -51,11 +52,11 @@ fn analysis(evidence: Value) -> Value {
     })
 }
 
-fn valid() -> Value {
+pub(crate) fn valid() -> Value {
     analysis(json!("return items[0]"))
 }
 
-fn accepted_value() -> FunctionAnalysis {
+pub(crate) fn accepted_value() -> FunctionAnalysis {
     FunctionAnalysis {
         name: "first".into(),
         parameters: vec!["items".into()],
@@ -70,10 +71,10 @@ fn submit(id: &str, arguments: Value) -> FauxResponse {
 }
 
 /// Seed 2's run: `evidence` must be a string.
-const EVIDENCE_42: &str = "Validation failed for tool \"submit_analysis\":\n  - evidence: expected string, got number\n\nReceived arguments:\n{\n  \"name\": \"first\",\n  \"parameters\": [\n    \"items\"\n  ],\n  \"summary\": \"Returns the first element of the array.\",\n  \"emptyInputBehavior\": null,\n  \"evidence\": 42\n}";
+pub(crate) const EVIDENCE_42: &str = "Validation failed for tool \"submit_analysis\":\n  - evidence: expected string, got number\n\nReceived arguments:\n{\n  \"name\": \"first\",\n  \"parameters\": [\n    \"items\"\n  ],\n  \"summary\": \"Returns the first element of the array.\",\n  \"emptyInputBehavior\": null,\n  \"evidence\": 42\n}";
 
 /// Seed 2's `validateAnalysis`: the evidence must be a quote of the source.
-fn quoted(analysis: &FunctionAnalysis) -> Result<(), String> {
+pub(crate) fn quoted(analysis: &FunctionAnalysis) -> Result<(), String> {
     if SOURCE.contains(analysis.evidence.as_str()) {
         Ok(())
     } else {
@@ -102,7 +103,10 @@ fn line(message: &Message) -> Vec<String> {
             UserContent::Text(text) => format!("user: {text}"),
             UserContent::Blocks(blocks) => format!(
                 "user: {}",
-                blocks.iter().filter_map(ContentBlock::as_text).collect::<String>()
+                blocks
+                    .iter()
+                    .filter_map(ContentBlock::as_text)
+                    .collect::<String>()
             ),
         }],
         Message::Assistant(assistant) => assistant
@@ -290,7 +294,13 @@ async fn a_second_submission_in_a_later_turn_is_rejected_and_other_tools_still_r
     );
     let other = analysis(json!("items[0]"));
     let model = FauxModel::new()
-        .respond(FauxResponse::tool_call("c1", "read_source", json!({})).and_tool_call("c2", TOOL, valid()))
+        .respond(
+            FauxResponse::tool_call("c1", "read_source", json!({})).and_tool_call(
+                "c2",
+                TOOL,
+                valid(),
+            ),
+        )
         .respond(submit("c3", other.clone()))
         .respond(FauxResponse::text("Done."));
     let extractor = Agent::builder()
@@ -314,12 +324,19 @@ async fn a_second_submission_in_a_later_turn_is_rejected_and_other_tools_still_r
         accepted("c2"),
     ];
     let mut second = first.clone();
-    second.extend([call("c3", &other), "result c3 error: already accepted".into()]);
+    second.extend([
+        call("c3", &other),
+        "result c3 error: already accepted".into(),
+    ]);
     assert_eq!(seen(&model), [vec![user()], first, second.clone()]);
     second.push("assistant: Done.".into());
     assert_eq!(lines(&extracted.messages), second);
     assert_eq!(extracted.turns, 3);
-    let names: Vec<_> = model.requests()[0].tools.iter().map(|t| t.name.clone()).collect();
+    let names: Vec<_> = model.requests()[0]
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
     assert_eq!(names, ["read_source", TOOL]);
 }
 
@@ -470,7 +487,10 @@ async fn the_time_limit_aborts_a_model_that_takes_too_long() {
             limit: Duration::from_secs(30)
         }
     );
-    assert_eq!(error.to_string(), "the run was aborted at the time limit of 30s");
+    assert_eq!(
+        error.to_string(),
+        "the run was aborted at the time limit of 30s"
+    );
     assert_eq!(started.elapsed(), Duration::from_secs(30));
     assert_eq!(seen(&model), [vec![user()]]);
     let messages = extractor.agent().messages();
@@ -553,7 +573,10 @@ async fn a_model_error_after_an_accepted_submission_is_an_error() {
             message: "upstream overloaded".into()
         }
     );
-    assert_eq!(error.to_string(), "the model request failed: upstream overloaded");
+    assert_eq!(
+        error.to_string(),
+        "the model request failed: upstream overloaded"
+    );
     // The submission was accepted before the request failed.
     assert_eq!(
         seen(&model),
@@ -670,7 +693,10 @@ async fn each_extraction_is_a_task_of_its_own() {
         extractor.extract(PROMPT).await
     });
     assert_eq!(first.expect("accepted").value, accepted_value());
-    assert_eq!(busy.unwrap_err(), ExtractError::Agent(AgentError::BusyPrompting));
+    assert_eq!(
+        busy.unwrap_err(),
+        ExtractError::Agent(AgentError::BusyPrompting)
+    );
 
     // The next task starts with an empty slot: its submission is accepted, not refused.
     let second = extractor.extract("And again.").await.expect("accepted");
@@ -680,9 +706,12 @@ async fn each_extraction_is_a_task_of_its_own() {
 
 #[test]
 fn the_submit_tool_needs_a_free_name_and_an_object_type() {
-    let taken = FnTool::new("submit_result", "Mine.", json!({"type": "object"}), |_, _| async {
-        Ok(ToolResult::text("mine"))
-    });
+    let taken = FnTool::new(
+        "submit_result",
+        "Mine.",
+        json!({"type": "object"}),
+        |_, _| async { Ok(ToolResult::text("mine")) },
+    );
     let error = Agent::builder()
         .model(FauxModel::new())
         .tools(taken)

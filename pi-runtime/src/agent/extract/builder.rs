@@ -15,9 +15,7 @@ use super::submit::{Check, Slot, SubmitTool};
 use crate::__private::parameters_schema;
 use crate::agent::builder::AgentBuilder;
 use crate::agent::error::BuildError;
-use crate::agent::hooks::{
-    FinishedTurn, TurnControl, boxed_finish_turn, boxed_prepare_request,
-};
+use crate::agent::hooks::{FinishedTurn, TurnControl, boxed_finish_turn, boxed_prepare_request};
 use crate::args::SchemaError;
 use crate::tool::{ConstrainedSampling, RegistryError, Strictness, Tool};
 
@@ -281,7 +279,8 @@ where
         parameters,
     );
     if let Some(strict) = options.strict {
-        definition = definition.with_constrained_sampling(ConstrainedSampling::JsonSchema { strict });
+        definition =
+            definition.with_constrained_sampling(ConstrainedSampling::JsonSchema { strict });
     }
     Ok(SubmitTool {
         definition,

@@ -188,7 +188,11 @@ impl<T> Extractor<T> {
     }
 
     /// The prompt's run, then one run per reminder.
-    async fn runs(&self, prompt: Prompt, timed_out: &AtomicBool) -> Result<Vec<Message>, AgentError> {
+    async fn runs(
+        &self,
+        prompt: Prompt,
+        timed_out: &AtomicBool,
+    ) -> Result<Vec<Message>, AgentError> {
         let mut messages = self.agent.prompt(prompt).await?;
         while !timed_out.load(Ordering::SeqCst)
             && let Some(reminder) = self.reminder_due(&messages)
