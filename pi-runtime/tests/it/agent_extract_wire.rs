@@ -117,7 +117,10 @@ async fn openai_strict_and_forced() {
         );
     }
     let question = json!({"role": "user", "content": [{"type": "text", "text": PROMPT}]});
-    assert_eq!(openai_messages(&requests[0]), [question.clone()]);
+    assert_eq!(
+        openai_messages(&requests[0]),
+        std::slice::from_ref(&question)
+    );
     assert_eq!(
         openai_messages(&requests[1]),
         [
