@@ -704,6 +704,22 @@ async fn each_extraction_is_a_task_of_its_own() {
     assert_eq!(lines(&second.messages)[0], "user: And again.");
 }
 
+#[tokio::test]
+async fn an_extractor_can_run_on_another_task() {
+    let model = FauxModel::new().respond(submit("c1", valid()));
+    let extractor = Arc::new(extractor(&model));
+    let running = Arc::clone(&extractor);
+    let task = tokio::spawn(async move { running.extract(PROMPT).await });
+    assert_eq!(
+        task.await.expect("joined").expect("accepted").value,
+        accepted_value()
+    );
+    // Aborting an idle extractor does nothing to the next extraction.
+    extractor.abort();
+    model.push(submit("c2", valid()));
+    assert_eq!(extractor.extract(PROMPT).await.expect("accepted").turns, 1);
+}
+
 #[test]
 fn the_submit_tool_needs_a_free_name_and_an_object_type() {
     let taken = FnTool::new(

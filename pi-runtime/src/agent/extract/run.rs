@@ -78,12 +78,18 @@ impl<T> fmt::Debug for Extractor<T> {
     }
 }
 
-/// Releases the extractor when an extraction ends, even if its future was dropped.
-struct Claim<'a>(&'a AtomicBool);
+/// Releases the extractor when an extraction ends, even if its future was dropped. The abort
+/// flag is cleared here rather than at the start, so an abort that arrives while the
+/// extraction starts up is never lost.
+struct Claim<'a> {
+    running: &'a AtomicBool,
+    aborted: &'a AtomicBool,
+}
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
-        self.0.store(false, Ordering::SeqCst);
+        self.aborted.store(false, Ordering::SeqCst);
+        self.running.store(false, Ordering::SeqCst);
     }
 }
 
@@ -160,8 +166,10 @@ impl<T> Extractor<T> {
         if self.running.swap(true, Ordering::SeqCst) {
             return Err(AgentError::BusyPrompting.into());
         }
-        let _claim = Claim(&self.running);
-        self.aborted.store(false, Ordering::SeqCst);
+        let _claim = Claim {
+            running: &self.running,
+            aborted: &self.aborted,
+        };
         self.progress.reset();
         drop(self.slot.take());
 
