@@ -263,6 +263,7 @@ fn submit_tool<T>(
 where
     T: DeserializeOwned + JsonSchema + Send + 'static,
 {
+    // The schema `#[tool]` would give an `Args<T>` tool: closed objects, everything inline.
     let parameters = parameters_schema::<T>(true);
     if parameters.get("type").and_then(|t| t.as_str()) != Some("object") {
         return Err(BuildError::Tools(RegistryError::InvalidSchema {
