@@ -1,27 +1,85 @@
-//! Loop overhead per tool call: one prompt whose first response is a batch of 1, 10 or 100
-//! calls of a no-op tool, answered by the faux model; throughput is reported per call.
+//! The agent loop on the user's path, in the shapes of the conformance user-path benchmark
+//! (`shared/conformance/bench/generate.py`): one prompt through `Agent` on the faux model.
+//!
+//! - `text/{1,10,100}KiB`: one streamed text answer; throughput per byte.
+//! - `batch/{10,100,1000}`: one response with that many calls of an echo tool, then a text
+//!   answer; throughput per call.
+//! - `turns/20`: twenty responses of one call each; throughput per turn.
+//!
+//! Linear work shows as a flat time per byte and per call across the sizes.
 
 use std::hint::black_box;
+use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use pi_runtime::agent::Agent;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
-use pi_runtime::{ExecutionMode, FnTool, ToolError, ToolResult};
-use serde_json::json;
+use pi_runtime::{FnTool, ToolDefinition, ToolError, ToolResult};
+use serde_json::{Value, json};
 
-fn noop() -> FnTool {
+/// pi-ref's faux provider streams 256 characters per delta; the user-path cases use it too.
+const CHUNK_CHARS: usize = 256;
+
+/// The conformance benchmark's echo tool: its result is the compact JSON of its arguments.
+fn echo() -> FnTool {
     FnTool::new(
-        "noop",
-        "Does nothing.",
-        json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
-        |_, _| async { Ok::<_, ToolError>(ToolResult::text("ok")) },
+        "echo",
+        "Echo the message",
+        json!({"type": "object", "properties": {"msg": {"type": "string"}, "n": {"type": "integer"}},
+               "required": ["msg"]}),
+        |args: Value, _| async move {
+            Ok::<_, ToolError>(ToolResult::text(args.to_string()).with_details(args))
+        },
     )
+}
+
+/// About `size` bytes of code-like text with quotes, backslashes and newlines.
+fn code_text(size: usize) -> String {
+    const LINES: [&str; 4] = [
+        "export function f(x: number): number { return x * 2; }\n",
+        "  const s = \"line\\n\" + `tab\\t`;\n",
+        "  if (a && b) { log(\"ok\", { id: 1 }); }\n",
+        "  // a comment about \"item\" and C:\\\\path\n",
+    ];
+    let mut text = String::with_capacity(size + 64);
+    let mut line = 0;
+    while text.len() < size {
+        text.push_str(LINES[line % LINES.len()]);
+        line += 1;
+    }
+    text.truncate(size);
+    text
 }
 
 fn batch(calls: usize) -> FauxResponse {
     (0..calls).fold(FauxResponse::new(Vec::new()), |response, n| {
-        response.and_tool_call(format!("c{n}"), "noop", json!({"n": n}))
+        response.and_tool_call(
+            format!("c{n}"),
+            "echo",
+            json!({"msg": format!("message {n}"), "n": n}),
+        )
     })
+}
+
+/// A fresh agent per run, as a program builds one per conversation; the tool is built once
+/// (its schema compiled once), as a program does.
+fn run(
+    runtime: &tokio::runtime::Runtime,
+    tool: &Arc<dyn ToolDefinition>,
+    responses: &[FauxResponse],
+) {
+    runtime.block_on(async {
+        let model = responses.iter().cloned().fold(
+            FauxModel::new().with_chunk_chars(CHUNK_CHARS),
+            FauxModel::respond,
+        );
+        let agent = Agent::builder()
+            .model(model)
+            .tools(vec![Arc::clone(tool)])
+            .build()
+            .expect("an agent");
+        black_box(agent.prompt("go").await.expect("a run"))
+    });
 }
 
 fn agent_loop(c: &mut Criterion) {
@@ -30,27 +88,44 @@ fn agent_loop(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let mut group = c.benchmark_group("agent_loop");
-    for mode in [ExecutionMode::Parallel, ExecutionMode::Sequential] {
-        for calls in [1, 10, 100] {
-            group.throughput(Throughput::Elements(calls as u64));
-            let id = BenchmarkId::new(format!("{mode:?}").to_lowercase(), calls);
-            group.bench_function(id, |b| {
-                b.iter(|| {
-                    runtime.block_on(async {
-                        let model = FauxModel::new().respond(batch(calls));
-                        let agent = Agent::builder()
-                            .model(model)
-                            .tools(noop())
-                            .tool_execution(mode)
-                            .build()
-                            .expect("an agent");
-                        black_box(agent.prompt("go").await.expect("a run"))
-                    })
-                });
-            });
-        }
+    let tool: Arc<dyn ToolDefinition> = Arc::new(echo());
+
+    let mut group = c.benchmark_group("agent_loop/text");
+    for kib in [1, 10, 100] {
+        let responses = [FauxResponse::text(code_text(kib << 10))];
+        group.throughput(Throughput::Bytes((kib as u64) << 10));
+        group.bench_function(BenchmarkId::from_parameter(format!("{kib}KiB")), |b| {
+            b.iter(|| run(&runtime, &tool, &responses));
+        });
     }
+    group.finish();
+
+    let mut group = c.benchmark_group("agent_loop/batch");
+    for calls in [10, 100, 1000] {
+        let responses = [batch(calls), FauxResponse::text("(done)")];
+        group.throughput(Throughput::Elements(calls as u64));
+        group.bench_function(BenchmarkId::from_parameter(calls), |b| {
+            b.iter(|| run(&runtime, &tool, &responses));
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("agent_loop/turns");
+    let turns = 20;
+    let mut responses: Vec<FauxResponse> = (0..turns)
+        .map(|n| {
+            FauxResponse::tool_call(
+                format!("t{n}"),
+                "echo",
+                json!({"msg": format!("turn {n}"), "n": n}),
+            )
+        })
+        .collect();
+    responses.push(FauxResponse::text("(done)"));
+    group.throughput(Throughput::Elements(turns));
+    group.bench_function(BenchmarkId::from_parameter(turns), |b| {
+        b.iter(|| run(&runtime, &tool, &responses));
+    });
     group.finish();
 }
 

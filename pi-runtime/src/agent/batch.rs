@@ -8,10 +8,13 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
+use tracing::{Instrument, Span};
 
 use super::AgentEvent;
-use super::call::{self, ABORTED, CallScope, Outcome, Preflight, Ready};
+use super::call::{self, CallScope, Outcome, Preflight, Ready};
+use super::failure::{self, CallFailure};
 use super::sink::Bus;
+use super::telemetry;
 use crate::message::{StopReason, ToolCall, ToolResultMessage};
 use crate::tool::{ExecutionMode, ToolRegistry, ToolResult};
 
@@ -31,7 +34,7 @@ pub(crate) async fn run_batch(
 ) -> BatchOutcome {
     let calls: Vec<&ToolCall> = scope.assistant.tool_calls().collect();
     let outcomes = if scope.assistant.stop_reason == StopReason::Length {
-        truncated(&calls, bus).await
+        truncated(&calls, &scope, bus).await
     } else if is_sequential(tools, mode, &calls) {
         sequential(&calls, tools, &scope, bus).await
     } else {
@@ -58,15 +61,12 @@ fn is_sequential(tools: &ToolRegistry, mode: ExecutionMode, calls: &[&ToolCall])
 type Finished = (ToolResultMessage, bool);
 
 /// A `length` response: no call runs; each gets the truncation error (SPEC §5.7).
-async fn truncated(calls: &[&ToolCall], bus: &Bus) -> Vec<Finished> {
+async fn truncated(calls: &[&ToolCall], scope: &CallScope, bus: &Bus) -> Vec<Finished> {
     let mut finished = Vec::with_capacity(calls.len());
     for call in calls {
-        emit_start(call, bus).await;
-        let outcome = Outcome::immediate(format!(
-            "Tool call \"{}\" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.",
-            call.name
-        ));
-        emit_end(call, &outcome, bus).await;
+        let span = emit_start(call, scope, bus).await;
+        let outcome = Outcome::failed(CallFailure::Validation, failure::truncated(&call.name));
+        emit_end(call, &outcome, &span, scope, bus).await;
         finished.push(emit_result(call, outcome, bus).await);
     }
     finished
@@ -80,12 +80,19 @@ async fn sequential(
 ) -> Vec<Finished> {
     let mut finished = Vec::with_capacity(calls.len());
     for call in calls {
-        emit_start(call, bus).await;
-        let outcome = match call::prepare(call, tools, scope).await {
+        let span = emit_start(call, scope, bus).await;
+        let prepared = call::prepare(call, tools, scope)
+            .instrument(span.clone())
+            .await;
+        let outcome = match prepared {
             Preflight::Immediate(outcome) => outcome,
-            Preflight::Ready(ready) => execute_here(ready, call, scope, bus).await,
+            Preflight::Ready(ready) => {
+                execute_here(ready, call, scope, bus)
+                    .instrument(span.clone())
+                    .await
+            }
         };
-        emit_end(call, &outcome, bus).await;
+        emit_end(call, &outcome, &span, scope, bus).await;
         finished.push(emit_result(call, outcome, bus).await);
     }
     finished
@@ -99,16 +106,21 @@ async fn parallel(
 ) -> Vec<Finished> {
     // Phase 1: preflight in source order; immediate outcomes end right away.
     let mut outcomes: Vec<Option<Outcome>> = vec![None; calls.len()];
+    let mut spans = Vec::with_capacity(calls.len());
     let mut ready = Vec::new();
     for (index, call) in calls.iter().enumerate() {
-        emit_start(call, bus).await;
-        match call::prepare(call, tools, scope).await {
+        let span = emit_start(call, scope, bus).await;
+        match call::prepare(call, tools, scope)
+            .instrument(span.clone())
+            .await
+        {
             Preflight::Immediate(outcome) => {
-                emit_end(call, &outcome, bus).await;
+                emit_end(call, &outcome, &span, scope, bus).await;
                 outcomes[index] = Some(outcome);
             }
             Preflight::Ready(job) => ready.push((index, job)),
         }
+        spans.push(span);
     }
 
     // Phase 2: run the prepared calls concurrently; each ends when it finishes.
@@ -116,18 +128,22 @@ async fn parallel(
         // Nothing to overlap with: running it here saves a task spawn and gives the same
         // events.
         if let Some((index, job)) = ready.pop() {
-            let outcome = execute_here(job, calls[index], scope, bus).await;
-            emit_end(calls[index], &outcome, bus).await;
+            let span = &spans[index];
+            let outcome = execute_here(job, calls[index], scope, bus)
+                .instrument(span.clone())
+                .await;
+            emit_end(calls[index], &outcome, span, scope, bus).await;
             outcomes[index] = Some(outcome);
         }
     } else if !ready.is_empty() {
-        run_jobs(ready, calls, scope, bus, &mut outcomes).await;
+        run_jobs(ready, calls, &spans, scope, bus, &mut outcomes).await;
     }
 
     // Phase 3: result messages in source order.
     let mut finished = Vec::with_capacity(calls.len());
     for (call, outcome) in calls.iter().zip(outcomes) {
-        let outcome = outcome.unwrap_or_else(|| Outcome::immediate("the tool task ended early"));
+        let outcome = outcome
+            .unwrap_or_else(|| Outcome::failed(CallFailure::Panic, "the tool task ended early"));
         finished.push(emit_result(call, outcome, bus).await);
     }
     finished
@@ -154,6 +170,7 @@ enum JobReport {
 async fn run_jobs(
     ready: Vec<(usize, Ready)>,
     calls: &[&ToolCall],
+    spans: &[Span],
     scope: &CallScope,
     bus: &Bus,
     outcomes: &mut [Option<Outcome>],
@@ -168,7 +185,8 @@ async fn run_jobs(
         let tx = tx.clone();
         let (started, next_may_start) = oneshot::channel();
         let may_start = previous_started.replace(next_may_start);
-        jobs.spawn(async move {
+        let span = spans[index].clone();
+        let job = async move {
             if let Some(mut may_start) = may_start
                 && may_start.try_recv() == Err(oneshot::error::TryRecvError::Empty)
             {
@@ -179,9 +197,6 @@ async fn run_jobs(
             }
             let updates = tx.clone();
             let mut running = pin!(async {
-                if scope.signal.is_cancelled() {
-                    return Outcome::immediate(ABORTED);
-                }
                 call::execute(job, &call, &scope, |update| {
                     // The loop is gone only if the run was dropped; nothing to report then.
                     let _ = updates.send(JobReport::Update(index, update));
@@ -202,14 +217,15 @@ async fn run_jobs(
                 }
             };
             let _ = tx.send(JobReport::Done(index, outcome));
-        });
+        };
+        jobs.spawn(job.instrument(span));
     }
     drop(tx);
     while let Some(report) = rx.recv().await {
         match report {
             JobReport::Update(index, partial) => emit_update(calls[index], partial, bus).await,
             JobReport::Done(index, outcome) => {
-                emit_end(calls[index], &outcome, bus).await;
+                emit_end(calls[index], &outcome, &spans[index], scope, bus).await;
                 outcomes[index] = Some(outcome);
             }
         }
@@ -218,22 +234,22 @@ async fn run_jobs(
 
 /// Execute a prepared call on the loop's own task, emitting its updates directly.
 async fn execute_here(ready: Ready, call: &ToolCall, scope: &CallScope, bus: &Bus) -> Outcome {
-    if scope.signal.is_cancelled() {
-        return Outcome::immediate(ABORTED);
-    }
     call::execute(ready, call, scope, |partial| {
         emit_update(call, partial, bus)
     })
     .await
 }
 
-async fn emit_start(call: &ToolCall, bus: &Bus) {
+/// `tool_execution_start`, and the call's span (created here, in the run's span).
+async fn emit_start(call: &ToolCall, scope: &CallScope, bus: &Bus) -> Span {
+    let span = telemetry::tool_span(call, scope.capture_content);
     bus.emit(AgentEvent::ToolExecutionStart {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
         args: call.arguments.clone(),
     })
     .await;
+    span
 }
 
 async fn emit_update(call: &ToolCall, partial: ToolResult, bus: &Bus) {
@@ -246,7 +262,8 @@ async fn emit_update(call: &ToolCall, partial: ToolResult, bus: &Bus) {
     .await;
 }
 
-async fn emit_end(call: &ToolCall, outcome: &Outcome, bus: &Bus) {
+async fn emit_end(call: &ToolCall, outcome: &Outcome, span: &Span, scope: &CallScope, bus: &Bus) {
+    telemetry::record_outcome(span, outcome, scope.capture_content);
     bus.emit(AgentEvent::ToolExecutionEnd {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),

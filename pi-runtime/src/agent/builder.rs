@@ -15,6 +15,7 @@ use super::hooks::{
     boxed_prepare_request,
 };
 use super::state::QueueMode;
+use super::telemetry;
 use crate::message::Message;
 use crate::stream::{LanguageModel, ThinkingLevel};
 use crate::tool::{ExecutionMode, ToolDefinition, ToolError, ToolRegistry, ToolSet};
@@ -33,6 +34,7 @@ pub struct AgentBuilder {
     thinking_level: ThinkingLevel,
     max_tokens: Option<u32>,
     pub(super) time_limit: Option<Duration>,
+    capture_content: Option<bool>,
     messages: Vec<Message>,
     steering_mode: QueueMode,
     follow_up_mode: QueueMode,
@@ -51,6 +53,7 @@ impl Default for AgentBuilder {
             thinking_level: ThinkingLevel::Off,
             max_tokens: None,
             time_limit: None,
+            capture_content: None,
             messages: Vec::new(),
             steering_mode: QueueMode::OneAtATime,
             follow_up_mode: QueueMode::OneAtATime,
@@ -174,11 +177,21 @@ impl AgentBuilder {
         self
     }
 
-    /// Abort a run that takes longer than this (the tools see the cancellation; the run
-    /// ends with an `aborted` response).
+    /// Abort a run that takes longer than this: the tools see the cancellation, and the run
+    /// ends with an `aborted` response. A tool that ignores its signal is waited for one more
+    /// second at most; its result is then an error that says it was stopped.
     #[must_use]
     pub fn time_limit(mut self, limit: Duration) -> Self {
         self.time_limit = Some(limit);
+        self
+    }
+
+    /// Record tool arguments, tool results and model output on the `tracing` spans
+    /// (default: only when `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`). They
+    /// may hold secrets or personal data; the spans' other attributes never do.
+    #[must_use]
+    pub fn capture_message_content(mut self, capture: bool) -> Self {
+        self.capture_content = Some(capture);
         self
     }
 
@@ -235,6 +248,9 @@ impl AgentBuilder {
             thinking_level: self.thinking_level,
             max_tokens: self.max_tokens,
             time_limit: self.time_limit,
+            capture_content: self
+                .capture_content
+                .unwrap_or_else(telemetry::capture_content_from_env),
         });
         {
             let mut state = shared.bus.state();

@@ -7,21 +7,26 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::pin;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use futures::FutureExt;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::failure::{self, ABORTED, BLOCKED, CallFailure};
 use super::hooks::{AfterToolCall, BeforeToolCall, Hooks, ToolCallDecision};
-use crate::args::validate_prepared;
+use crate::args::ValidationError;
 use crate::message::{AssistantMessage, Message, ToolCall, ToolResultMessage, now_ms};
-use crate::tool::{ToolContext, ToolDefinition, ToolRegistry, ToolResult};
+use crate::tool::{
+    Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolRegistry, ToolResult,
+};
 
-/// The text of every call stopped by the run's cancellation signal (SPEC §3.7).
-pub(crate) const ABORTED: &str = "Operation aborted";
-const BLOCKED: &str = "Tool execution was blocked";
+/// How long a running tool may ignore the run's cancellation before the loop stops waiting
+/// for it: a run must end even when a tool never looks at its signal.
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// What every call of one batch shares; cheap to clone into a spawned job.
 #[derive(Clone)]
@@ -30,23 +35,44 @@ pub(crate) struct CallScope {
     pub(crate) assistant: Arc<AssistantMessage>,
     pub(crate) messages: Arc<[Message]>,
     pub(crate) signal: CancellationToken,
+    /// When the run's time limit cancels the signal, if it has one.
+    pub(crate) deadline: Option<Instant>,
+    /// Record arguments and results on the tool spans.
+    pub(crate) capture_content: bool,
 }
 
-/// A finished call: the result the model sees (`result.is_error` is the call's error flag)
-/// and how long `execute` took, when it ran.
+impl CallScope {
+    /// Why the signal fired: the time limit, or an abort.
+    fn stop_failure(&self) -> CallFailure {
+        match self.deadline {
+            Some(deadline) if Instant::now() >= deadline => CallFailure::Timeout,
+            _ => CallFailure::Cancelled,
+        }
+    }
+}
+
+/// A finished call: the result the model sees (`result.is_error` is the call's error flag),
+/// why it failed, and how long `execute` took, when it ran.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Outcome {
     pub(crate) result: ToolResult,
+    pub(crate) failure: Option<CallFailure>,
     pub(crate) duration_ms: Option<u64>,
 }
 
 impl Outcome {
-    /// An immediate outcome: the call ended before `execute`.
-    pub(crate) fn immediate(message: impl Into<String>) -> Self {
+    /// A call that failed before `execute`.
+    pub(crate) fn failed(failure: CallFailure, message: impl Into<String>) -> Self {
         Outcome {
             result: ToolResult::error(message),
+            failure: Some(failure),
             duration_ms: None,
         }
+    }
+
+    /// A call the run's signal stopped before `execute`.
+    fn stopped(scope: &CallScope) -> Self {
+        Outcome::failed(scope.stop_failure(), ABORTED)
     }
 
     /// The transcript message of this outcome (SPEC §3.6).
@@ -79,19 +105,26 @@ pub(crate) enum Preflight {
 /// Prepare one call (SPEC §3.2). Never fails: every failure is an immediate outcome.
 pub(crate) async fn prepare(call: &ToolCall, tools: &ToolRegistry, scope: &CallScope) -> Preflight {
     if scope.signal.is_cancelled() {
-        return Preflight::Immediate(Outcome::immediate(ABORTED));
+        return Preflight::Immediate(Outcome::stopped(scope));
     }
     let Some(tool) = tools.get(&call.name) else {
-        return Preflight::Immediate(Outcome::immediate(format!("Tool {} not found", call.name)));
+        let outcome = Outcome::failed(CallFailure::NotFound, failure::not_found(&call.name));
+        return Preflight::Immediate(outcome);
     };
     let validated = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let prepared = tool.prepare_arguments(&call.arguments)?;
-        validate_prepared(tool.definition(), call, &prepared)
+        validate_prepared(tool.definition(), call, &prepared).map_err(ToolError::from)
     }));
     let mut args = match validated {
         Ok(Ok(args)) => args,
-        Ok(Err(error)) => return Preflight::Immediate(Outcome::immediate(error.into_message())),
-        Err(panic) => return Preflight::Immediate(Outcome::immediate(panic_message(&*panic))),
+        Ok(Err(error)) => {
+            let outcome = Outcome::failed(CallFailure::Validation, error.into_message());
+            return Preflight::Immediate(outcome);
+        }
+        Err(panic) => {
+            let outcome = Outcome::failed(CallFailure::Panic, panic_message(&*panic));
+            return Preflight::Immediate(outcome);
+        }
     };
     if let Some(before) = &scope.hooks.before_tool_call {
         let context = BeforeToolCall {
@@ -104,27 +137,65 @@ pub(crate) async fn prepare(call: &ToolCall, tools: &ToolRegistry, scope: &CallS
         let decision = guarded(|| before(context)).await;
         // An abort while the hook ran wins over whatever the hook answered (SPEC §3.2).
         if scope.signal.is_cancelled() {
-            return Preflight::Immediate(Outcome::immediate(ABORTED));
+            return Preflight::Immediate(Outcome::stopped(scope));
         }
         match decision {
             Ok(Ok(ToolCallDecision::Allow)) => {}
             Ok(Ok(ToolCallDecision::Replace(replaced))) => args = replaced,
             Ok(Ok(ToolCallDecision::Block { reason, terminate })) => {
                 let reason = reason.filter(|r| !r.is_empty());
-                let mut outcome = Outcome::immediate(reason.as_deref().unwrap_or(BLOCKED));
+                let text = reason.as_deref().unwrap_or(BLOCKED);
+                let mut outcome = Outcome::failed(CallFailure::Blocked, text);
                 outcome.result.terminate = terminate;
                 return Preflight::Immediate(outcome);
             }
             Ok(Err(error)) => {
-                return Preflight::Immediate(Outcome::immediate(error.into_message()));
+                let outcome = Outcome::failed(CallFailure::ToolError, error.into_message());
+                return Preflight::Immediate(outcome);
             }
-            Err(panic) => return Preflight::Immediate(Outcome::immediate(panic)),
+            Err(panic) => return Preflight::Immediate(Outcome::failed(CallFailure::Panic, panic)),
         }
     }
     Preflight::Ready(Ready {
         tool: Arc::clone(tool),
         args,
     })
+}
+
+/// Validate a call's arguments for `tool`, as the loop does before `execute` (SPEC §4.1),
+/// without `prepare_arguments`. A call whose final arguments failed to parse fails with
+/// `Invalid arguments for tool "<name>": <argumentsError>`.
+///
+/// ```
+/// use pi_runtime::agent::validate_tool_call;
+/// use pi_runtime::{Tool, ToolCall};
+/// use serde_json::json;
+///
+/// let add = Tool::new("add", "Add.", json!({"type": "object", "properties": {"a": {"type": "number"}}}));
+/// let call = ToolCall::new("c1", "add", json!({"a": "1"}));
+/// assert_eq!(validate_tool_call(&add, &call), Ok(json!({"a": 1})));
+/// ```
+///
+/// # Errors
+/// The text the model sees.
+pub fn validate_tool_call(
+    tool: &Tool,
+    call: &ToolCall,
+) -> Result<serde_json::Value, ValidationError> {
+    validate_prepared(tool, call, &call.arguments)
+}
+
+fn validate_prepared(
+    tool: &Tool,
+    call: &ToolCall,
+    prepared: &serde_json::Value,
+) -> Result<serde_json::Value, ValidationError> {
+    if let Some(error) = &call.arguments_error {
+        return Err(ValidationError::new(failure::invalid_arguments(
+            &call.name, error,
+        )));
+    }
+    tool.validate(prepared)
 }
 
 /// Execute a prepared call, then run `after_tool_call` (SPEC §3.4, §3.5).
@@ -143,17 +214,22 @@ where
     UF: Future<Output = ()>,
 {
     let Ready { tool, args } = ready;
+    if scope.signal.is_cancelled() {
+        return Outcome::stopped(scope);
+    }
     let (tx, mut rx) = mpsc::unbounded_channel();
     let context = ToolContext::new(call.id.clone(), scope.signal.clone(), Some(tx));
     // `after_tool_call` needs the arguments too; only then is a copy worth making.
     let kept_args = scope.hooks.after_tool_call.as_ref().map(|_| args.clone());
     let started = Instant::now();
     let mut running = pin!(guarded(|| tool.execute(call.id.clone(), args, context)));
+    let mut given_up = pin!(give_up(&scope.signal));
     let settled = loop {
         tokio::select! {
             biased;
-            settled = &mut running => break settled,
+            settled = &mut running => break Some(settled),
             Some(update) = rx.recv() => on_update(update).await,
+            () = &mut given_up => break None,
         }
     };
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -161,31 +237,71 @@ where
         on_update(update).await;
     }
     drop(rx);
-    let result = match settled {
-        Ok(Ok(result)) => result,
-        Ok(Err(error)) => ToolResult::error(error.into_message()),
-        Err(panic) => ToolResult::error(panic),
+    let (result, mut failure) = match settled {
+        Some(Ok(Ok(result))) => {
+            let failure = result.is_error.then_some(CallFailure::ToolError);
+            (result, failure)
+        }
+        Some(Ok(Err(error))) => {
+            let failure = match error.kind() {
+                ToolErrorKind::InvalidArguments => CallFailure::Validation,
+                _ => CallFailure::ToolError,
+            };
+            (ToolResult::error(error.into_message()), Some(failure))
+        }
+        Some(Err(panic)) => (ToolResult::error(panic), Some(CallFailure::Panic)),
+        None => {
+            let stop = scope.stop_failure();
+            let text = failure::abandoned(&call.name, stop == CallFailure::Timeout, STOP_GRACE);
+            // Nothing more to wait for: no `after_tool_call` for a result that never came.
+            return Outcome {
+                result: ToolResult::error(text),
+                failure: Some(stop),
+                duration_ms: Some(duration_ms),
+            };
+        }
     };
-    let mut outcome = Outcome {
-        result,
-        duration_ms: Some(duration_ms),
-    };
+    let mut result = result;
     if let (Some(after), Some(args)) = (&scope.hooks.after_tool_call, kept_args) {
         let context = AfterToolCall {
             assistant_message: Arc::clone(&scope.assistant),
             tool_call: call.clone(),
             args,
-            result: outcome.result.clone(),
+            result: result.clone(),
             messages: Arc::clone(&scope.messages),
             signal: scope.signal.clone(),
         };
         match guarded(|| after(context)).await {
-            Ok(Ok(patch)) => patch.apply(&mut outcome.result),
-            Ok(Err(error)) => outcome.result = ToolResult::error(error.into_message()),
-            Err(panic) => outcome.result = ToolResult::error(panic),
+            Ok(Ok(patch)) => {
+                patch.apply(&mut result);
+                failure = match (result.is_error, failure) {
+                    (false, _) => None,
+                    (true, None) => Some(CallFailure::ToolError),
+                    (true, failure) => failure,
+                };
+            }
+            Ok(Err(error)) => {
+                result = ToolResult::error(error.into_message());
+                failure = Some(CallFailure::ToolError);
+            }
+            Err(panic) => {
+                result = ToolResult::error(panic);
+                failure = Some(CallFailure::Panic);
+            }
         }
     }
-    outcome
+    Outcome {
+        result,
+        failure,
+        duration_ms: Some(duration_ms),
+    }
+}
+
+/// Resolves [`STOP_GRACE`] after the signal fired: the moment to stop waiting for a tool
+/// that ignores it.
+async fn give_up(signal: &CancellationToken) {
+    signal.cancelled().await;
+    tokio::time::sleep(STOP_GRACE).await;
 }
 
 /// Run a user future, turning a panic (while creating or polling it) into its message.

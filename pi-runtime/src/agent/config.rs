@@ -23,6 +23,8 @@ pub(crate) struct Config {
     pub(crate) thinking_level: ThinkingLevel,
     pub(crate) max_tokens: Option<u32>,
     pub(crate) time_limit: Option<Duration>,
+    /// Record content on the `tracing` spans.
+    pub(crate) capture_content: bool,
 }
 
 impl Config {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::AgentEvent;
 use super::builder::AgentBuilder;
@@ -16,6 +17,7 @@ use super::error::AgentError;
 use super::run::{self, RunInput};
 use super::sink::{EventStream, SubscriptionId};
 use super::state::AgentState;
+use super::telemetry;
 use crate::message::{
     AssistantMessage, ContentBlock, Message, ToolCall, UserContent, UserMessage, now_ms,
 };
@@ -107,14 +109,17 @@ struct Inner {
     busy: watch::Sender<bool>,
 }
 
-/// Marks the agent idle when a run ends, even if its future was dropped half-way.
+/// Marks the agent idle when a run ends, even if its future was dropped half-way; then it
+/// also cancels the run's signal, so that tasks the tools started see the run is over.
 struct RunGuard<'a>(&'a Inner);
 
 impl Drop for RunGuard<'_> {
     fn drop(&mut self) {
         {
             let mut state = self.0.shared.bus.state();
-            state.run_signal = None;
+            if let Some(signal) = state.run_signal.take() {
+                signal.cancel();
+            }
             state.view.is_streaming = false;
             state.view.streaming_message = None;
             state.view.pending_tool_calls.clear();
@@ -154,6 +159,7 @@ impl Agent {
                     messages,
                     prompts,
                     skip_initial_steering: false,
+                    deadline: None,
                 },
             )
             .await)
@@ -186,6 +192,7 @@ impl Agent {
                             messages,
                             prompts,
                             skip_initial_steering: skip,
+                            deadline: None,
                         })
                     }
                 }
@@ -193,6 +200,7 @@ impl Agent {
                     messages,
                     prompts: Vec::new(),
                     skip_initial_steering: false,
+                    deadline: None,
                 }),
             }
         };
@@ -253,7 +261,9 @@ impl Agent {
         self.inner.shared.bus.unsubscribe(id)
     }
 
-    /// Every event from now on, as a stream (unbounded: the run never waits for it).
+    /// Every event from now on, as a stream. The run never waits for it; a reader that
+    /// falls far behind misses only `message_update` events, whose changes the next one's
+    /// live message shows (see [`EventStream`]).
     pub fn events(&self) -> EventStream {
         self.inner.shared.bus.stream()
     }
@@ -365,6 +375,8 @@ impl Agent {
             assistant: Arc::new(assistant),
             messages: Arc::from(self.messages()),
             signal,
+            deadline: None,
+            capture_content: config.capture_content,
         };
         match call::prepare(&call, &config.tools, &scope).await {
             Preflight::Immediate(outcome) => outcome.result,
@@ -390,16 +402,22 @@ impl Agent {
         Ok((signal, state.view.messages.clone()))
     }
 
-    /// Run the loop under the time limit; the agent is idle again when this returns.
-    async fn drive(&self, signal: CancellationToken, input: RunInput) -> Vec<Message> {
+    /// Run the loop under the time limit, in the run's span; the agent is idle again when
+    /// this returns or is dropped.
+    async fn drive(&self, signal: CancellationToken, mut input: RunInput) -> Vec<Message> {
         let _guard = RunGuard(&self.inner);
         let shared = &self.inner.shared;
-        let limit = shared.config().time_limit;
-        let mut run = pin!(run::run(shared, signal.clone(), input));
-        if let Some(limit) = limit {
+        let config = shared.config();
+        let deadline = config
+            .time_limit
+            .map(|limit| tokio::time::Instant::now() + limit);
+        input.deadline = deadline;
+        let span = telemetry::run_span(&*config.model);
+        let mut run = pin!(run::run(shared, signal.clone(), input).instrument(span));
+        if let Some(deadline) = deadline {
             tokio::select! {
                 messages = &mut run => return messages,
-                () = tokio::time::sleep(limit) => signal.cancel(),
+                () = tokio::time::sleep_until(deadline) => signal.cancel(),
             }
         }
         run.await

@@ -49,15 +49,18 @@ mod call;
 mod config;
 mod error;
 mod events;
+mod failure;
 mod handle;
 mod hooks;
 mod run;
 mod sink;
 mod state;
+mod telemetry;
 
 pub mod extract;
 
 pub use builder::AgentBuilder;
+pub use call::validate_tool_call;
 pub use error::{AgentError, BuildError};
 pub use events::AgentEvent;
 pub use extract::{ExtractBuilder, ExtractError, ExtractOptions, Extracted, Extractor};
@@ -66,5 +69,5 @@ pub use hooks::{
     AfterToolCall, BeforeToolCall, FinishedTurn, RequestPlan, ToolCallDecision, ToolResultPatch,
     TurnControl,
 };
-pub use sink::{EventStream, SubscriptionId};
+pub use sink::{EVENT_STREAM_BACKLOG, EventStream, SubscriptionId};
 pub use state::{AgentState, QueueMode};

@@ -5,13 +5,16 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::AgentEvent;
 use super::batch::run_batch;
 use super::call::{CallScope, guarded, panic_message};
 use super::config::{Config, Shared};
 use super::hooks::{FinishedTurn, RequestPlan, TurnControl};
+use super::telemetry;
 use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, ToolResultMessage};
 use crate::stream::{
     AssistantMessageEvent, Context, LanguageModel, LiveMessage, StreamOptions, ThinkingLevel,
@@ -29,6 +32,8 @@ pub(crate) struct RunInput {
     pub(crate) prompts: Vec<Message>,
     /// The caller already took the first messages from the steering queue.
     pub(crate) skip_initial_steering: bool,
+    /// When the time limit cancels the run, if it has one.
+    pub(crate) deadline: Option<Instant>,
 }
 
 /// Run the loop to its end and return the messages it added.
@@ -42,6 +47,7 @@ pub(crate) async fn run(
         signal,
         first_new: input.messages.len(),
         context: input.messages,
+        deadline: input.deadline,
         model: None,
         thinking_level: None,
     };
@@ -133,6 +139,7 @@ struct Run<'a> {
     /// The transcript the model sees; what this run added starts at `first_new`.
     context: Vec<Message>,
     first_new: usize,
+    deadline: Option<Instant>,
     /// Replacements `prepare_request` made for the rest of the run.
     model: Option<Arc<dyn LanguageModel>>,
     thinking_level: Option<ThinkingLevel>,
@@ -172,7 +179,13 @@ impl Run<'_> {
             .await;
             aborted
         } else {
-            self.stream_response(config, model).await
+            let span = telemetry::chat_span(&*model);
+            let message = self
+                .stream_response(config, model)
+                .instrument(span.clone())
+                .await;
+            telemetry::record_response(&span, &message, config.capture_content);
+            message
         };
         self.emit(AgentEvent::MessageEnd {
             message: message.clone().into(),
@@ -332,6 +345,8 @@ impl Run<'_> {
             assistant: message,
             messages,
             signal: self.signal.clone(),
+            deadline: self.deadline,
+            capture_content: config.capture_content,
         };
         run_batch(&config.tools, config.execution, scope, &self.shared.bus).await
     }

@@ -3,7 +3,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::task::{Context, Poll};
 
@@ -20,19 +20,50 @@ pub(crate) type Listener = Arc<dyn Fn(&AgentEvent) -> BoxFuture<'static, ()> + S
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SubscriptionId(u64);
 
+/// How many undelivered events an [`EventStream`] holds before it skips message updates.
+pub const EVENT_STREAM_BACKLOG: usize = 1024;
+
 /// The agent's events as a [`Stream`]; see [`Agent::events`](super::Agent::events).
 ///
 /// It yields every event emitted after it was created and ends when the agent is dropped.
+/// The run never waits for it, and a slow reader cannot make memory grow with the length of
+/// a stream: once [`EVENT_STREAM_BACKLOG`] events wait undelivered, further
+/// `message_update` events are skipped until the reader catches up. Nothing is lost by
+/// that: every update carries the same [`LiveMessage`](crate::stream::LiveMessage), which
+/// already shows the skipped changes. Every other event is always delivered, in order.
 #[derive(Debug)]
 pub struct EventStream {
     rx: mpsc::UnboundedReceiver<AgentEvent>,
+    backlog: Arc<AtomicUsize>,
 }
 
 impl Stream for EventStream {
     type Item = AgentEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
-        self.rx.poll_recv(cx)
+        let next = self.rx.poll_recv(cx);
+        if let Poll::Ready(Some(_)) = &next {
+            self.backlog.fetch_sub(1, Ordering::Relaxed);
+        }
+        next
+    }
+}
+
+/// The sending side of one [`EventStream`].
+struct StreamSender {
+    tx: mpsc::UnboundedSender<AgentEvent>,
+    backlog: Arc<AtomicUsize>,
+}
+
+impl StreamSender {
+    /// Queue `event`; `false` once the stream is gone.
+    fn send(&self, event: &AgentEvent) -> bool {
+        let waiting = self.backlog.load(Ordering::Relaxed);
+        if waiting >= EVENT_STREAM_BACKLOG && matches!(event, AgentEvent::MessageUpdate { .. }) {
+            return !self.tx.is_closed();
+        }
+        self.backlog.fetch_add(1, Ordering::Relaxed);
+        self.tx.send(event.clone()).is_ok()
     }
 }
 
@@ -42,7 +73,7 @@ pub(crate) struct Bus {
     state: Mutex<Inner>,
     // Swapped as a whole on (un)subscribe, so an emit holds the lock only to clone an `Arc`.
     listeners: RwLock<Arc<Vec<(SubscriptionId, Listener)>>>,
-    streams: Mutex<Vec<mpsc::UnboundedSender<AgentEvent>>>,
+    streams: Mutex<Vec<StreamSender>>,
     next_id: AtomicU64,
 }
 
@@ -94,8 +125,12 @@ impl Bus {
 
     pub(crate) fn stream(&self) -> EventStream {
         let (tx, rx) = mpsc::unbounded_channel();
-        lock(&self.streams).push(tx);
-        EventStream { rx }
+        let backlog = Arc::new(AtomicUsize::new(0));
+        lock(&self.streams).push(StreamSender {
+            tx,
+            backlog: Arc::clone(&backlog),
+        });
+        EventStream { rx, backlog }
     }
 
     /// Deliver one event. A panicking subscriber is skipped: observers never end a run.
@@ -104,7 +139,7 @@ impl Bus {
         {
             let mut streams = lock(&self.streams);
             if !streams.is_empty() {
-                streams.retain(|tx| tx.send(event.clone()).is_ok());
+                streams.retain(|stream| stream.send(&event));
             }
         }
         let listeners = Arc::clone(

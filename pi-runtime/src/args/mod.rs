@@ -1,8 +1,9 @@
 //! The argument pipeline: prepare -> coerce -> validate -> the error text the model sees
 //! (SPEC §4).
 //!
+//! This module knows schemas and values only; the tool layers and the agent build on it.
 //! A tool's parameter schema is compiled once ([`CompiledSchema::compile`], cached by
-//! [`Tool::compiled_schema`]). Each call then coerces a copy of the arguments (lenient: `"42"`
+//! [`Tool::compiled_schema`](crate::Tool::compiled_schema)). Each call then coerces a copy of the arguments (lenient: `"42"`
 //! for a number, a bare value for an array, `null` for an omitted optional property), checks
 //! the result strictly with the `jsonschema` crate, and only when that fails walks schema and
 //! value to explain the failure in words the model can correct itself from:
@@ -35,15 +36,13 @@ mod compile;
 mod explain;
 mod format;
 mod js_number;
+pub(crate) use js_number::number_value;
 mod typed;
 mod value;
 
 use std::fmt;
 
 use serde_json::Value;
-
-use crate::message::ToolCall;
-use crate::tool::{Tool, ToolError};
 
 /// A parameter schema that cannot be used (SPEC §1.1, a Rust rule: rejected at registration).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,6 +57,29 @@ impl SchemaError {
         SchemaError {
             message: message.into(),
         }
+    }
+}
+
+/// Arguments that do not match a tool's parameters: the text the model sees (SPEC §4.2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ValidationError {
+    message: String,
+}
+
+impl ValidationError {
+    pub(crate) fn new(message: String) -> Self {
+        ValidationError { message }
+    }
+
+    /// The text the model sees.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Consume into the text.
+    pub fn into_message(self) -> String {
+        self.message
     }
 }
 
@@ -92,48 +114,17 @@ impl CompiledSchema {
     ///
     /// # Errors
     /// The arguments do not match the schema.
-    pub fn validate(&self, tool_name: &str, arguments: &Value) -> Result<Value, ToolError> {
+    pub fn validate(&self, tool_name: &str, arguments: &Value) -> Result<Value, ValidationError> {
         let coerced = coerce::coerce(&self.tree, arguments);
         let candidate = coerced.as_ref().unwrap_or(arguments);
         if self.tree.root_accepts(candidate) {
             return Ok(coerced.unwrap_or_else(|| arguments.clone()));
         }
         let issues = explain::explain(&self.tree, candidate);
-        Err(ToolError::new(format::validation_failed(
+        Err(ValidationError::new(format::validation_failed(
             tool_name, &issues, arguments,
         )))
     }
-}
-
-/// Validate `prepared` (the call's arguments after `prepare_arguments`) for `tool`
-/// (SPEC §4.1). A call whose final arguments failed to parse fails with
-/// `Invalid arguments for tool "<name>": <argumentsError>`.
-///
-/// # Errors
-/// The text the model sees.
-pub fn validate_prepared(
-    tool: &Tool,
-    call: &ToolCall,
-    prepared: &Value,
-) -> Result<Value, ToolError> {
-    if let Some(error) = &call.arguments_error {
-        return Err(ToolError::new(format!(
-            "Invalid arguments for tool \"{}\": {error}",
-            call.name
-        )));
-    }
-    let compiled = tool
-        .compiled_schema()
-        .map_err(|e| ToolError::new(e.to_string()))?;
-    compiled.validate(&tool.name, prepared)
-}
-
-/// Validate a call's raw arguments against `tool` (no `prepare_arguments`).
-///
-/// # Errors
-/// The text the model sees.
-pub fn validate_tool_arguments(tool: &Tool, call: &ToolCall) -> Result<Value, ToolError> {
-    validate_prepared(tool, call, &call.arguments)
 }
 
 /// Deserialize validated arguments into a tool's parameter type (SPEC §11.3.3). A failure
@@ -168,6 +159,6 @@ pub fn validate_tool_arguments(tool: &Tool, call: &ToolCall) -> Result<Value, To
 pub fn deserialize_arguments<T: serde::de::DeserializeOwned>(
     tool_name: &str,
     arguments: Value,
-) -> Result<T, ToolError> {
+) -> Result<T, ValidationError> {
     typed::deserialize(tool_name, &arguments)
 }

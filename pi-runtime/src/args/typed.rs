@@ -5,13 +5,13 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_path_to_error::Segment as PathSegment;
 
+use super::ValidationError;
 use super::format::{Issue, Segment, validation_failed};
-use crate::tool::ToolError;
 
 pub(super) fn deserialize<T: DeserializeOwned>(
     tool_name: &str,
     arguments: &Value,
-) -> Result<T, ToolError> {
+) -> Result<T, ValidationError> {
     serde_path_to_error::deserialize(arguments).map_err(|error| {
         let location: Vec<Segment<'_>> = error
             .path()
@@ -25,6 +25,6 @@ pub(super) fn deserialize<T: DeserializeOwned>(
             })
             .collect();
         let issue = Issue::new(&location, error.inner().to_string());
-        ToolError::new(validation_failed(tool_name, &[issue], arguments))
+        ValidationError::new(validation_failed(tool_name, &[issue], arguments))
     })
 }

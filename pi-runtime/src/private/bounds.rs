@@ -54,7 +54,7 @@ impl<F: Future + Send> SendFuture for F {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from a tool",
     label = "this type does not convert into a tool result",
-    note = "return `String`, `()`, `ToolResult`, `Json<T>` (for `T: Serialize`) or `Vec<ContentBlock>`, optionally inside `Result<_, E>` with `E: Display`"
+    note = "return `String`, a number, `bool`, `()`, `ToolResult`, `serde_json::Value`, `Json<T>` (for `T: Serialize`) or `Vec<ContentBlock>`, optionally inside `Result<_, E>` with `E: Display`"
 )]
 pub trait IntoToolOutcome {
     /// The call's outcome.

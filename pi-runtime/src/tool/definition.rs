@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::args::{CompiledSchema, SchemaError};
+use crate::args::{CompiledSchema, SchemaError, ValidationError};
 
 /// How strictly the provider should constrain sampling to the schema (SPEC §7.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -88,6 +88,18 @@ impl Tool {
         self.compiled
             .get_or_init(|| CompiledSchema::compile(&self.parameters).map(Arc::new))
             .as_ref()
+    }
+
+    /// Coerce and validate `arguments` against the parameters (SPEC §4.1); `Ok` carries the
+    /// coerced arguments.
+    ///
+    /// # Errors
+    /// The text the model sees: the arguments do not match, or the schema does not compile.
+    pub fn validate(&self, arguments: &Value) -> Result<Value, ValidationError> {
+        match self.compiled_schema() {
+            Ok(compiled) => compiled.validate(&self.name, arguments),
+            Err(error) => Err(ValidationError::new(error.to_string())),
+        }
     }
 }
 

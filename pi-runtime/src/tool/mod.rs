@@ -16,4 +16,4 @@ pub use dynamic::FnTool;
 pub use layers::{AgentTool, ExecutionMode, ToolDefinition};
 pub use params::{Args, State};
 pub use registry::{RegistryError, ToolRegistry, ToolSet};
-pub use result::{IntoToolError, IntoToolResult, Json, ToolError, ToolResult};
+pub use result::{IntoToolError, IntoToolResult, Json, ToolError, ToolErrorKind, ToolResult};

@@ -6,6 +6,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::args::ValidationError;
 use crate::message::{ContentBlock, Usage};
 
 /// The result of a tool execution.
@@ -74,19 +75,44 @@ impl ToolResult {
 /// A failure the model sees as an error result whose text is the message.
 ///
 /// Any `std::error::Error` converts into it, so `?` works inside tools. Like `anyhow::Error`,
-/// it does not implement `std::error::Error` itself (that would conflict with the blanket
-/// conversion).
+/// it does not implement `std::error::Error` itself: that would conflict with the blanket
+/// conversion (coherence forbids both).
 #[derive(Clone, PartialEq, Eq)]
 pub struct ToolError {
     message: String,
+    kind: ToolErrorKind,
+}
+
+/// What kind of failure a [`ToolError`] reports (tracing's `error.type` follows it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ToolErrorKind {
+    /// The tool ran and failed.
+    Failed,
+    /// The arguments did not fit the tool's parameters (the model can correct them).
+    InvalidArguments,
 }
 
 impl ToolError {
-    /// An error with this exact text.
+    /// An error with this exact text: the tool ran and failed.
     pub fn new(message: impl Into<String>) -> Self {
         ToolError {
             message: message.into(),
+            kind: ToolErrorKind::Failed,
         }
+    }
+
+    /// An error with this exact text, about arguments that do not fit.
+    pub fn invalid_arguments(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+            kind: ToolErrorKind::InvalidArguments,
+        }
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ToolErrorKind {
+        self.kind
     }
 
     /// The text the model sees.
@@ -112,9 +138,17 @@ impl fmt::Display for ToolError {
     }
 }
 
-impl<E: std::error::Error> From<E> for ToolError {
+/// A [`ValidationError`] keeps its kind: `?` on `deserialize_arguments` in a tool reports
+/// invalid arguments, not a failed tool.
+impl<E: std::error::Error + 'static> From<E> for ToolError {
     fn from(error: E) -> Self {
-        ToolError::new(error.to_string())
+        let invalid = (&error as &dyn std::any::Any).is::<ValidationError>();
+        let message = error.to_string();
+        if invalid {
+            ToolError::invalid_arguments(message)
+        } else {
+            ToolError::new(message)
+        }
     }
 }
 
@@ -132,13 +166,14 @@ pub struct Json<T>(pub T);
 /// What a `#[tool]` fn may return on success: converted into the [`ToolResult`] the model
 /// sees.
 ///
-/// Implemented for `String`, `&str`, `()`, [`ToolResult`], [`Json<T>`] and
-/// `Vec<ContentBlock>`. A `Result<T, E>` return value with `E: Display` maps `Err` to an
-/// error result with that text.
+/// Implemented for `String`, `&str`, `()`, [`ToolResult`], [`Json<T>`],
+/// `Vec<ContentBlock>`, numbers, `bool` and `serde_json::Value` (the model sees their JSON
+/// text: `3` for `1.0 + 2.0`). A `Result<T, E>` return value with `E: Display` maps `Err` to
+/// an error result with that text.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a tool's output",
     label = "this type does not convert into a tool result",
-    note = "return `String`, `()`, `ToolResult`, `Json<T>` (for `T: Serialize`) or `Vec<ContentBlock>`, optionally inside `Result<_, E>` with `E: Display`"
+    note = "return `String`, a number, `bool`, `()`, `ToolResult`, `serde_json::Value`, `Json<T>` (for `T: Serialize`) or `Vec<ContentBlock>`, optionally inside `Result<_, E>` with `E: Display`"
 )]
 pub trait IntoToolResult {
     /// The result the model sees.
@@ -190,6 +225,67 @@ impl<T: Serialize> IntoToolResult for Json<T> {
                 ToolResult::error(format!("could not serialize the tool output: {error}"))
             }
         }
+    }
+}
+
+/// A JSON value: the model sees its compact JSON text, and `details` carries the value.
+impl IntoToolResult for Value {
+    fn into_tool_result(self) -> ToolResult {
+        ToolResult {
+            content: vec![ContentBlock::text(self.to_string())],
+            details: Some(self),
+            ..ToolResult::default()
+        }
+    }
+}
+
+impl IntoToolResult for bool {
+    fn into_tool_result(self) -> ToolResult {
+        Value::Bool(self).into_tool_result()
+    }
+}
+
+/// Integers: the model sees their decimal text (`3`), `details` the number.
+macro_rules! integer_results {
+    ($($ty:ty),*) => {$(
+        impl IntoToolResult for $ty {
+            fn into_tool_result(self) -> ToolResult {
+                Value::from(self).into_tool_result()
+            }
+        }
+    )*};
+}
+
+integer_results!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
+
+/// Floats as JavaScript shows them, which is what the reference's models see: an integral
+/// value has no fraction (`3`, not `3.0`). NaN and the infinities are not JSON: the model
+/// sees `NaN`, `Infinity` or `-Infinity`, and `details` is `null`.
+impl IntoToolResult for f64 {
+    fn into_tool_result(self) -> ToolResult {
+        match crate::args::number_value(self) {
+            Some(number) => number.into_tool_result(),
+            None => {
+                let text = if self.is_nan() {
+                    "NaN"
+                } else if self > 0.0 {
+                    "Infinity"
+                } else {
+                    "-Infinity"
+                };
+                ToolResult {
+                    content: vec![ContentBlock::text(text)],
+                    details: Some(Value::Null),
+                    ..ToolResult::default()
+                }
+            }
+        }
+    }
+}
+
+impl IntoToolResult for f32 {
+    fn into_tool_result(self) -> ToolResult {
+        f64::from(self).into_tool_result()
     }
 }
 

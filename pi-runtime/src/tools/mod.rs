@@ -29,15 +29,19 @@
 //! pi's schema says `number`: a model may send `1.5`, and the tools decide what that means.
 //!
 //! `edit` and `write` run their read-modify-write inside the [`FileMutationQueue`], so
-//! parallel calls on one file apply one after another, and write atomically (a temporary
-//! file in the same directory, then a rename).
+//! parallel calls on one file apply one after another. They replace a file without changing
+//! what it is: by an unnamed temporary file renamed over it, or in place when a rename would
+//! split its hard links or change its owner; `edit` refuses a file that another process
+//! changed since the edit read it, and one that is not UTF-8. No tool blocks on a FIFO or a
+//! device: `read`, `edit` and `write` refuse anything but a regular file.
 
-mod atomic;
 mod bash;
 mod edit;
+mod file;
 mod mutation_queue;
 mod path;
 mod read;
+mod replace;
 pub mod truncate;
 mod write;
 

@@ -1,5 +1,10 @@
 //! The built-in `read` tool (SPEC §9.3): a text file's lines from an offset, truncated to
 //! 2000 lines / 50 KB with a footer that says how to continue, or an image as an attachment.
+//!
+//! Memory stays bounded whatever the file: text is read in one streaming pass that keeps
+//! only what can be shown, an image over [`MAX_IMAGE_BYTES`] is refused from its size alone,
+//! and anything that is not a regular file (a FIFO, a socket, a device such as `/dev/zero`)
+//! is refused before a byte is read, without blocking (see [`file`](super::file)).
 
 use std::io;
 use std::path::Path;
@@ -8,8 +13,13 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::file::{SpecialKind, nonblocking_async, special_at, special_kind};
 use super::truncate::{MAX_BYTES, MAX_LINES, TruncatedBy, Truncation, format_size, truncate_head};
 use super::{ABORTED, WorkingDir, path::resolve_to_cwd};
+
+/// The largest image sent: pi's limit of 4.5 MiB of base64 (headroom below Anthropic's 5 MB
+/// per image), as file bytes. Base64 turns 3 bytes into 4.
+pub(crate) const MAX_IMAGE_BYTES: usize = 4_718_592 / 4 * 3;
 use crate::message::ContentBlock;
 use crate::tool;
 use crate::tool::{State, ToolContext, ToolError, ToolResult};
@@ -18,10 +28,13 @@ use crate::tool::{State, ToolContext, ToolError, ToolResult};
 ///
 /// `offset` is 1-based (absent or 0 means line 1) and `limit` caps the line count; the
 /// selection is cut to 2000 lines and 50 KB with a footer telling the model how to continue.
-/// Stops with `Operation aborted` as soon as the run's signal fires.
+/// Stops with `Operation aborted` as soon as the run's signal fires. An image over 3.4 MB
+/// (4.5 MB once base64-encoded) is refused, as is anything but a regular file.
 ///
 /// # Errors
-/// A missing or unreadable file, an offset past the end, or an abort.
+/// A missing or unreadable file, an offset past the end, an image too large (`Image <path>
+/// is <size>, over the 3.4MB limit ...`), a FIFO, socket or device (`Cannot read <path>: it
+/// is a named pipe (FIFO), not a regular file.`), or an abort.
 ///
 /// ```
 /// use pi_runtime::tools::{WorkingDir, read};
@@ -80,30 +93,30 @@ struct Request<'a> {
 
 async fn read_uncancelled(cwd: &Path, request: Request<'_>) -> Result<ToolResult, ToolError> {
     let absolute = resolve_to_cwd(request.path, cwd);
-    let mut file = tokio::fs::File::open(&absolute)
+    // Before opening: opening a socket fails with a code (ENXIO) that hides what it is. A
+    // directory is left to the read, which reports EISDIR as pi does.
+    if let Some(kind) = special_at(&absolute).await
+        && kind != SpecialKind::Directory
+    {
+        return Err(not_regular(request.path, kind));
+    }
+    let mut file = nonblocking_async(tokio::fs::OpenOptions::new().read(true))
+        .open(&absolute)
         .await
         .map_err(|error| access_error(&error, &absolute))?;
+    let meta = file.metadata().await.map_err(|error| read_error(&error))?;
+    // It may have been swapped between the look and the open.
+    if let Some(kind) = special_kind(&meta)
+        && kind != SpecialKind::Directory
+    {
+        return Err(not_regular(request.path, kind));
+    }
     let mut head = [0_u8; 16];
     let head_len = read_up_to(&mut file, &mut head)
         .await
         .map_err(|error| read_error(&error))?;
     if let Some(mime) = image_mime(&head[..head_len]) {
-        let mut data = head[..head_len].to_vec();
-        file.read_to_end(&mut data)
-            .await
-            .map_err(|error| read_error(&error))?;
-        let encoded = base64::engine::general_purpose::STANDARD.encode(&data);
-        let note = format!("Read image file [{mime}]");
-        let mut result = ToolResult {
-            content: vec![
-                ContentBlock::text(note.clone()),
-                ContentBlock::image(encoded.clone(), mime),
-            ],
-            ..ToolResult::default()
-        };
-        result.structured_content =
-            Some(json!({"type": "image", "data": encoded, "mimeType": mime, "note": note}));
-        return Ok(result);
+        return read_image(file, &head[..head_len], meta.len(), mime, request.path).await;
     }
     let selection = Selection::collect(request.range, &head[..head_len], file)
         .await
@@ -113,6 +126,58 @@ async fn read_uncancelled(cwd: &Path, request: Request<'_>) -> Result<ToolResult
     result.details = truncation.map(|t| json!({ "truncation": t }));
     result.structured_content = Some(Value::String(text));
     Ok(result)
+}
+
+/// An image as an attachment, refused when it is over [`MAX_IMAGE_BYTES`]: by its size
+/// before a byte more is read, and again while reading, in case it grows meanwhile.
+async fn read_image(
+    file: tokio::fs::File,
+    head: &[u8],
+    size: u64,
+    mime: &'static str,
+    path: &str,
+) -> Result<ToolResult, ToolError> {
+    if size > MAX_IMAGE_BYTES as u64 {
+        return Err(image_too_large(path, size));
+    }
+    let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    data.extend_from_slice(head);
+    let room = (MAX_IMAGE_BYTES + 1 - head.len()) as u64;
+    file.take(room)
+        .read_to_end(&mut data)
+        .await
+        .map_err(|error| read_error(&error))?;
+    if data.len() > MAX_IMAGE_BYTES {
+        return Err(image_too_large(path, data.len() as u64));
+    }
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&data);
+    drop(data);
+    let note = format!("Read image file [{mime}]");
+    let mut result = ToolResult {
+        content: vec![
+            ContentBlock::text(note.clone()),
+            ContentBlock::image(encoded.clone(), mime),
+        ],
+        ..ToolResult::default()
+    };
+    result.structured_content =
+        Some(json!({"type": "image", "data": encoded, "mimeType": mime, "note": note}));
+    Ok(result)
+}
+
+fn image_too_large(path: &str, size: u64) -> ToolError {
+    let size = format_size(usize::try_from(size).unwrap_or(usize::MAX));
+    ToolError::new(format!(
+        "Image {path} is {size}, over the {} limit for images (4.5MB once encoded), so it was not read. Make a smaller copy with bash (for example: convert {path} -resize 2000x2000 smaller.png) and read that.",
+        format_size(MAX_IMAGE_BYTES)
+    ))
+}
+
+fn not_regular(path: &str, kind: SpecialKind) -> ToolError {
+    ToolError::new(format!(
+        "Cannot read {path}: it is {}, not a regular file.",
+        kind.describe()
+    ))
 }
 
 /// The text and the truncation details for a selection.

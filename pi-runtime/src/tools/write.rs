@@ -1,7 +1,10 @@
 //! The built-in `write` tool (SPEC §9.4): create or replace a file, creating its parent
 //! directories, inside the file's mutation queue.
 
-use super::atomic::write_atomic;
+use std::path::Path;
+
+use super::file::node_message;
+use super::replace::{ReplaceError, replace};
 use super::{ABORTED, FileMutationQueue, WorkingDir, path::resolve_to_cwd};
 use crate::tool;
 use crate::tool::{State, ToolContext, ToolError};
@@ -13,9 +16,17 @@ use crate::tool::{State, ToolContext, ToolError};
 /// file-system step, never in the middle of one, so the slot is held until the step in flight
 /// has settled (SPEC §9.1).
 ///
+/// An existing file keeps its inode when it has other hard links, and its owner, group and
+/// mode always; a file the process may not write is refused, as `open(2)` would refuse it,
+/// even when its directory would allow replacing it. Otherwise the new contents are written
+/// to a temporary file and renamed over the old one, so a crash or a failed write leaves the
+/// old file whole and no temporary file behind.
+///
 /// # Errors
-/// The directory or the file could not be written, or the run was aborted
-/// (`Operation aborted`).
+/// The directory or the file could not be written (Node's wording: `EACCES: permission
+/// denied, open '<absolute path>'`), the target is not a regular file (`Cannot write <path>:
+/// it is a named pipe (FIFO), not a regular file.`), or the run was aborted (`Operation
+/// aborted`).
 ///
 /// ```
 /// use pi_runtime::tools::{WorkingDir, write};
@@ -57,10 +68,26 @@ pub async fn write(
     };
     check()?;
     if let Some(dir) = absolute.parent() {
-        tokio::fs::create_dir_all(dir).await?;
+        tokio::fs::create_dir_all(dir)
+            .await
+            .map_err(|error| ToolError::new(node_message(&error, "mkdir", dir)))?;
     }
     check()?;
-    write_atomic(&absolute, content.into_bytes()).await?;
+    replace(&absolute, content.into_bytes(), None)
+        .await
+        .map_err(|error| write_error(&error, &path, &absolute))?;
     check()?;
     Ok(format!("Successfully wrote to {path}"))
+}
+
+fn write_error(error: &ReplaceError, path: &str, absolute: &Path) -> ToolError {
+    ToolError::new(match error {
+        ReplaceError::NotRegular(kind) => format!(
+            "Cannot write {path}: it is {}, not a regular file.",
+            kind.describe()
+        ),
+        ReplaceError::Io { call, source } => node_message(source, call, absolute),
+        // `write` gives no original to compare with.
+        ReplaceError::Changed => format!("Cannot write {path}: {error}."),
+    })
 }

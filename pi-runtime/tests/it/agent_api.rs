@@ -283,3 +283,60 @@ async fn building_needs_a_model_and_unique_tool_names() {
         "duplicate tool name \"echo\": every tool needs its own name"
     );
 }
+
+#[tokio::test]
+async fn a_reader_that_falls_behind_skips_only_message_updates() {
+    // 128 KiB of arguments in 4-character deltas: 32k updates, none read while the run goes.
+    let text = "x".repeat(128 << 10);
+    let model = FauxModel::new()
+        .with_chunk_chars(4)
+        .respond(FauxResponse::tool_call("c1", "echo", json!({"text": text})));
+    let agent = Agent::builder().model(model).tools(echo()).build().unwrap();
+    let mut events = agent.events();
+    agent.prompt("go").await.unwrap();
+    drop(agent);
+    let mut updates = 0;
+    let mut kinds = Vec::new();
+    let mut last_live = None;
+    while let Some(event) = events.next().await {
+        match event {
+            AgentEvent::MessageUpdate { message, .. } => {
+                updates += 1;
+                last_live = Some(message);
+            }
+            other => kinds.push(other.kind()),
+        }
+    }
+    assert!(
+        (1..=pi_runtime::agent::EVENT_STREAM_BACKLOG).contains(&updates),
+        "{updates} updates were queued"
+    );
+    assert_eq!(
+        kinds,
+        [
+            "agent_start",
+            "turn_start",
+            "message_start",
+            "message_end",
+            "message_start",
+            "message_end",
+            "tool_execution_start",
+            "tool_execution_end",
+            "message_start",
+            "message_end",
+            "turn_end",
+            "turn_start",
+            "message_start",
+            "message_end",
+            "turn_end",
+            "agent_end"
+        ]
+    );
+    // The skipped updates' changes are in the live message the delivered ones carry.
+    let live = last_live.unwrap().snapshot();
+    let call = live.tool_calls().next().unwrap();
+    assert_eq!(
+        call.arguments["text"].as_str().map(str::len),
+        Some(128 << 10)
+    );
+}

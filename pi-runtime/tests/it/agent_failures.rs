@@ -288,3 +288,112 @@ async fn an_error_response_ends_the_run_without_running_its_calls() {
     assert_eq!(agent.error_message().as_deref(), Some("connection reset"));
     assert_eq!(model.request_count(), 1);
 }
+
+/// A tool that never returns and never looks at its signal.
+fn stuck() -> FnTool {
+    FnTool::new("stuck", "Hangs.", json!({"type": "object"}), |_, _| async {
+        std::future::pending::<()>().await;
+        Ok::<_, ToolError>(ToolResult::text("never"))
+    })
+}
+
+#[tokio::test]
+async fn a_time_limit_ends_the_run_even_when_a_tool_ignores_its_signal() {
+    let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "stuck", json!({})));
+    let agent = Agent::builder()
+        .model(model)
+        .tools(stuck())
+        .time_limit(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let messages = tokio::time::timeout(Duration::from_secs(10), agent.prompt("go"))
+        .await
+        .expect("the run ends")
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(1150) && elapsed < Duration::from_secs(3),
+        "{elapsed:?}"
+    );
+    assert_eq!(
+        results(&agent),
+        [(
+            "c1".to_owned(),
+            true,
+            "Tool \"stuck\" was stopped: the run reached its time limit, and it did not finish within 1s of being told to stop".to_owned()
+        )]
+    );
+    let last = last_assistant(&agent);
+    assert_eq!(last.stop_reason, StopReason::Aborted);
+    assert_eq!(messages.len(), 4);
+}
+
+#[tokio::test]
+async fn an_abort_ends_the_run_even_when_a_tool_ignores_its_signal() {
+    let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "stuck", json!({})));
+    let agent = Agent::builder()
+        .model(model)
+        .tools(stuck())
+        .build()
+        .unwrap();
+    let aborter = agent.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        aborter.abort();
+    });
+    tokio::time::timeout(Duration::from_secs(10), agent.prompt("go"))
+        .await
+        .expect("the run ends")
+        .unwrap();
+    assert_eq!(
+        results(&agent)[0].2,
+        "Tool \"stuck\" was stopped: the run was aborted, and it did not finish within 1s of being told to stop"
+    );
+}
+
+#[tokio::test]
+async fn dropping_the_prompt_future_cancels_the_run() {
+    let (seen_tx, seen_rx) = tokio::sync::oneshot::channel::<()>();
+    let seen_tx = Arc::new(std::sync::Mutex::new(Some(seen_tx)));
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let started_tx = Arc::new(std::sync::Mutex::new(Some(started_tx)));
+    let waiter = FnTool::new(
+        "wait",
+        "Waits.",
+        json!({"type": "object"}),
+        move |_, ctx| {
+            let seen = seen_tx.lock().unwrap().take();
+            let started = started_tx.lock().unwrap().take();
+            async move {
+                // A task of the tool's own, which outlives the tool's future.
+                let signal = ctx.signal().clone();
+                tokio::spawn(async move {
+                    signal.cancelled().await;
+                    if let Some(seen) = seen {
+                        let _ = seen.send(());
+                    }
+                });
+                if let Some(started) = started {
+                    let _ = started.send(());
+                }
+                std::future::pending::<()>().await;
+                Ok::<_, ToolError>(ToolResult::text("never"))
+            }
+        },
+    );
+    let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "wait", json!({})));
+    let agent = Agent::builder().model(model).tools(waiter).build().unwrap();
+    let run = tokio::spawn({
+        let agent = agent.clone();
+        async move { agent.prompt("go").await }
+    });
+    started_rx.await.unwrap();
+    run.abort();
+    tokio::time::timeout(Duration::from_secs(2), seen_rx)
+        .await
+        .expect("the tool's task saw the cancellation")
+        .unwrap();
+    agent.wait_for_idle().await;
+    assert!(!agent.is_streaming());
+}

@@ -324,6 +324,63 @@ async fn summarise(text: String) -> Json<Summary> {
 #[tool]
 async fn noop() {}
 
+/// Add two numbers.
+#[tool]
+async fn add(a: f64, b: f64) -> f64 {
+    a + b
+}
+
+/// Count the words of a text.
+#[tool]
+async fn word_count(text: String) -> Result<usize, String> {
+    if text.is_empty() {
+        return Err("the text is empty".to_owned());
+    }
+    Ok(text.split_whitespace().count())
+}
+
+/// Whether a text is empty.
+#[tool]
+async fn is_blank(text: String) -> bool {
+    text.trim().is_empty()
+}
+
+/// The text as JSON.
+#[tool]
+async fn as_json(text: String) -> Value {
+    json!({"text": text, "chars": text.chars().count()})
+}
+
+#[tokio::test]
+async fn plain_values_are_tool_outputs_the_model_sees_as_json() {
+    let sum = run(&Add, json!({"a": 1, "b": 2})).await.unwrap();
+    assert_eq!(text(&sum), "3");
+    assert_eq!(sum.details, Some(json!(3)));
+    assert_eq!(
+        text(&run(&Add, json!({"a": 0.5, "b": 2})).await.unwrap()),
+        "2.5"
+    );
+    assert_eq!(
+        text(&run(&Add, json!({"a": 1e308, "b": 1e308})).await.unwrap()),
+        "Infinity"
+    );
+
+    assert_eq!(
+        text(&run(&WordCount, json!({"text": "a b c"})).await.unwrap()),
+        "3"
+    );
+    let empty = run(&WordCount, json!({"text": ""})).await.unwrap_err();
+    assert_eq!(empty.to_string(), "the text is empty");
+
+    assert_eq!(
+        text(&run(&IsBlank, json!({"text": " "})).await.unwrap()),
+        "true"
+    );
+    let shown = run(&AsJson, json!({"text": "hé"})).await.unwrap();
+    assert_eq!(text(&shown), r#"{"text":"hé","chars":2}"#);
+    assert_eq!(shown.details, Some(json!({"text": "hé", "chars": 2})));
+}
+
 /// Say hello.
 #[tool]
 async fn hello(name: String) -> &'static str {

@@ -3,7 +3,8 @@
 
 use crate::validate_support;
 
-use pi_runtime::args::{CompiledSchema, deserialize_arguments, validate_tool_arguments};
+use pi_runtime::agent::validate_tool_call;
+use pi_runtime::args::{CompiledSchema, deserialize_arguments};
 use pi_runtime::{Tool, ToolCall};
 use serde_json::{Value, json};
 use validate_support::{run, run_v};
@@ -344,7 +345,7 @@ fn arguments_error_wins() {
     let mut call = ToolCall::new("c1", "add", json!({}));
     call.arguments_error = Some("Unexpected end of JSON input".into());
     assert_eq!(
-        validate_tool_arguments(&tool, &call).unwrap_err().message(),
+        validate_tool_call(&tool, &call).unwrap_err().message(),
         "Invalid arguments for tool \"add\": Unexpected end of JSON input"
     );
 }

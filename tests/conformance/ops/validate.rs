@@ -1,7 +1,7 @@
 //! The `validate` op: one tool call's argument pipeline (coercion, validation, the error
 //! text), exactly as the agent loop runs it.
 
-use pi_runtime::args::validate_tool_arguments;
+use pi_runtime::agent::validate_tool_call;
 use pi_runtime::{Tool, ToolCall};
 use serde_json::{Map, Value};
 
@@ -34,10 +34,8 @@ pub(crate) fn prepare(request: &Map<String, Value>) -> Result<Prepared, String> 
     let _ = tool.compiled_schema();
     let mut call = ToolCall::new("call", name, arguments);
     call.arguments_error = arguments_error;
-    Ok(Box::new(move || {
-        match validate_tool_arguments(&tool, &call) {
-            Ok(coerced) => Answer::Ok(coerced),
-            Err(error) => Answer::Err(error.into_message()),
-        }
+    Ok(Box::new(move || match validate_tool_call(&tool, &call) {
+        Ok(coerced) => Answer::Ok(coerced),
+        Err(error) => Answer::Err(error.into_message()),
     }))
 }

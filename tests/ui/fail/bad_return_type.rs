@@ -1,9 +1,9 @@
 use pi_runtime::tool;
 
-/// Returns a number.
+/// Splits a text into words.
 #[tool]
-async fn count(text: String) -> usize {
-    text.len()
+async fn words(text: String) -> Vec<String> {
+    text.split_whitespace().map(str::to_owned).collect()
 }
 
 fn main() {}

@@ -1,8 +1,10 @@
 //! The built-in `bash` tool (SPEC §9.6): run a command, show the model the tail of its merged
 //! output, report its exit code, stream progress.
 
+mod logs;
 mod output;
 mod process;
+mod tree;
 
 use std::io;
 use std::time::Duration;
@@ -30,8 +32,16 @@ const STRUCTURED_OUTPUT_MAX_BYTES: usize = 1024 * 1024;
 /// in `Command exited with code <n>`.
 ///
 /// Progress goes to [`ToolContext::update`]: one empty update at once, then at most one every
-/// 100 ms with the current tail. Cancelling the run's signal kills the command's whole process
-/// group. Like pi's, the tool runs in parallel with the other calls of its batch.
+/// 100 ms with the current tail. A timeout, cancelling the run's signal, or dropping the call
+/// kills every process the command started, also those that left its process group with
+/// `setsid` (the command's environment carries a `PI_BASH_CALL` marker for this). After a
+/// normal exit, background processes are left running, and the output they write is read
+/// for at most a second more. Like pi's, the tool runs in parallel with the
+/// other calls of its batch.
+///
+/// When the output is truncated, the full output is kept in a log under the temp directory,
+/// which keeps the newest 50 logs and at most 256 MiB of them. `structuredContent.output`
+/// holds at most 1 MiB of the output as the model sees it (after lossy UTF-8 decoding).
 ///
 /// # Errors
 /// An invalid timeout, a missing working directory, bash not starting, a timeout

@@ -1,12 +1,22 @@
 //! A command's merged output as it streams in, kept with bounded memory: a decoded tail for
 //! the model and for progress updates, the counts the footer needs, and the raw bytes, moved
-//! to a temp file once the output outgrows what the model is shown.
+//! to a log file (see [`logs`](super::logs)) once the output outgrows what the model is shown.
+//!
+//! Every size limit counts the bytes the model sees, that is after lossy UTF-8 decoding: an
+//! invalid byte becomes U+FFFD, three bytes, so a cap on raw bytes would let the decoded text
+//! grow to three times the cap.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
-use crate::tools::truncate::{MAX_BYTES, MAX_LINES, TruncatedBy, Truncation, truncate_tail};
+use super::logs::LogDir;
+use crate::tools::truncate::{
+    MAX_BYTES, MAX_LINES, TruncatedBy, Truncation, tail_of, truncate_tail,
+};
+
+/// Raw bytes read at a time when the full output is read back from its log.
+const READ_CHUNK: usize = 64 * 1024;
 
 /// Decoded tail kept for snapshots: twice what is shown, trimmed when it doubles again.
 const ROLLING_BYTES: usize = MAX_BYTES * 2;
@@ -20,6 +30,8 @@ pub(crate) struct Snapshot {
 
 #[derive(Debug, Default)]
 pub(crate) struct Output {
+    /// Where the log goes once there is one.
+    logs: LogDir,
     /// Bytes of an incomplete UTF-8 sequence at the end of the last chunk.
     undecoded: Vec<u8>,
     /// Raw output while it is small; moved into `file` once it is not.
@@ -116,36 +128,79 @@ impl Output {
         }
     }
 
-    /// The whole output, or its first and last `max / 2` bytes around an omission marker
-    /// when it is longer than `max` bytes. Returns the text and whether it was shortened.
+    /// The whole output as the model sees it, or, when that is longer than `max` bytes, its
+    /// start and end around an omission marker, `max` bytes in all. Returns the text and
+    /// whether it was shortened. Reads at most about `max` raw bytes back from the log.
     pub(crate) fn full_text(&mut self, max: usize) -> io::Result<(String, bool)> {
-        let Some((file, _)) = &mut self.file else {
-            return Ok((String::from_utf8_lossy(&self.raw).into_owned(), false));
-        };
-        let size = usize::try_from(file.seek(SeekFrom::End(0))?).unwrap_or(usize::MAX);
-        file.seek(SeekFrom::Start(0))?;
-        if size <= max {
-            let mut bytes = Vec::with_capacity(size);
-            file.read_to_end(&mut bytes)?;
-            return Ok((String::from_utf8_lossy(&bytes).into_owned(), false));
+        if self.total_decoded <= max {
+            let raw = self.read_raw(0, self.total_raw)?;
+            let text = String::from_utf8_lossy(&raw).into_owned();
+            if text.len() <= max {
+                return Ok((text, false));
+            }
         }
-        let head_len = max / 2;
-        let tail_len = max - head_len;
-        let mut head = vec![0; head_len];
-        file.read_exact(&mut head)?;
-        let mut tail = vec![0; tail_len];
-        file.seek(SeekFrom::Start((size - tail_len) as u64))?;
-        file.read_exact(&mut tail)?;
-        // Cut at character boundaries: drop a split sequence at the head's end and
-        // continuation bytes at the tail's start.
-        let head = decode_complete(&mut head);
-        let skip = tail.iter().take_while(|&&b| b & 0xC0 == 0x80).count();
-        let tail = String::from_utf8_lossy(&tail[skip..]);
-        let omitted = size - head_len - tail_len;
-        Ok((
-            format!("{head}\n\n[... {omitted} bytes omitted ...]\n\n{tail}"),
-            true,
-        ))
+        // The marker is sized with the whole length, which has at least as many digits as
+        // the omitted part, so the result stays within `max`.
+        let marker_len = omission_marker(self.total_decoded).len();
+        let budget = max.saturating_sub(marker_len);
+        let head = self.decoded_head(budget / 2)?;
+        let tail = self.decoded_tail(budget - budget / 2)?;
+        let omitted = self.total_decoded.saturating_sub(head.len() + tail.len());
+        Ok((format!("{head}{}{tail}", omission_marker(omitted)), true))
+    }
+
+    /// The longest decoded prefix of the output that fits in `max` bytes.
+    fn decoded_head(&mut self, max: usize) -> io::Result<String> {
+        let mut head = String::new();
+        let mut pending = Vec::new();
+        let mut offset = 0;
+        // Decoding never shrinks text, so `max` raw bytes always decode to `max` bytes or
+        // more: the loop reads at most `max` plus one chunk.
+        while head.len() < max && offset < self.total_raw {
+            let len = READ_CHUNK.min(self.total_raw - offset);
+            pending.extend_from_slice(&self.read_raw(offset, len)?);
+            offset += len;
+            head.push_str(&decode_complete(&mut pending));
+        }
+        if head.len() < max && !pending.is_empty() {
+            head.push_str(&String::from_utf8_lossy(&pending));
+        }
+        let mut end = head.len().min(max);
+        while !head.is_char_boundary(end) {
+            end -= 1;
+        }
+        head.truncate(end);
+        Ok(head)
+    }
+
+    /// The longest decoded suffix of the output that fits in `max` bytes.
+    fn decoded_tail(&mut self, max: usize) -> io::Result<String> {
+        let len = max.min(self.total_raw);
+        let raw = self.read_raw(self.total_raw - len, len)?;
+        // Continuation bytes at the cut belong to a character that starts before it.
+        let skip = raw
+            .iter()
+            .take(3)
+            .take_while(|&&b| b & 0xC0 == 0x80)
+            .count();
+        let decoded = String::from_utf8_lossy(&raw[skip..]);
+        Ok(tail_of(&decoded, max).to_owned())
+    }
+
+    /// `len` raw bytes from `offset`, from memory or from the log.
+    fn read_raw(&mut self, offset: usize, len: usize) -> io::Result<Vec<u8>> {
+        let Some((file, _)) = &mut self.file else {
+            let end = (offset + len).min(self.raw.len());
+            return Ok(self.raw[offset.min(end)..end].to_vec());
+        };
+        file.seek(SeekFrom::Start(offset as u64))?;
+        let mut bytes = Vec::with_capacity(len);
+        Read::by_ref(file)
+            .take(len as u64)
+            .read_to_end(&mut bytes)?;
+        // Later appends go to the end again.
+        file.seek(SeekFrom::End(0))?;
+        Ok(bytes)
     }
 
     fn total_lines(&self) -> usize {
@@ -209,16 +264,15 @@ impl Output {
         if self.file.is_some() {
             return Ok(());
         }
-        let (mut file, path) = tempfile::Builder::new()
-            .prefix("pi-bash-")
-            .suffix(".log")
-            .tempfile()?
-            .keep()
-            .map_err(|error| error.error)?;
+        let (mut file, path) = self.logs.create()?;
         file.write_all(&std::mem::take(&mut self.raw))?;
         self.file = Some((file, path));
         Ok(())
     }
+}
+
+fn omission_marker(omitted: usize) -> String {
+    format!("\n\n[... {omitted} bytes omitted ...]\n\n")
 }
 
 /// Decode the complete UTF-8 prefix of `bytes` (invalid sequences become U+FFFD) and leave
@@ -289,5 +343,43 @@ mod tests {
         let log = std::fs::read_to_string(&path).unwrap();
         assert_eq!(log.lines().count(), 40_000);
         std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn the_full_text_cap_counts_decoded_bytes() {
+        let mut output = Output::new();
+        // 2 MB of raw output that decodes to 4 MB: each invalid byte becomes U+FFFD.
+        let chunk = [0xFF, b'\n'].repeat(1000);
+        for _ in 0..1000 {
+            output.append(&chunk).unwrap();
+        }
+        output.finish().unwrap();
+        let max = 1024 * 1024;
+        let (text, truncated) = output.full_text(max).unwrap();
+        assert!(truncated);
+        assert!(text.len() <= max && text.len() > max - 8, "{}", text.len());
+        let (head, rest) = text.split_once("\n\n[... ").unwrap();
+        let (omitted, tail) = rest.split_once(" bytes omitted ...]\n\n").unwrap();
+        assert!(head.starts_with("\u{FFFD}\n\u{FFFD}") && tail.ends_with("\u{FFFD}\n"));
+        let omitted: usize = omitted.parse().unwrap();
+        assert_eq!(head.len() + omitted + tail.len(), 4_000_000);
+        std::fs::remove_file(output.snapshot().unwrap().full_output_path.unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_short_output_is_whole() {
+        let mut output = Output::new();
+        output.append(b"caf\xE9\n").unwrap();
+        output.finish().unwrap();
+        assert_eq!(
+            output.full_text(1024).unwrap(),
+            ("caf\u{FFFD}\n".to_owned(), false)
+        );
+        // Over the cap once decoded, though not in raw bytes.
+        let mut output = Output::new();
+        output.append(&[0xFF; 400]).unwrap();
+        output.finish().unwrap();
+        let (text, truncated) = output.full_text(1000).unwrap();
+        assert!(truncated && text.len() <= 1000, "{}", text.len());
     }
 }

@@ -1,24 +1,35 @@
-//! Run `bash -c` in a process group of its own, stream its merged stdout and stderr, and
-//! kill the whole group on timeout, on cancellation, or when the run is dropped, so no
-//! process is left behind.
+//! Run `bash -c` in a process group of its own, stream its merged stdout and stderr, and on
+//! timeout, on cancellation, or when the run is dropped, kill every process the call started
+//! (see [`tree`](super::tree) for how they are found, `setsid` ones included).
+//!
+//! Reading ends in bounded time. Background processes may keep the pipes open after the
+//! shell exited, or survive a kill (see `tree` for which can), so once the shell exited or was
+//! killed, the output still arriving is read until the pipes close, stay quiet for
+//! [`QUIET_WINDOW`], or a hard limit passes: [`EXIT_DRAIN_LIMIT`] after a normal exit,
+//! [`KILL_DRAIN_LIMIT`] after a kill. Output never extends the limit, only the quiet window.
 
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
-use tokio::process::Command;
+use tokio::process::{ChildStderr, ChildStdout, Command};
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
-/// After the shell exited, output still arriving from its background processes is read until
-/// the pipes close or stay quiet this long, so a daemon holding the pipes cannot hang the
-/// tool.
-const EXIT_STDIO_GRACE: Duration = Duration::from_millis(100);
+use super::tree::{MARKER_VAR, Tree};
+
+/// Once the shell exited (or was killed), reading stops when no output came for this long.
+pub(crate) const QUIET_WINDOW: Duration = Duration::from_millis(100);
+/// After a normal exit, output from background processes is read for at most this long.
+pub(crate) const EXIT_DRAIN_LIMIT: Duration = Duration::from_secs(1);
+/// After a kill, output already in the pipes is read for at most this long: only a process
+/// that escaped the kill can still be writing.
+pub(crate) const KILL_DRAIN_LIMIT: Duration = Duration::from_millis(500);
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -43,24 +54,76 @@ pub(crate) trait Sink {
     fn wake(&mut self) -> io::Result<()>;
 }
 
-/// Kills the process group on drop unless disarmed, so a dropped run (the caller stopped
+/// Kills the call's processes on drop unless disarmed, so a dropped run (the caller stopped
 /// polling) still cleans up.
-struct GroupKiller {
-    pgid: Option<Pid>,
+struct Killer {
+    tree: Option<Arc<Tree>>,
 }
 
-impl GroupKiller {
-    fn kill(&self) {
-        if let Some(pgid) = self.pgid {
-            // ESRCH (the group is already gone) is the outcome wanted.
-            let _ = killpg(pgid, Signal::SIGKILL);
+impl Killer {
+    /// Kill the tree off the async threads (the walk reads `/proc`), and disarm.
+    async fn kill(&mut self) {
+        if let Some(tree) = self.tree.take() {
+            let walk = Arc::clone(&tree);
+            if tokio::task::spawn_blocking(move || walk.kill())
+                .await
+                .is_err()
+            {
+                // The blocking pool is shutting down: kill from here instead.
+                tree.kill();
+            }
         }
     }
 }
 
-impl Drop for GroupKiller {
+impl Drop for Killer {
     fn drop(&mut self) {
-        self.kill();
+        // A drop cannot await; the walk takes a few milliseconds.
+        if let Some(tree) = self.tree.take() {
+            tree.kill();
+        }
+    }
+}
+
+/// When reading stops after the shell exited or was killed.
+#[derive(Debug, Clone, Copy)]
+struct Drain {
+    /// The hard limit; output does not move it.
+    until: Instant,
+    /// The end of the current quiet window; each chunk of output restarts it.
+    quiet_until: Instant,
+}
+
+impl Drain {
+    fn starting(now: Instant, limit: Duration) -> Self {
+        Drain {
+            until: now + limit,
+            quiet_until: now + QUIET_WINDOW,
+        }
+    }
+
+    fn output(&mut self, now: Instant) {
+        self.quiet_until = (now + QUIET_WINDOW).min(self.until);
+    }
+
+    fn end(self) -> Instant {
+        self.quiet_until.min(self.until)
+    }
+}
+
+/// The shell's two output pipes, read in arrival order.
+struct Pipes {
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+    out_open: bool,
+    err_open: bool,
+    out_buf: Vec<u8>,
+    err_buf: Vec<u8>,
+}
+
+impl Pipes {
+    fn closed(&self) -> bool {
+        !self.out_open && !self.err_open
     }
 }
 
@@ -76,81 +139,104 @@ pub(crate) async fn run(
     sink: &mut impl Sink,
 ) -> io::Result<Ending> {
     let started = Instant::now();
+    let token = Tree::new_token();
     let mut child = Command::new("bash")
         .arg("-c")
         .arg(command)
         .current_dir(cwd)
+        .env(MARKER_VAR, &token)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()?;
-    let mut killer = GroupKiller {
-        pgid: child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw),
+    let shell = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw);
+    let mut killer = Killer {
+        tree: shell.map(|pid| Arc::new(Tree::new(pid, &token))),
     };
-    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(io::Error::other("bash was started without output pipes"));
     };
+    let mut pipes = Pipes {
+        stdout,
+        stderr,
+        out_open: true,
+        err_open: true,
+        out_buf: vec![0_u8; 16 * 1024],
+        err_buf: vec![0_u8; 16 * 1024],
+    };
     let deadline = timeout.map(|t| started + t);
-    let (mut out_buf, mut err_buf) = (vec![0_u8; 16 * 1024], vec![0_u8; 16 * 1024]);
-    let (mut out_open, mut err_open) = (true, true);
     let mut status: Option<(ExitStatus, Instant)> = None;
-    let mut grace_until: Option<Instant> = None;
-    let mut timed_out: Option<Option<(i32, f64)>> = None;
-    let mut aborted = false;
+    let mut drain: Option<Drain> = None;
+    let mut stopped: Option<Ending> = None;
 
     loop {
-        if status.is_some() && !out_open && !err_open {
+        if status.is_some() && pipes.closed() {
+            break;
+        }
+        if drain.is_some_and(|d| Instant::now() >= d.end()) {
             break;
         }
         let wake_at = sink.wake_at();
+        // Biased, with the timers and the exit before the reads: a pipe that is always
+        // ready (a process writing without pause) must not starve them.
         tokio::select! {
             biased;
-            () = signal.cancelled(), if !aborted && timed_out.is_none() => {
-                killer.kill();
-                aborted = true;
+            () = signal.cancelled(), if stopped.is_none() => {
+                killer.kill().await;
+                stopped = Some(Ending::Aborted);
+                drain = Some(Drain::starting(Instant::now(), KILL_DRAIN_LIMIT));
             }
-            () = sleep_until(deadline.unwrap_or(started)), if deadline.is_some() && timed_out.is_none() && !aborted => {
+            () = sleep_until(deadline.unwrap_or(started)), if deadline.is_some() && stopped.is_none() => {
                 let shell_exit = status.map(|(s, at)| (exit_code(s), round_tenths(at - started)));
-                // Also when the shell already exited: the group kill still reaches the
-                // background processes holding the pipes.
-                killer.kill();
-                timed_out = Some(shell_exit);
+                // Also when the shell already exited: its background processes still hold
+                // the pipes.
+                killer.kill().await;
+                stopped = Some(Ending::TimedOut { shell_exit });
+                drain = Some(Drain::starting(Instant::now(), KILL_DRAIN_LIMIT));
             }
-            read = stdout.read(&mut out_buf), if out_open => match read? {
-                0 => out_open = false,
-                n => {
-                    sink.data(&out_buf[..n])?;
-                    grace_until = status.map(|_| Instant::now() + EXIT_STDIO_GRACE);
-                }
-            },
-            read = stderr.read(&mut err_buf), if err_open => match read? {
-                0 => err_open = false,
-                n => {
-                    sink.data(&err_buf[..n])?;
-                    grace_until = status.map(|_| Instant::now() + EXIT_STDIO_GRACE);
-                }
-            },
+            () = sleep_until(drain.map_or(started, Drain::end)), if drain.is_some() => break,
             exited = child.wait(), if status.is_none() => {
                 let now = Instant::now();
                 status = Some((exited?, now));
-                grace_until = Some(now + EXIT_STDIO_GRACE);
+                if let Some(tree) = &killer.tree {
+                    tree.shell_reaped();
+                }
+                if drain.is_none() {
+                    drain = Some(Drain::starting(now, EXIT_DRAIN_LIMIT));
+                }
             }
-            () = sleep_until(grace_until.unwrap_or(started)), if grace_until.is_some() => break,
             () = sleep_until(wake_at.unwrap_or(started)), if wake_at.is_some() => sink.wake()?,
+            read = pipes.stdout.read(&mut pipes.out_buf), if pipes.out_open => match read? {
+                0 => pipes.out_open = false,
+                n => {
+                    sink.data(&pipes.out_buf[..n])?;
+                    if let Some(d) = &mut drain {
+                        d.output(Instant::now());
+                    }
+                }
+            },
+            read = pipes.stderr.read(&mut pipes.err_buf), if pipes.err_open => match read? {
+                0 => pipes.err_open = false,
+                n => {
+                    sink.data(&pipes.err_buf[..n])?;
+                    if let Some(d) = &mut drain {
+                        d.output(Instant::now());
+                    }
+                }
+            },
         }
     }
-    if aborted {
-        return Ok(Ending::Aborted);
+    if let Some(ending) = stopped {
+        return Ok(ending);
     }
-    if let Some(shell_exit) = timed_out {
-        return Ok(Ending::TimedOut { shell_exit });
-    }
-    // A normal exit leaves background processes alone, as an interactive shell would.
-    killer.pgid = None;
+    // A normal exit leaves background processes alone, as an interactive shell would (a
+    // model may start a server with `&`). Ones still writing to the pipes get EPIPE once
+    // they are dropped here.
+    killer.tree = None;
     Ok(Ending::Exited(status.map_or(1, |(s, _)| exit_code(s))))
 }
 

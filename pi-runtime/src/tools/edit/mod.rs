@@ -5,14 +5,18 @@ mod diff;
 mod engine;
 
 use std::borrow::Cow;
+use std::fs::Metadata;
 use std::io;
+use std::path::Path;
 
 use serde_json::{Map, Value, json};
+use tokio::fs::OpenOptions;
 use tokio::io::AsyncReadExt;
 
 pub use engine::Replacement;
 
-use super::atomic::write_atomic;
+use super::file::{SpecialKind, nonblocking_async, special_at, special_kind};
+use super::replace::{Original, ReplaceError, replace};
 use super::{ABORTED, FileMutationQueue, WorkingDir, path::resolve_to_cwd};
 use crate::tool;
 use crate::tool::{State, ToolContext, ToolError, ToolResult};
@@ -96,12 +100,18 @@ fn is_single_edit(value: &Value) -> bool {
 /// file's [`FileMutationQueue`] slot, checking the signal after each file-system step (SPEC
 /// §9.1).
 ///
+/// The file is written back only if it is still what the edit read (same inode, same
+/// bytes), so a write by another process in the meantime is never lost; it keeps its hard
+/// links, owner and mode, as with [`write`](super::write()). A file that is not UTF-8, or not
+/// a regular file, is refused without being changed.
+///
 /// The snippet is the seed's wording (a \[SEED\] rule of SPEC §8.3); pi 1.6.0 says `Make
 /// precise file edits with exact text replacement, including multiple disjoint edits in one
 /// call`.
 ///
 /// # Errors
-/// The model-facing texts of SPEC §9.5, or `Operation aborted`.
+/// The model-facing texts of SPEC §9.5, `Operation aborted`, and `Could not edit file:
+/// <path>. <why>.` for a file that changed meanwhile, is not UTF-8, or is not a regular file.
 ///
 /// ```
 /// use pi_runtime::tools::{Replacement, WorkingDir, edit};
@@ -152,35 +162,26 @@ pub async fn edit(
         }
     };
     check()?;
-    // Opening for reading and writing checks both permissions, like pi's access(R_OK | W_OK).
-    let opened = tokio::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&absolute)
-        .await;
-    let mut file = match opened {
-        Ok(file) => file,
-        Err(error) => {
-            check()?;
-            return Err(ToolError::new(format!(
-                "Could not edit file: {path}. {}.",
-                describe_io_error(&error)
-            )));
-        }
-    };
+    let read = read_target(&absolute, &path).await;
     check()?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).await?;
-    drop(file);
+    let (bytes, meta) = read?;
+    let text = decode(bytes, &path)?;
     check()?;
 
     let count = edits.len();
     let shown = path.clone();
-    let (contents, details) = tokio::task::spawn_blocking(move || apply(&bytes, &edits, &shown))
-        .await
-        .map_err(|error| ToolError::new(format!("edit failed: {error}")))??;
+    let (text, applied) = tokio::task::spawn_blocking(move || {
+        let applied = apply(&text, &edits, &shown);
+        (text, applied)
+    })
+    .await
+    .map_err(|error| ToolError::new(format!("edit failed: {error}")))?;
+    let (contents, details) = applied?;
     check()?;
-    write_atomic(&absolute, contents.into_bytes()).await?;
+    let original = Original::new(&meta, text.into_bytes());
+    replace(&absolute, contents.into_bytes(), Some(original))
+        .await
+        .map_err(|error| edit_error(&error, &path))?;
     check()?;
     Ok(
         ToolResult::text(format!("Successfully replaced {count} block(s) in {path}."))
@@ -188,13 +189,72 @@ pub async fn edit(
     )
 }
 
+/// Open the file for reading and writing, which checks both permissions like pi's
+/// `access(R_OK | W_OK)`, without blocking on a FIFO, and read it whole.
+async fn read_target(absolute: &Path, path: &str) -> Result<(Vec<u8>, Metadata), ToolError> {
+    // A directory is left to the open, which reports EISDIR as pi does.
+    if let Some(kind) = special_at(absolute).await
+        && kind != SpecialKind::Directory
+    {
+        return Err(not_regular(path, kind));
+    }
+    let could_not = |error: io::Error| {
+        ToolError::new(format!(
+            "Could not edit file: {path}. {}.",
+            describe_io_error(&error)
+        ))
+    };
+    let mut file = nonblocking_async(OpenOptions::new().read(true).write(true))
+        .open(absolute)
+        .await
+        .map_err(could_not)?;
+    let meta = file.metadata().await.map_err(could_not)?;
+    if let Some(kind) = special_kind(&meta) {
+        return Err(not_regular(path, kind));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes).await.map_err(could_not)?;
+    Ok((bytes, meta))
+}
+
+/// The file as text. A file that is not UTF-8 is refused: decoding it lossily would rewrite
+/// every invalid byte as U+FFFD, also where no edit touched it.
+fn decode(bytes: Vec<u8>, path: &str) -> Result<String, ToolError> {
+    String::from_utf8(bytes).map_err(|error| {
+        let at = error.utf8_error().valid_up_to();
+        let byte = error.as_bytes().get(at).copied().unwrap_or_default();
+        ToolError::new(format!(
+            "Could not edit file: {path}. It is not valid UTF-8 (byte 0x{byte:02X} at offset {at}), and edit only rewrites UTF-8 text, so nothing was changed. Convert it to UTF-8 first (for example with iconv), or change it with bash."
+        ))
+    })
+}
+
+fn not_regular(path: &str, kind: SpecialKind) -> ToolError {
+    ToolError::new(format!(
+        "Could not edit file: {path}. It is {}, not a regular file.",
+        kind.describe()
+    ))
+}
+
+fn edit_error(error: &ReplaceError, path: &str) -> ToolError {
+    match error {
+        ReplaceError::NotRegular(kind) => not_regular(path, *kind),
+        ReplaceError::Changed => ToolError::new(format!(
+            "Could not edit file: {path}. It changed on disk while the edit was being made (another process wrote to it), so nothing was written. Read it again, then redo the edit."
+        )),
+        ReplaceError::Io { source, .. } => ToolError::new(format!(
+            "Could not edit file: {path}. {}.",
+            describe_io_error(source)
+        )),
+    }
+}
+
 /// Match, apply and diff: the new file contents and the result details.
-fn apply(bytes: &[u8], edits: &[Replacement], path: &str) -> Result<(String, Value), ToolError> {
-    let raw = String::from_utf8_lossy(bytes);
+fn apply(text: &str, edits: &[Replacement], path: &str) -> Result<(String, Value), ToolError> {
     // The model never includes the invisible BOM in oldText; it is put back on write.
-    let (bom, text) = match raw.strip_prefix(BOM) {
+    let (bom, text) = match text.strip_prefix(BOM) {
         Some(text) => (Some(BOM), text),
-        None => (None, raw.as_ref()),
+        None => (None, text),
     };
     let normalized = engine::normalize_to_lf(text);
     let applied = engine::apply_edits(&normalized, edits, path).map_err(ToolError::new)?;

@@ -1,0 +1,75 @@
+//! Why a tool call ended in an error result, and the texts the model sees for the failures
+//! the loop itself decides (SPEC §3, §5.7). One table: each text is written once here.
+
+use std::time::Duration;
+
+/// How a call failed; `None` on an [`Outcome`](super::call::Outcome) means it succeeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CallFailure {
+    /// No tool of that name is registered.
+    NotFound,
+    /// The arguments did not parse or validate (or the response was cut off, so they may be
+    /// truncated).
+    Validation,
+    /// `before_tool_call` blocked the call.
+    Blocked,
+    /// The tool or a hook panicked.
+    Panic,
+    /// The tool, or a hook, returned an error.
+    ToolError,
+    /// The run was aborted.
+    Cancelled,
+    /// The run's time limit ended the call.
+    Timeout,
+}
+
+impl CallFailure {
+    /// The OpenTelemetry `error.type` of a call that failed this way.
+    pub(crate) fn error_type(self) -> &'static str {
+        match self {
+            CallFailure::NotFound => "not_found",
+            CallFailure::Validation => "validation",
+            CallFailure::Blocked => "blocked",
+            CallFailure::Panic => "panic",
+            CallFailure::ToolError => "tool_error",
+            CallFailure::Cancelled => "cancelled",
+            CallFailure::Timeout => "timeout",
+        }
+    }
+}
+
+/// Every call stopped by the run's cancellation signal (SPEC §3.7).
+pub(crate) const ABORTED: &str = "Operation aborted";
+
+/// A call that `before_tool_call` blocked without a reason.
+pub(crate) const BLOCKED: &str = "Tool execution was blocked";
+
+/// A call of a tool that is not registered.
+pub(crate) fn not_found(tool: &str) -> String {
+    format!("Tool {tool} not found")
+}
+
+/// A call whose final arguments failed to parse (SPEC §6.4).
+pub(crate) fn invalid_arguments(tool: &str, error: &str) -> String {
+    format!("Invalid arguments for tool \"{tool}\": {error}")
+}
+
+/// A call in a response cut off by the output token limit (SPEC §5.7).
+pub(crate) fn truncated(tool: &str) -> String {
+    format!(
+        "Tool call \"{tool}\" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments."
+    )
+}
+
+/// A running tool that ignored the run's cancellation for `grace` and was abandoned.
+pub(crate) fn abandoned(tool: &str, timed_out: bool, grace: Duration) -> String {
+    let why = if timed_out {
+        "the run reached its time limit"
+    } else {
+        "the run was aborted"
+    };
+    format!(
+        "Tool \"{tool}\" was stopped: {why}, and it did not finish within {}s of being told to stop",
+        grace.as_secs_f64()
+    )
+}
