@@ -519,6 +519,56 @@ async fn the_time_limit_aborts_a_model_that_takes_too_long() {
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn the_time_limit_holds_against_a_tool_that_ignores_its_signal() {
+    let stubborn = FnTool::new(
+        "read_source",
+        "Read the source under analysis.",
+        json!({"type": "object", "properties": {}, "required": []}),
+        |_, _| async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(ToolResult::text(SOURCE))
+        },
+    );
+    let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "read_source", json!({})));
+    let extractor = Agent::builder()
+        .model(model.clone())
+        .tools(stubborn)
+        .extract::<FunctionAnalysis>()
+        .tool_name(TOOL)
+        .build()
+        .expect("extractor");
+    let started = tokio::time::Instant::now();
+
+    let error = extractor.extract(PROMPT).await.unwrap_err();
+
+    assert_eq!(
+        error,
+        ExtractError::TimeLimit {
+            limit: Duration::from_secs(30)
+        }
+    );
+    // The limit aborts the run; the loop waits one second for the tool, then gives up on it.
+    assert_eq!(started.elapsed(), Duration::from_secs(31));
+    assert_eq!(
+        lines(&extractor.agent().messages()),
+        [
+            user(),
+            "call c1 read_source {}".to_owned(),
+            "result c1 error: Tool \"read_source\" was stopped: the run was aborted, and it did \
+             not finish within 1s of being told to stop"
+                .to_owned(),
+        ]
+    );
+    // The loop answers the aborted run's next turn itself (an empty `aborted` response).
+    let messages = extractor.agent().messages();
+    let Some(Message::Assistant(last)) = messages.last() else {
+        panic!("no response: {messages:?}");
+    };
+    assert_eq!(last.stop_reason, StopReason::Aborted);
+    assert_eq!(model.request_count(), 1, "no request after the abort");
+}
+
 #[tokio::test]
 async fn an_abort_while_the_model_streams_is_no_success() {
     let model = FauxModel::new()
