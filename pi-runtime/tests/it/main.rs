@@ -5,6 +5,8 @@ mod provider_support;
 mod validate_support;
 
 mod agent_api;
+mod agent_extract;
+mod agent_extract_wire;
 mod agent_failures;
 mod agent_ordering;
 mod agent_submit;
