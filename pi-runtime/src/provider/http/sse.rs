@@ -3,7 +3,8 @@
 //! The decoder owns one text buffer. A network piece is checked as UTF-8 once, as it
 //! arrives (an invalid byte fails at once, not when the body ends), and appended; a
 //! recorded body is taken as the buffer itself, with no copy and no check. Lines are found
-//! with `memchr`, and an event is handed out as slices of the buffer: its data is copied
+//! with `memchr` (a line that arrives in many pieces is scanned once), and an event is
+//! handed out as slices of the buffer: its data is copied
 //! only when it spans several `data:` lines. Before a piece is appended, what was read is
 //! dropped, but never the event being read, so every byte is scanned once and moved at most
 //! once: time is linear in the body.
@@ -50,6 +51,9 @@ pub(crate) struct SseDecoder {
     text: String,
     /// The first byte not yet read as part of a complete line.
     pos: usize,
+    /// How far the line at `pos` is known to hold no line end: a line that arrives in many
+    /// pieces is scanned once, not once per piece.
+    scanned: usize,
     /// The first byte of the current event (its first `event:`/`data:` line); equal to
     /// `pos` while the event has none.
     event_start: usize,
@@ -76,6 +80,7 @@ impl SseDecoder {
         SseDecoder {
             text: String::new(),
             pos: 0,
+            scanned: 0,
             event_start: 0,
             name: None,
             data: Data::None,
@@ -198,9 +203,11 @@ impl SseDecoder {
             let budget = self
                 .max_event_bytes
                 .saturating_sub(line_start - self.event_start);
-            let window = &bytes[line_start..bytes.len().min(line_start + budget)];
-            let Some(length) = memchr::memchr2(b'\n', b'\r', window) else {
-                if window.len() == budget {
+            let window_end = bytes.len().min(line_start + budget);
+            let from = self.scanned.clamp(line_start, window_end);
+            let Some(found) = memchr::memchr2(b'\n', b'\r', &bytes[from..window_end]) else {
+                self.scanned = window_end;
+                if window_end - line_start == budget {
                     return Err(self.too_large());
                 }
                 if let Some(failure) = &self.failure {
@@ -208,7 +215,7 @@ impl SseDecoder {
                 }
                 return Ok(None);
             };
-            let line_end = line_start + length;
+            let line_end = from + found;
             self.pos = line_end + 1;
             if bytes[line_end] == b'\r' {
                 match bytes.get(self.pos) {
@@ -311,6 +318,7 @@ impl SseDecoder {
         }
         self.text.drain(..keep_from);
         self.pos -= keep_from;
+        self.scanned = self.scanned.saturating_sub(keep_from);
         self.event_start -= keep_from;
         let shift = |range: &mut Range<usize>| {
             range.start -= keep_from;
