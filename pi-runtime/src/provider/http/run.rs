@@ -79,7 +79,8 @@ impl Run {
 
     /// The response's events, ending with `done` or `error`.
     pub(super) fn events(self) -> AssistantEventStream {
-        stream::unfold(self, |mut run| async move {
+        // Boxed, so each event moves a pointer rather than the whole parser state.
+        stream::unfold(Box::new(self), |mut run| async move {
             loop {
                 if let Some(event) = run.output.pop_event() {
                     return Some((event, run));
