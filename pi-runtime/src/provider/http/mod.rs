@@ -5,10 +5,11 @@
 //! an HTTP error status, a dropped connection, a timeout, a malformed event or a cancelled
 //! run is an `error` event whose message says what happened, never a panic or a hang.
 //!
-//! What differs between APIs is small and lives in each API's folder, behind [`WireApi`]:
-//! the URL path, the credential header, the API's own headers, the JSON body, and the parser
-//! of its events. Everything else (sending, retrying, the limits below, SSE decoding,
-//! ending the message with its stop reason) is here, once.
+//! What differs between APIs is small and lives in each API's folder, behind one
+//! crate-private trait (`WireApi`): the URL path, the credential header, the API's own
+//! headers, the JSON body, and the parser of its events. Everything else (sending,
+//! retrying, the limits below, SSE decoding, ending the message with its stop reason) is
+//! here, once.
 //!
 //! # Limits
 //!
