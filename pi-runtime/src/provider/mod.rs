@@ -1,5 +1,6 @@
-//! Model providers: one folder per wire API (wire types, request conversion, stream
-//! parsing), plus the faux model used by tests and examples.
+//! Model providers: one [`HttpModel`] for every wire API, one folder per wire API (wire
+//! types, request conversion, stream parsing), presets, and the faux model used by tests
+//! and examples.
 
 mod model;
 
@@ -9,6 +10,7 @@ pub mod google;
 pub mod openai;
 
 pub(crate) mod compat;
+mod excerpt;
 mod ids;
 pub(crate) mod output;
 mod request;
@@ -20,6 +22,7 @@ pub(crate) mod transform;
 pub mod http;
 pub mod presets;
 
+pub use http::{HttpModel, HttpOptions, RetryPolicy};
 pub use model::{Api, Compat, Model};
 pub use request::request_body;
 #[doc(hidden)]

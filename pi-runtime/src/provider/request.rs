@@ -2,10 +2,11 @@
 
 use serde_json::Value;
 
-use super::{Api, Model, anthropic, google, openai};
+use super::http::wire_api;
+use super::{Api, Model, google};
 use crate::stream::{Context, StreamOptions};
 
-/// The JSON body a request for `model` would POST: what the provider's client sends, key
+/// The JSON body a request for `model` would POST: what [`HttpModel`](super::HttpModel) sends, key
 /// order included. Useful for logging, dry runs and tests.
 ///
 /// # Errors
@@ -43,11 +44,7 @@ pub fn request_body(
     context: &Context,
     options: &StreamOptions,
 ) -> Result<Value, String> {
-    match model.api {
-        Api::OpenAiCompletions => openai::request::build_request(model, context, options),
-        Api::AnthropicMessages => anthropic::request::build_request(model, context, options),
-        Api::GoogleGenerativeAi => google::request::build_request(model, context, options),
-    }
+    wire_api(model.api).body(model, context, options)
 }
 
 /// The parameters pi hands its provider SDK (pi's `onPayload`): the same as

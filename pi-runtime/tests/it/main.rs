@@ -24,6 +24,7 @@ mod partial_json_spec;
 mod prompt_tool_section;
 mod provider_failures;
 mod provider_fixtures;
+mod provider_hostile;
 mod provider_parsing;
 mod provider_turns;
 mod schema_tool;
