@@ -431,6 +431,7 @@
 //!
 //! `pi-runtime` has no optional features: everything above is always available.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod agent;
 pub mod args;
@@ -440,6 +441,8 @@ pub mod prompt;
 pub mod provider;
 pub mod stream;
 pub mod tool;
+#[cfg(feature = "tools")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tools")))]
 pub mod tools;
 
 pub use agent::{Agent, AgentEvent};
