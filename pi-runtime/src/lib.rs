@@ -316,7 +316,8 @@
 //! ## Return types
 //!
 //! The fn returns anything that converts into a [`ToolResult`] ([`IntoToolResult`]):
-//! `String`, `&'static str`, `()`, [`ToolResult`] itself, `Vec<ContentBlock>`, or [`Json<T>`]
+//! `String`, `&'static str`, `()`, [`ToolResult`] itself, `Vec<ContentBlock>`, a number or
+//! `bool` (the model sees `3` for `1.0 + 2.0`), `serde_json::Value`, or [`Json<T>`]
 //! for `T: Serialize` (the model sees compact JSON, `details` gets the value); or a
 //! `Result` of one of those and any `E: Display`, whose `Err` becomes an error result with
 //! that text (the model sees it and may retry).
