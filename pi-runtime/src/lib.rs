@@ -248,6 +248,21 @@
 //! The [`Tool`] definition (name, description, schema, constrained sampling) is built once,
 //! on first use, and the registry compiles its schema when the tool is registered.
 //!
+//! ## Cargo features
+//!
+//! | feature | default | brings |
+//! |---|---|---|
+//! | `openai` | yes | [`provider::openai`]: OpenAI Chat Completions, DeepSeek, compatible servers |
+//! | `anthropic` | yes | [`provider::anthropic`]: Anthropic Messages |
+//! | `google` | yes | [`provider::google`]: Google Gemini |
+//! | `http` | with any provider | [`provider::HttpModel`], [`provider::presets`], SSE, retries, deadlines |
+//! | `tools` | yes | [`tools`]: `read`, `write`, `edit`, `bash` and the file mutation queue |
+//!
+//! Without default features the crate is the macro, the tool layers, the argument pipeline,
+//! streaming JSON ([`json`]), the agent loop ([`agent`]) and the faux model
+//! ([`provider::faux`]): no HTTP stack, no `nix`. Implement [`LanguageModel`] for your own
+//! model by driving a [`stream::MessageWriter`].
+//!
 //! ## Attribute keys
 //!
 //! | key | type | default | meaning |
