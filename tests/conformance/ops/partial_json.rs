@@ -1,10 +1,11 @@
 //! The `partial_json` and `partial_json_stream` ops: the partial arguments of a text, whole
 //! or fed in chunks (PROTOCOL.md; pi-ref D3).
 
-use pi_runtime::json::{ArgumentsStream, parse_partial, parse_streaming_json};
+use pi_runtime::json::{PartialJsonParser, parse_partial};
 use serde_json::{Map, Value};
 
 use crate::protocol::{Answer, Prepared, str_field};
+use crate::seed::parse_streaming_json;
 
 /// Which parser a request names.
 #[derive(Debug, Clone, Copy)]
@@ -46,11 +47,20 @@ pub(crate) fn prepare_stream(request: &Map<String, Value>) -> Result<Prepared, S
     }
     .ok_or("bad request: `chunks` must be an array of strings")?;
     Ok(Box::new(move || match parser {
-        // Like pi's `ToolCallArgumentsStream`: a version that never changes after every chunk.
+        // What providers run: one value updated in place; the answer keeps a copy of it after
+        // every chunk (pi answers with a snapshot after every chunk).
         Parser::Incremental => {
-            let mut stream = ArgumentsStream::new();
-            let versions = chunks.iter().map(|chunk| stream.push(chunk)).collect();
-            Answer::Versions(stream, versions)
+            let mut parser = PartialJsonParser::new();
+            let mut arguments = Value::Object(Map::new());
+            Answer::Ok(Value::Array(
+                chunks
+                    .iter()
+                    .map(|chunk| {
+                        parser.push(chunk, &mut arguments);
+                        arguments.clone()
+                    })
+                    .collect(),
+            ))
         }
         Parser::Seed => {
             let mut text = String::new();
