@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::scalar::{Scalar, Token};
-use super::string::{Escape, Read};
+use super::string::{Escape, Read, push_str};
 use super::value::Shown;
 
 /// How deeply containers may nest. The final parse (`serde_json`) refuses deeper documents, so
@@ -112,7 +112,10 @@ enum Slot {
 enum Lexeme {
     #[default]
     None,
-    String { escape: Escape, target: Target },
+    String {
+        escape: Escape,
+        target: Target,
+    },
     /// A number or literal, read into [`PartialJsonParser::token`].
     Token {
         slot: Slot,
@@ -186,7 +189,7 @@ impl PartialJsonParser {
     }
 
     fn read(&mut self, delta: &str) {
-        self.text.push_str(delta);
+        push_str(&mut self.text, delta);
         let bytes = delta.as_bytes();
         let mut at = 0;
         while at < bytes.len() && !self.stopped {

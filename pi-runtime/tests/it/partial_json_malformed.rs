@@ -69,7 +69,10 @@ fn a_ten_megabyte_string() {
     let mut parser = PartialJsonParser::new();
     let mut arguments = json!({});
     for chunk in text.as_bytes().chunks(4096) {
-        parser.push(std::str::from_utf8(chunk).unwrap_or_default(), &mut arguments);
+        parser.push(
+            std::str::from_utf8(chunk).unwrap_or_default(),
+            &mut arguments,
+        );
     }
     assert_eq!(arguments, json!({"content": decoded}));
     assert_eq!(
