@@ -327,6 +327,13 @@ mod tests {
             ("[1,2", json!([1, 2])),
             ("nul", json!({})),
             ("", json!({})),
+            // `JSON.parse` takes lone surrogates, which Rust shows as U+FFFD.
+            (r#"{"s":"\ud83dx"#, json!({"s": "\u{fffd}x"})),
+            (
+                r#"{"s":"a\\ud83d\ude00\udc00b"#,
+                json!({"s": "a\\ud83d\u{fffd}\u{fffd}b"}),
+            ),
+            (r#"{"s":"\ud83d\ude00x"#, json!({"s": "😀x"})),
         ];
         for (text, expected) in cases {
             assert_eq!(parse_streaming_json(text), expected, "{text}");

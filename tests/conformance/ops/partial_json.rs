@@ -47,21 +47,7 @@ pub(crate) fn prepare_stream(request: &Map<String, Value>) -> Result<Prepared, S
     }
     .ok_or("bad request: `chunks` must be an array of strings")?;
     Ok(Box::new(move || match parser {
-        // What providers run: one value updated in place; the answer keeps a copy of it after
-        // every chunk (pi answers with a snapshot after every chunk).
-        Parser::Incremental => {
-            let mut parser = PartialJsonParser::new();
-            let mut arguments = Value::Object(Map::new());
-            Answer::Ok(Value::Array(
-                chunks
-                    .iter()
-                    .map(|chunk| {
-                        parser.push(chunk, &mut arguments);
-                        arguments.clone()
-                    })
-                    .collect(),
-            ))
-        }
+        Parser::Incremental => Answer::Ok(incremental(&chunks)),
         Parser::Seed => {
             let mut text = String::new();
             Answer::Ok(Value::Array(
@@ -75,4 +61,23 @@ pub(crate) fn prepare_stream(request: &Map<String, Value>) -> Result<Prepared, S
             ))
         }
     }))
+}
+
+/// What providers run: one value updated in place by every chunk. Like pi, which answers with
+/// a snapshot after every chunk, the answer holds a copy of the value after each chunk; after
+/// the last one it holds the value itself.
+fn incremental(chunks: &[String]) -> Value {
+    let Some((last, before)) = chunks.split_last() else {
+        return Value::Array(Vec::new());
+    };
+    let mut parser = PartialJsonParser::new();
+    let mut arguments = Value::Object(Map::new());
+    let mut versions = Vec::with_capacity(chunks.len());
+    for chunk in before {
+        parser.push(chunk, &mut arguments);
+        versions.push(arguments.clone());
+    }
+    parser.push(last, &mut arguments);
+    versions.push(arguments);
+    Value::Array(versions)
 }
