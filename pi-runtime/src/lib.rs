@@ -451,6 +451,7 @@
 
 pub mod agent;
 pub mod args;
+mod excerpt;
 pub mod json;
 pub mod message;
 pub mod prompt;

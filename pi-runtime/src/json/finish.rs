@@ -1,6 +1,7 @@
 //! The final parse of a finished call (SPEC §6.4): strict, then repaired, then the object
 //! check, with the raw text in the error the model sees.
 
+use crate::excerpt::{ARGUMENTS_EXCERPT_BYTES, excerpt_within};
 use serde_json::{Map, Value};
 
 /// The error text of arguments that parse but are not an object.
@@ -37,7 +38,10 @@ pub fn parse_tool_call_arguments(text: &str) -> (Value, Option<String>) {
     };
     (
         Value::Object(Map::new()),
-        Some(format!("{error}\n\nReceived arguments:\n{text}")),
+        Some(format!(
+            "{error}\n\nReceived arguments:\n{}",
+            excerpt_within(text, ARGUMENTS_EXCERPT_BYTES)
+        )),
     )
 }
 
@@ -208,6 +212,22 @@ mod tests {
                 format!("Tool arguments must be a JSON object\n\nReceived arguments:\n{text}")
             );
         }
+    }
+
+    #[test]
+    fn a_huge_invalid_text_is_quoted_in_part() {
+        // 100,000 levels of nesting: serde_json refuses it, and the model gets a bounded echo.
+        let text = "[".repeat(100_000);
+        let error = error_of(&text);
+        assert!(error.len() < 17 * 1024, "{} bytes", error.len());
+        assert!(
+            error.ends_with(&format!(
+                "... ({} more bytes not shown)",
+                100_000 - ARGUMENTS_EXCERPT_BYTES
+            )),
+            "{}",
+            &error[error.len() - 60..]
+        );
     }
 
     #[test]

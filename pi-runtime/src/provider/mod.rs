@@ -25,11 +25,13 @@ pub mod openai;
 )]
 mod shared;
 #[cfg(feature = "http")]
+pub(crate) use crate::excerpt;
+#[cfg(feature = "http")]
 #[cfg_attr(
     not(all(feature = "openai", feature = "anthropic", feature = "google")),
     allow(unused_imports)
 )]
-pub(crate) use shared::{compat, excerpt, ids, strict, thinking, tokens, transform};
+pub(crate) use shared::{compat, ids, strict, thinking, tokens, transform};
 
 #[cfg(feature = "http")]
 pub(crate) mod output;

@@ -1,8 +1,7 @@
 //! What the wire APIs share: compatibility flags, the strict-schema rewrite, history
-//! conversion across models, thinking levels, token counts, tool-call ids and error excerpts.
+//! conversion across models, thinking levels, token counts and tool-call ids.
 
 pub(crate) mod compat;
-pub(crate) mod excerpt;
 pub(crate) mod ids;
 pub(crate) mod strict;
 pub(crate) mod thinking;
