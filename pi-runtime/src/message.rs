@@ -16,6 +16,7 @@ pub fn now_ms() -> u64 {
 /// One block of message content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum ContentBlock {
     /// Plain text.
     Text(TextContent),
@@ -132,6 +133,7 @@ impl ToolCall {
 /// Why a response ended (SPEC §2.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum StopReason {
     /// Still streaming.
     Pending,
@@ -207,6 +209,7 @@ pub struct Usage {
 /// The content of a user message: a plain string or blocks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum UserContent {
     /// A plain string.
     Text(String),
@@ -349,6 +352,7 @@ pub fn join_text(content: &[ContentBlock]) -> String {
 /// One message of the transcript.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum Message {
     /// From the user.
     User(UserMessage),

@@ -5,6 +5,7 @@ use crate::tool::RegistryError;
 
 /// A request the agent cannot take in its current state.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AgentError {
     /// `prompt` while a run is in progress.
     #[error(
@@ -27,6 +28,7 @@ pub enum AgentError {
 
 /// A builder that cannot make an agent.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BuildError {
     /// No model was given.
     #[error("an agent needs a model: call `.model(..)` on the builder")]

@@ -17,6 +17,7 @@ use crate::tool::ToolResult;
     rename_all = "snake_case",
     rename_all_fields = "camelCase"
 )]
+#[non_exhaustive]
 pub enum AgentEvent {
     /// The run began.
     AgentStart,

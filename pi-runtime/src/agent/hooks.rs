@@ -31,6 +31,7 @@ pub struct BeforeToolCall {
 
 /// The answer of `before_tool_call`.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub enum ToolCallDecision {
     /// Run the call with the validated arguments.
     #[default]
@@ -141,6 +142,7 @@ pub struct FinishedTurn {
 
 /// The answer of `finish_turn` (SPEC §5.10).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum TurnControl {
     /// Normal scheduling: ask the model again if the batch asks for it.
     #[default]

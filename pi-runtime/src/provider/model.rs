@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// The wire API of a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum Api {
     /// OpenAI Chat Completions and every compatible server (DeepSeek, vLLM, llama.cpp,
     /// Ollama).

@@ -157,6 +157,7 @@ pub struct Context {
     Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ThinkingLevel {
     /// No reasoning.
     #[default]
@@ -198,6 +199,7 @@ pub struct StreamOptions {
     Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum CacheRetention {
     /// No cache breakpoints.
     None,

@@ -32,6 +32,7 @@ pub struct GrammarVariants {
 /// Provider-side constrained decoding of a tool's arguments (SPEC §1.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ConstrainedSampling {
     /// `{"type":"json_schema","strict":"prefer"|"require"}`.
     JsonSchema {

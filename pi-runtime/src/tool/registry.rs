@@ -9,6 +9,7 @@ use crate::args::SchemaError;
 
 /// A registration failure, reported when the agent is built.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegistryError {
     /// Two tools share a name.
     #[error("duplicate tool name \"{0}\": every tool needs its own name")]

@@ -12,6 +12,7 @@ pub const MAX_BYTES: usize = 50 * 1024;
 /// Which limit cut the output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum TruncatedBy {
     /// The line limit.
     Lines,

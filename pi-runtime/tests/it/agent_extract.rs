@@ -108,6 +108,7 @@ fn line(message: &Message) -> Vec<String> {
                     .filter_map(ContentBlock::as_text)
                     .collect::<String>()
             ),
+            other => format!("user: unexpected {other:?}"),
         }],
         Message::Assistant(assistant) => assistant
             .content
@@ -126,6 +127,7 @@ fn line(message: &Message) -> Vec<String> {
             if result.is_error { "error" } else { "ok" },
             result.text()
         )],
+        other => vec![format!("unexpected {}", other.role())],
     }
 }
 

@@ -137,6 +137,7 @@ fn transcript(messages: &[Message]) -> Vec<Value> {
             Message::ToolResult(result) => json!({"role": "toolResult",
                 "toolCallId": result.tool_call_id, "isError": result.is_error,
                 "text": result.text()}),
+            other => json!({"unexpected": other.role()}),
         })
         .collect()
 }

@@ -109,6 +109,8 @@ impl Shown {
                     shown
                 }
                 ContentBlock::Image(image) => json!({"type": "image", "mimeType": image.mime_type}),
+                // A block kind this runner does not know yet: shown by its type only.
+                _ => json!({"type": "unknown"}),
             })
             .collect();
         let mut out = json!({"content": content, "stopReason": message.stop_reason.as_str()});

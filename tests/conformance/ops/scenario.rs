@@ -521,6 +521,7 @@ fn reduce_message(message: &Message) -> Value {
                 out.insert("text".into(), text.as_str().into());
             }
             UserContent::Blocks(blocks) => insert_text(&mut out, blocks),
+            _ => {}
         },
         Message::Assistant(assistant) => {
             insert_text(&mut out, &assistant.content);
@@ -544,6 +545,8 @@ fn reduce_message(message: &Message) -> Value {
             out.insert("toolCallId".into(), result.tool_call_id.as_str().into());
             out.insert("isError".into(), result.is_error.into());
         }
+        // A role this runner does not know yet: shown by its role only.
+        _ => {}
     }
     Value::Object(out)
 }
