@@ -307,6 +307,8 @@
 pub mod agent;
 pub mod args;
 pub mod json;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod message;
 pub mod prompt;
 pub mod provider;
