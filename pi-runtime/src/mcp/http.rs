@@ -371,15 +371,16 @@ where
                 for &byte in chunk.iter() {
                     match byte {
                         b'\r' => {}
-                        b'\n' if self.last_newline => self.current = 0,
-                        b'\n' => self.last_newline = true,
+                        b'\n' => {
+                            if self.last_newline {
+                                self.current = 0;
+                            }
+                            self.last_newline = true;
+                        }
                         _ => {
                             self.last_newline = false;
                             self.current += 1;
                         }
-                    }
-                    if byte != b'\n' && byte != b'\r' {
-                        self.last_newline = false;
                     }
                     if self.current > self.max {
                         self.failed = true;

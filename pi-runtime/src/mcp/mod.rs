@@ -14,7 +14,9 @@
 //!   MCP extension does (SPEC §12): [`tool_definitions`] for the definitions,
 //!   [`convert_result`] for what the model sees of a result.
 
+mod client;
 mod content;
+mod http;
 mod naming;
 mod schema;
 mod server;
@@ -23,6 +25,7 @@ use thiserror::Error;
 
 use crate::tool::RegistryError;
 
+pub use client::{DEFAULT_TIMEOUT, McpClient, McpClientBuilder};
 pub use content::{
     MCP_OUTPUT_MAX_BYTES, OutputSaver, ResultOptions, TempFileSaver, convert_result,
     result_to_json,
