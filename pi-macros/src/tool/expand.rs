@@ -379,7 +379,7 @@ fn output_schema(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
         fn output_schema(&self) -> ::core::option::Option<#private::Value> {
             #[allow(unused_imports)]
             use #private::{OutputSchemaNone as _, OutputSchemaOf as _};
-            (&#private::OutputSchemaProbe::<#output>::new()).output_schema()
+            (&&#private::OutputSchemaProbe::<#output>::new()).output_schema()
         }
     }
 }

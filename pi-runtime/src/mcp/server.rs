@@ -339,6 +339,8 @@ impl McpServer {
             assistant: Arc::new(assistant),
             messages: Arc::from(Vec::new()),
             signal: context.ct.clone(),
+            deadline: None,
+            capture_content: false,
         };
         let sequential = tool.execution_mode() == ExecutionMode::Sequential;
         let result = match call::prepare(&call, &inner.registry, &scope).await {

@@ -36,7 +36,7 @@ pub fn parameters_schema<T: JsonSchema + ?Sized>(closed: bool) -> Value {
 }
 
 /// Finds a `#[tool]` fn's output schema by autoref specialization: the macro calls
-/// `(&OutputSchemaProbe::<Output>::new()).output_schema()` with the fn's return type, which
+/// `(&&OutputSchemaProbe::<Output>::new()).output_schema()` with the fn's return type, which
 /// resolves to [`OutputSchemaOf`] for `Json<T>` and `Result<Json<T>, E>` with `T: JsonSchema`,
 /// and to [`OutputSchemaNone`] for everything else.
 pub struct OutputSchemaProbe<T: ?Sized>(std::marker::PhantomData<T>);
