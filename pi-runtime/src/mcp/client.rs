@@ -315,6 +315,17 @@ impl McpClient {
         self.inner.failure().is_none()
     }
 
+    /// The process id of a stdio server (also its process group's id), while it runs.
+    pub fn process_id(&self) -> Option<u32> {
+        self.inner
+            .child
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .and_then(|guard| guard.child.as_ref())
+            .and_then(tokio::process::Child::id)
+    }
+
     /// The last bytes a stdio server wrote to its standard error.
     pub fn stderr_tail(&self) -> String {
         self.inner.shared.stderr_text()
