@@ -32,7 +32,7 @@ async def main() -> None:
         report["tools"] = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed.tools]
 
         read = await client.call_tool("read", {"path": "hello.txt"})
-        report["read"] = {"isError": bool(read.isError), "texts": content_texts(read)}
+        report["read"] = {"isError": bool(read.is_error), "texts": content_texts(read)}
 
         progress = []
 
@@ -40,10 +40,10 @@ async def main() -> None:
             progress.append({"progress": value, "total": total, "message": message})
 
         valid = await client.call_tool("countdown", {"seconds": 0.3}, progress_callback=on_progress)
-        report["valid"] = {"isError": bool(valid.isError), "texts": content_texts(valid), "progress": progress}
+        report["valid"] = {"isError": bool(valid.is_error), "texts": content_texts(valid), "progress": progress}
 
         invalid = await client.call_tool("countdown", {"seconds": "soon"})
-        report["invalid"] = {"isError": bool(invalid.isError), "texts": content_texts(invalid)}
+        report["invalid"] = {"isError": bool(invalid.is_error), "texts": content_texts(invalid)}
 
         seen = []
         two = anyio.Event()
@@ -66,7 +66,7 @@ async def main() -> None:
         # Give the server time to see the cancellation, then check it still answers.
         await anyio.sleep(0.5)
         after = await client.call_tool("countdown", {"seconds": 0.1})
-        report["afterCancel"] = {"isError": bool(after.isError), "texts": content_texts(after)}
+        report["afterCancel"] = {"isError": bool(after.is_error), "texts": content_texts(after)}
 
         try:
             await client.call_tool("no_such_tool", {})
