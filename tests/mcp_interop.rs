@@ -26,14 +26,19 @@ use serde_json::{Value, json};
 
 /// The built `mcp_server` example.
 fn server_binary() -> PathBuf {
+    example_binary("mcp_server")
+}
+
+/// A built example; cargo runs once per example and test binary.
+fn example_binary(example: &str) -> PathBuf {
     static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
     let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
     built
-        .entry("mcp_server".to_owned())
+        .entry(example.to_owned())
         .or_insert_with(|| {
             let mut build = escargot::CargoBuild::new()
                 .package("pi-examples")
-                .example("mcp_server")
+                .example(example)
                 .current_release();
             for (name, _) in std::env::vars_os() {
                 if let Some(name) = name.to_str()
@@ -49,7 +54,7 @@ fn server_binary() -> PathBuf {
             }
             build
                 .run()
-                .unwrap_or_else(|error| panic!("cannot build the mcp_server example: {error}"))
+                .unwrap_or_else(|error| panic!("cannot build example {example}: {error}"))
                 .path()
                 .to_owned()
         })
@@ -467,4 +472,53 @@ fn our_client_uses_our_server_over_stdio_and_kills_it_when_dropped() {
         drop(client);
         wait_gone(pid);
     });
+}
+
+#[test]
+fn the_coding_agent_adds_the_tools_of_mcp_and_mcp_url_servers() {
+    let dir = project_dir();
+    let server = server_binary();
+    let mut http = Killed(
+        Command::new(&server)
+            .args(["--http", "127.0.0.1:0", "--dir"])
+            .arg(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the server starts"),
+    );
+    let mut line = String::new();
+    BufReader::new(http.0.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the server says where it listens");
+    let url = line.trim().trim_start_matches("listening on ").to_owned();
+    let stdio = format!("{} --dir {}", server.display(), dir.path().display());
+    let mut agent = Command::new(example_binary("coding_agent"));
+    agent
+        .args(["--mcp", &stdio, "--mcp-url", &url])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for key in ["OPENAI_API_KEY", "DEEPSEEK_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"] {
+        agent.env_remove(key);
+    }
+    let mut agent = agent.spawn().expect("the agent starts");
+    if let Some(mut stdin) = agent.stdin.take() {
+        use std::io::Write as _;
+        stdin.write_all(b"exit\n").expect("stdin");
+    }
+    let output = agent.wait_with_output().expect("the agent exits");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let dir_name = dir
+        .path()
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("a name")
+        .to_owned();
+    assert!(stdout.contains(&format!("MCP server {dir_name}: 5 tools")), "{stdout}");
+    assert!(stdout.contains(&format!("({url}): 5 tools")), "{stdout}");
+    drop(http);
 }
