@@ -256,7 +256,10 @@ async fn connect_mcp(commands: Vec<String>, urls: Vec<String>) -> Result<Vec<Mcp
             .await
             .map_err(|e| e.to_string())?;
         taken.extend(client.tool_names());
-        println!("MCP server {name} ({url}): {} tools", client.tool_names().len());
+        println!(
+            "MCP server {name} ({url}): {} tools",
+            client.tool_names().len()
+        );
         clients.push(client);
     }
     Ok(clients)

@@ -92,7 +92,9 @@ async fn run() -> Result<(), String> {
     while let Some(flag) = args.next() {
         match flag.as_str() {
             "--http" => {
-                let value = args.next().ok_or(format!("--http needs ADDR:PORT\n{USAGE}"))?;
+                let value = args
+                    .next()
+                    .ok_or(format!("--http needs ADDR:PORT\n{USAGE}"))?;
                 http = Some(value.parse().map_err(|e| format!("--http {value}: {e}"))?);
             }
             "--dir" => dir = Some(args.next().ok_or(format!("--dir needs DIR\n{USAGE}"))?),
@@ -119,10 +121,16 @@ async fn run() -> Result<(), String> {
     .with_name("pi-tools", env!("CARGO_PKG_VERSION"))
     .with_instructions("File tools and a shell in one project directory.")
     .with_hints("read", ToolHints::new().read_only(true).open_world(false))
-    .with_hints("write", ToolHints::new().destructive(true).open_world(false))
+    .with_hints(
+        "write",
+        ToolHints::new().destructive(true).open_world(false),
+    )
     .with_hints("edit", ToolHints::new().destructive(true).open_world(false))
     .with_hints("bash", ToolHints::new().destructive(true))
-    .with_hints("countdown", ToolHints::new().read_only(true).idempotent(true));
+    .with_hints(
+        "countdown",
+        ToolHints::new().read_only(true).idempotent(true),
+    );
 
     match http {
         None => server.serve_stdio().await.map_err(|e| e.to_string()),

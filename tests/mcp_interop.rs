@@ -120,7 +120,10 @@ fn check_python_report(report: &Value) {
     let read = &tools[0];
     assert_eq!(read["annotations"]["readOnlyHint"], true);
     let countdown = &tools[4];
-    assert_eq!(countdown["inputSchema"]["properties"]["seconds"]["type"], "number");
+    assert_eq!(
+        countdown["inputSchema"]["properties"]["seconds"]["type"],
+        "number"
+    );
     assert_eq!(countdown["inputSchema"]["required"], json!(["seconds"]));
 
     assert_eq!(report["read"]["isError"], false, "{report}");
@@ -147,7 +150,13 @@ fn check_python_report(report: &Value) {
     assert_eq!(report["invalid"]["isError"], true);
     assert_eq!(report["invalid"]["texts"], json!([expected]));
 
-    assert!(report["cancelled"]["progress"].as_array().expect("progress").len() >= 2);
+    assert!(
+        report["cancelled"]["progress"]
+            .as_array()
+            .expect("progress")
+            .len()
+            >= 2
+    );
     assert_eq!(report["afterCancel"]["isError"], false, "{report}");
     assert_eq!(report["unknown"]["raised"], true, "{report}");
 }
@@ -219,14 +228,23 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// Whether a process is still there (a zombie counts as gone).
 fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
 }
 
 fn wait_gone(pid: u32) {
     let start = Instant::now();
     while alive(pid) {
-        assert!(start.elapsed() < Duration::from_secs(10), "process {pid} is still running");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "process {pid} is still running"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -254,8 +272,10 @@ fn everything(node_script: &Path) -> tokio::process::Command {
 
 #[test]
 fn the_agent_uses_server_everything_through_our_client() {
-    let Some(script) = installed("PI_MCP_EVERYTHING", "@modelcontextprotocol/server-everything")
-    else {
+    let Some(script) = installed(
+        "PI_MCP_EVERYTHING",
+        "@modelcontextprotocol/server-everything",
+    ) else {
         return;
     };
     let outputs = tempfile::tempdir().expect("a temp dir");
@@ -344,8 +364,10 @@ fn the_agent_uses_server_everything_through_our_client() {
 
 #[test]
 fn a_server_killed_mid_call_fails_its_tools_and_the_run_goes_on() {
-    let Some(script) = installed("PI_MCP_EVERYTHING", "@modelcontextprotocol/server-everything")
-    else {
+    let Some(script) = installed(
+        "PI_MCP_EVERYTHING",
+        "@modelcontextprotocol/server-everything",
+    ) else {
         return;
     };
     runtime().block_on(async {
@@ -460,14 +482,21 @@ fn our_client_uses_our_server_over_stdio_and_kills_it_when_dropped() {
             .expect("the run succeeds");
         let results = results(&messages);
         assert!(!results["read"].0);
-        assert!(results["read"].1.contains("hello from a file"), "{:?}", results["read"]);
+        assert!(
+            results["read"].1.contains("hello from a file"),
+            "{:?}",
+            results["read"]
+        );
         let call = ToolCall::new("c", "mcp__pi__countdown", json!({"seconds": "soon"}));
         let expected = validate_tool_call(&Tool::new("mcp__pi__countdown", "", schema), &call)
             .expect_err("invalid")
             .into_message();
         assert_eq!(results["invalid"], (true, expected));
         // "0.2" was coerced to a number before it was sent.
-        assert_eq!(results["valid"], (false, "counted down from 0.2 s".to_owned()));
+        assert_eq!(
+            results["valid"],
+            (false, "counted down from 0.2 s".to_owned())
+        );
         drop(agent);
         drop(client);
         wait_gone(pid);
@@ -501,7 +530,12 @@ fn the_coding_agent_adds_the_tools_of_mcp_and_mcp_url_servers() {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for key in ["OPENAI_API_KEY", "DEEPSEEK_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"] {
+    for key in [
+        "OPENAI_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+    ] {
         agent.env_remove(key);
     }
     let mut agent = agent.spawn().expect("the agent starts");
@@ -511,14 +545,21 @@ fn the_coding_agent_adds_the_tools_of_mcp_and_mcp_url_servers() {
     }
     let output = agent.wait_with_output().expect("the agent exits");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let dir_name = dir
         .path()
         .file_name()
         .and_then(|n| n.to_str())
         .expect("a name")
         .to_owned();
-    assert!(stdout.contains(&format!("MCP server {dir_name}: 5 tools")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("MCP server {dir_name}: 5 tools")),
+        "{stdout}"
+    );
     assert!(stdout.contains(&format!("({url}): 5 tools")), "{stdout}");
     drop(http);
 }

@@ -301,7 +301,15 @@
 //!
 //! # Cargo features
 //!
-//! `pi-runtime` has no optional features: everything above is always available.
+//! Everything above is always available. One feature is optional, off by default:
+//!
+//! | feature | what it adds | dependencies it brings |
+//! |---|---|---|
+//! | `mcp` | [`mcp`]: serve any [`ToolSet`] to MCP clients (stdio, streamable HTTP), and give an MCP server's tools to the agent | `rmcp` (the official Rust SDK), `axum`, `sha2`, `sse-stream` |
+//!
+//! ```toml
+//! pi-runtime = { version = "0.1", features = ["mcp"] }
+//! ```
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 pub mod agent;

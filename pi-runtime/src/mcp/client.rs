@@ -10,10 +10,9 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rmcp::model::{
-    CallToolRequestParams, CancelledNotification,
-    CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientNotification,
-    ClientRequest, Implementation, ListToolsRequest, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, Request, ServerResult,
+    CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ClientNotification, ClientRequest, Implementation, ListToolsRequest,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Request, ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -23,14 +22,12 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 
+use super::McpError;
 use super::content::{OutputSaver, ResultOptions, TempFileSaver, convert_result};
 use super::http::HttpBackend;
 use super::schema::{McpToolDefinition, tool_definitions};
-use super::McpError;
 use crate::message::ContentBlock;
-use crate::tool::{
-    AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSet,
-};
+use crate::tool::{AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSet};
 
 /// How long a call may go without an answer or a progress notification, by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -130,9 +127,9 @@ impl McpClientBuilder {
             .kill_on_drop(true);
         #[cfg(unix)]
         command.process_group(0);
-        let mut child = command
-            .spawn()
-            .map_err(|e| McpError::Connect(format!("cannot start MCP server {}: {e}", self.server)))?;
+        let mut child = command.spawn().map_err(|e| {
+            McpError::Connect(format!("cannot start MCP server {}: {e}", self.server))
+        })?;
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         if let Some(mut pipe) = child.stderr.take() {
             let tail = Arc::clone(&stderr);
@@ -230,7 +227,12 @@ impl McpClientBuilder {
         });
         let listed = tokio::time::timeout(inner.timeout, inner.list())
             .await
-            .map_err(|_| McpError::Connect(format!("MCP server {} did not list its tools", inner.server)))??;
+            .map_err(|_| {
+                McpError::Connect(format!(
+                    "MCP server {} did not list its tools",
+                    inner.server
+                ))
+            })??;
         inner.install(listed)?;
         Ok(McpClient { inner })
     }
@@ -305,7 +307,8 @@ impl McpClient {
             .definitions
             .iter()
             .map(|definition| {
-                Arc::new(McpTool::new(Arc::clone(&self.inner), definition)) as Arc<dyn ToolDefinition>
+                Arc::new(McpTool::new(Arc::clone(&self.inner), definition))
+                    as Arc<dyn ToolDefinition>
             })
             .collect()
     }
@@ -457,7 +460,10 @@ async fn list_tools(peer: &Peer<RoleClient>, server: &str) -> Result<Vec<Value>,
             params: Some(PaginatedRequestParams::default().with_cursor(cursor)),
             extensions: Default::default(),
         };
-        let page = match peer.send_request(ClientRequest::ListToolsRequest(request)).await {
+        let page = match peer
+            .send_request(ClientRequest::ListToolsRequest(request))
+            .await
+        {
             Ok(ServerResult::ListToolsResult(page)) => page,
             Ok(_) => return Err(McpError::InvalidToolList),
             Err(error) => {
@@ -660,7 +666,10 @@ impl McpTool {
         let options = PeerRequestOptions::with_timeout(client.timeout).reset_timeout_on_progress();
         let handle = match client
             .peer
-            .send_cancellable_request(ClientRequest::CallToolRequest(Request::new(request)), options)
+            .send_cancellable_request(
+                ClientRequest::CallToolRequest(Request::new(request)),
+                options,
+            )
             .await
         {
             Ok(handle) => handle,

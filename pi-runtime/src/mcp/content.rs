@@ -255,10 +255,9 @@ fn block_content(server: &str, block: &Value, options: ResultOptions<'_>) -> Con
             text_of("data").unwrap_or_default(),
             text_of("mimeType").unwrap_or_default(),
         ),
-        Some("audio") => ContentBlock::text(format!(
-            "[audio {} omitted]",
-            js_text(field("mimeType"))
-        )),
+        Some("audio") => {
+            ContentBlock::text(format!("[audio {} omitted]", js_text(field("mimeType"))))
+        }
         Some("resource_link") => ContentBlock::text(resource_link(server, block, options)),
         Some("resource") => embedded_resource(field("resource"), options),
         _ => ContentBlock::text(format!(

@@ -203,7 +203,7 @@ impl StreamableHttpClient for HttpBackend {
         if !status.is_success() {
             let error = status_error(&response);
             // A JSON-RPC error in the body says more than the status line.
-            if is_json && error.is_none() || is_json && status.is_server_error() {
+            if is_json && (error.is_none() || status.is_server_error()) {
                 let body = read_body(response, limits.max_json_response_size).await?;
                 if let Ok(parsed @ ServerJsonRpcMessage::Error(_)) =
                     serde_json::from_slice::<ServerJsonRpcMessage>(&body)

@@ -27,8 +27,7 @@ use crate::tool::RegistryError;
 
 pub use client::{DEFAULT_TIMEOUT, McpClient, McpClientBuilder};
 pub use content::{
-    MCP_OUTPUT_MAX_BYTES, OutputSaver, ResultOptions, TempFileSaver, convert_result,
-    result_to_json,
+    MCP_OUTPUT_MAX_BYTES, OutputSaver, ResultOptions, TempFileSaver, convert_result, result_to_json,
 };
 pub use schema::{McpToolDefinition, tool_definitions};
 pub use server::{McpHttpServer, McpServer, ToolHints};

@@ -96,14 +96,8 @@ pub(crate) fn js_trim(text: &str) -> &str {
     text.trim_matches(|c: char| {
         matches!(
             c,
-            '\t' | '\n'
-                | '\u{b}'
-                | '\u{c}'
-                | '\r'
-                | ' '
-                | '\u{a0}'
-                | '\u{1680}'
-                | '\u{2000}'..='\u{200a}'
+            '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+                ..='\u{200a}'
                     | '\u{2028}'
                     | '\u{2029}'
                     | '\u{202f}'
@@ -120,7 +114,10 @@ mod tests {
 
     #[test]
     fn sanitized_per_utf16_code_unit() {
-        assert_eq!(plain_name("my-server", "files.read"), "mcp__my_server__files_read");
+        assert_eq!(
+            plain_name("my-server", "files.read"),
+            "mcp__my_server__files_read"
+        );
         assert_eq!(plain_name("s", "a\u{1F600}b"), "mcp__s__a__b");
         assert_eq!(plain_name("s", "é"), "mcp__s___");
     }
@@ -138,7 +135,11 @@ mod tests {
     #[test]
     fn collisions_hash_every_party_and_repeats() {
         let names = assign_names("kv", ["get-value", "get_value"], |_| false);
-        assert!(names.iter().all(|n| n.len() == 64 || n.starts_with("mcp__kv__get_value_")));
+        assert!(
+            names
+                .iter()
+                .all(|n| n.len() == 64 || n.starts_with("mcp__kv__get_value_"))
+        );
         assert_ne!(names[0], names[1]);
         let twice = assign_names("f", ["status", "status"], |_| false);
         assert_eq!(twice[0], "mcp__f__status");

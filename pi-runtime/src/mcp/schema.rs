@@ -239,11 +239,19 @@ mod tests {
             "d"
         );
         assert_eq!(
-            description("s", "t", &tool(json!({"title": "", "annotations": {"title": "A"}}))),
+            description(
+                "s",
+                "t",
+                &tool(json!({"title": "", "annotations": {"title": "A"}}))
+            ),
             "MCP tool t from server s"
         );
         assert_eq!(
-            description("s", "t", &tool(json!({"title": null, "annotations": {"title": "A"}}))),
+            description(
+                "s",
+                "t",
+                &tool(json!({"title": null, "annotations": {"title": "A"}}))
+            ),
             "A"
         );
     }

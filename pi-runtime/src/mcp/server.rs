@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as McpContent,
-    ErrorData, Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as McpContent, ErrorData,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
     ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
@@ -149,7 +149,10 @@ impl McpServer {
     pub fn new(tools: impl ToolSet) -> Result<Self, McpError> {
         let registry = ToolRegistry::new(tools)?;
         let tools: Vec<&Arc<dyn ToolDefinition>> = registry.active().collect();
-        let listed = tools.iter().map(|tool| listed_tool(tool.as_ref())).collect();
+        let listed = tools
+            .iter()
+            .map(|tool| listed_tool(tool.as_ref()))
+            .collect();
         let structured = tools.iter().map(|t| t.output_schema().is_some()).collect();
         Ok(McpServer {
             inner: Arc::new(ServerInner {

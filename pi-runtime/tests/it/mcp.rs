@@ -178,7 +178,10 @@ async fn tools_list_gives_names_schemas_output_schema_and_hints() {
     );
     assert_eq!(definitions[0].label, "local/add");
     assert_eq!(definitions[0].parameters, Add.definition().parameters);
-    assert_eq!(definitions[0].annotations, Some(json!({"readOnlyHint": true})));
+    assert_eq!(
+        definitions[0].annotations,
+        Some(json!({"readOnlyHint": true}))
+    );
     assert_eq!(
         definitions[1].output_schema["properties"]["structuredContent"]["properties"]["total"],
         json!({"type": "number", "description": "a + b"})
@@ -209,7 +212,11 @@ async fn a_tool_through_mcp_gives_the_model_the_same_text_as_directly() {
     // unchecked.
     let add = tool_of(&f.client, "mcp__local__add");
     let unchecked = add
-        .execute("c1".into(), json!({"a": 1, "b": "x"}), ToolContext::detached("c1"))
+        .execute(
+            "c1".into(),
+            json!({"a": 1, "b": "x"}),
+            ToolContext::detached("c1"),
+        )
         .await
         .expect("a result");
     let direct = run_once(Add, "add", json!({"a": 1, "b": "x"})).await;
@@ -222,7 +229,11 @@ async fn a_tool_through_mcp_gives_the_model_the_same_text_as_directly() {
 async fn errors_panics_and_json_results_read_the_same_through_mcp() {
     let f = fixture().await;
     for (tool, name, args) in [
-        (Arc::new(Fail) as Arc<dyn pi_runtime::ToolDefinition>, "fail", json!({"reason": "no disk"})),
+        (
+            Arc::new(Fail) as Arc<dyn pi_runtime::ToolDefinition>,
+            "fail",
+            json!({"reason": "no disk"}),
+        ),
         (Arc::new(Boom), "boom", json!({})),
         (Arc::new(Sum), "sum", json!({"a": 1, "b": 2})),
     ] {
@@ -260,7 +271,10 @@ async fn progress_becomes_updates_and_cancellation_reaches_the_tool() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(f.cancelled.load(Ordering::SeqCst), "the tool saw the cancellation");
+    assert!(
+        f.cancelled.load(Ordering::SeqCst),
+        "the tool saw the cancellation"
+    );
     f.http.shutdown().await;
 }
 
@@ -289,14 +303,20 @@ async fn a_server_that_goes_away_fails_its_tools_without_hanging() {
     f.http.shutdown().await;
     let result = tokio::time::timeout(
         Duration::from_secs(10),
-        add.execute("c1".into(), json!({"a": 1, "b": 2}), ToolContext::detached("c1")),
+        add.execute(
+            "c1".into(),
+            json!({"a": 1, "b": 2}),
+            ToolContext::detached("c1"),
+        ),
     )
     .await
     .expect("no hang")
     .expect("a result");
     assert!(result.is_error, "{}", result.text_content());
     assert!(
-        result.text_content().starts_with("MCP tool local/add failed"),
+        result
+            .text_content()
+            .starts_with("MCP tool local/add failed"),
         "{}",
         result.text_content()
     );

@@ -5,7 +5,9 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use pi_runtime::mcp::{OutputSaver, ResultOptions, convert_result, result_to_json, tool_definitions};
+use pi_runtime::mcp::{
+    OutputSaver, ResultOptions, convert_result, result_to_json, tool_definitions,
+};
 use serde_json::{Map, Value};
 
 use crate::protocol::{Answer, Prepared, str_field};
