@@ -531,3 +531,32 @@ impl ServerHandler for McpServer {
         self.call(request, context).await.map(Into::into)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn json_results_carry_structured_content() {
+        let result = ToolResult {
+            content: vec![ContentBlock::text("{\"n\":1}")],
+            details: Some(json!({"n": 1})),
+            ..ToolResult::default()
+        };
+        let structured = mcp_result(result.clone(), true);
+        assert_eq!(structured.structured_content, Some(json!({"n": 1})));
+        assert_eq!(structured.is_error, Some(false));
+        assert_eq!(mcp_result(result, false).structured_content, None);
+        let error = mcp_result(ToolResult::error("bad"), true);
+        assert_eq!(
+            (error.structured_content, error.is_error),
+            (None, Some(true))
+        );
+        // A tool's own structured content is sent when it is an object, never otherwise.
+        let mut read = ToolResult::text("x");
+        read.structured_content = Some(json!("x"));
+        assert_eq!(mcp_result(read, false).structured_content, None);
+    }
+}

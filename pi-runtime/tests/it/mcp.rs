@@ -60,6 +60,24 @@ async fn slow(State(cancelled): State<Arc<AtomicBool>>, ctx: ToolContext) -> Str
     }
 }
 
+/// Ticks `ticks` times, `ms` apart, reporting progress at each tick when `progress`.
+#[tool]
+async fn ticker(ms: u64, ticks: u32, progress: bool, ctx: ToolContext) -> String {
+    for tick in 1..=ticks {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        if progress {
+            ctx.update(ToolResult::text(format!("tick {tick}")));
+        }
+    }
+    format!("{ticks} ticks")
+}
+
+/// Prints `lines` numbered lines.
+#[tool]
+async fn long_output(lines: u32) -> String {
+    (1..=lines).map(|n| format!("line {n:05}\n")).collect()
+}
+
 #[derive(Default)]
 struct Concurrency {
     running: AtomicUsize,
@@ -81,7 +99,7 @@ struct Fixture {
     client: McpClient,
     cancelled: Arc<AtomicBool>,
     concurrency: Arc<Concurrency>,
-    _dir: tempfile::TempDir,
+    outputs: tempfile::TempDir,
 }
 
 async fn fixture() -> Fixture {
@@ -94,6 +112,8 @@ async fn fixture() -> Fixture {
         Boom,
         Slow::new(Arc::clone(&cancelled)),
         Exclusive::new(Arc::clone(&concurrency)),
+        Ticker,
+        LongOutput,
     ))
     .expect("tools register")
     .with_hints("add", ToolHints::new().read_only(true));
@@ -103,7 +123,7 @@ async fn fixture() -> Fixture {
         .expect("a loopback port");
     let dir = tempfile::tempdir().expect("a temp dir");
     let client = McpClient::builder("local")
-        .timeout(Duration::from_secs(5))
+        .timeout(Duration::from_millis(1500))
         .output_saver(TempFileSaver::in_dir(dir.path()))
         .http(http.url())
         .await
@@ -113,7 +133,7 @@ async fn fixture() -> Fixture {
         client,
         cancelled,
         concurrency,
-        _dir: dir,
+        outputs: dir,
     }
 }
 
@@ -173,7 +193,9 @@ async fn tools_list_gives_names_schemas_output_schema_and_hints() {
             "mcp__local__fail",
             "mcp__local__boom",
             "mcp__local__slow",
-            "mcp__local__exclusive"
+            "mcp__local__exclusive",
+            "mcp__local__ticker",
+            "mcp__local__long_output"
         ]
     );
     assert_eq!(definitions[0].label, "local/add");
@@ -324,4 +346,76 @@ async fn a_server_that_goes_away_fails_its_tools_without_hanging() {
         result.details,
         Some(json!({"server": "local", "tool": "add"}))
     );
+}
+
+#[tokio::test]
+async fn the_timeout_restarts_on_every_progress_notification() {
+    let f = fixture().await;
+    let ticker = tool_of(&f.client, "mcp__local__ticker");
+    // 5 ticks of 500 ms: 2.5 s in all, but never 1.5 s without a notification.
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let ctx = ToolContext::new("c1", CancellationToken::new(), Some(tx));
+    let result = ticker
+        .execute(
+            "c1".into(),
+            json!({"ms": 500, "ticks": 5, "progress": true}),
+            ctx,
+        )
+        .await
+        .expect("a result");
+    assert_eq!(
+        (result.is_error, result.text_content()),
+        (false, "5 ticks".to_owned())
+    );
+    // The same work without progress runs into the timeout.
+    let result = ticker
+        .execute(
+            "c2".into(),
+            json!({"ms": 500, "ticks": 5, "progress": false}),
+            ToolContext::detached("c2"),
+        )
+        .await
+        .expect("a result");
+    assert!(result.is_error);
+    assert_eq!(
+        result.text_content(),
+        "MCP tool local/ticker timed out: no answer or progress for 1.5 s"
+    );
+    f.http.shutdown().await;
+}
+
+#[tokio::test]
+async fn output_over_20_kb_keeps_head_and_tail_and_saves_the_whole_text() {
+    let f = fixture().await;
+    let long = tool_of(&f.client, "mcp__local__long_output");
+    let result = long
+        .execute(
+            "c1".into(),
+            json!({"lines": 3000}),
+            ToolContext::detached("c1"),
+        )
+        .await
+        .expect("a result");
+    let text = result.text_content();
+    assert!(
+        text.starts_with("Warning: truncated output (original token count: 8250)\nTotal output lines: 3000\n\nline 00001\n"),
+        "{}",
+        &text[..200]
+    );
+    assert!(text.contains("chars truncated…"));
+    let path = result
+        .details
+        .as_ref()
+        .and_then(|d| d["fullOutputPath"].as_str())
+        .expect("a saved file");
+    assert!(
+        path.starts_with(f.outputs.path().to_str().expect("a UTF-8 path")),
+        "{path}"
+    );
+    assert!(text.ends_with(&format!(
+        "line 03000\n\n\n[Full output: {path} (read it with offset/limit)]"
+    )));
+    let saved = std::fs::read_to_string(path).expect("the saved output");
+    assert_eq!(saved.len(), 33_000);
+    f.http.shutdown().await;
 }
