@@ -563,3 +563,58 @@ fn the_coding_agent_adds_the_tools_of_mcp_and_mcp_url_servers() {
     assert!(stdout.contains(&format!("({url}): 5 tools")), "{stdout}");
     drop(http);
 }
+
+#[test]
+fn the_client_lists_again_when_the_server_says_its_tools_changed() {
+    let Some(python) = installed("PI_MCP_PYTHON", "the Python MCP SDK") else {
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/changing_server.py");
+    runtime().block_on(async {
+        let mut command = tokio::process::Command::new(&python);
+        command.arg(&script);
+        let client = McpClient::builder("changing")
+            .timeout(Duration::from_secs(30))
+            .stdio(command)
+            .await
+            .expect("the Python server connects");
+        let pid = client.process_id().expect("a child");
+        assert_eq!(client.tool_names(), ["mcp__changing__add_second"]);
+        let add = client.tools().remove(0);
+        let result = add
+            .execute(
+                "c1".into(),
+                json!({}),
+                pi_runtime::ToolContext::detached("c1"),
+            )
+            .await
+            .expect("a result");
+        assert_eq!(result.text_content(), "added");
+        let start = Instant::now();
+        while client.tool_names().len() < 2 {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the list was not refreshed: {:?}",
+                client.tool_names()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            client.tool_names(),
+            ["mcp__changing__add_second", "mcp__changing__second"]
+        );
+        let second = client.tools().remove(1);
+        let result = second
+            .execute(
+                "c2".into(),
+                json!({"text": "hi"}),
+                pi_runtime::ToolContext::detached("c2"),
+            )
+            .await
+            .expect("a result");
+        assert_eq!(result.text_content(), "second: hi");
+        drop((add, second));
+        drop(client);
+        wait_gone(pid);
+    });
+}
