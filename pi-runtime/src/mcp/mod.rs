@@ -13,6 +13,59 @@
 //!   HTTP and turns each of its tools into an [`AgentTool`](crate::AgentTool) exactly as pi's
 //!   MCP extension does (SPEC §12): [`tool_definitions`] for the definitions,
 //!   [`convert_result`] for what the model sees of a result.
+//!
+//! Both ways at once: a `#[tool]` served over streamable HTTP on loopback, and an agent that
+//! uses it through the client, next to its own tools. The model (a faux one here) calls it
+//! `mcp__<server>__<tool>`; invalid arguments get exactly the text the loop gives for a local
+//! tool, checked before anything is sent.
+//!
+//! ```
+//! use pi_runtime::agent::Agent;
+//! use pi_runtime::mcp::{McpClient, McpServer};
+//! use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+//! use pi_runtime::{Message, tool};
+//! use serde_json::json;
+//!
+//! /// Add two numbers.
+//! #[tool]
+//! async fn add(a: f64, b: f64) -> String {
+//!     (a + b).to_string()
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = McpServer::new((Add,))?;
+//! let http = server.serve_http("127.0.0.1:0".parse()?).await?;
+//!
+//! let calculator = McpClient::builder("calculator").http(http.url()).await?;
+//! assert_eq!(calculator.tool_names(), ["mcp__calculator__add"]);
+//!
+//! let model = FauxModel::new()
+//!     .respond(FauxResponse::tool_call("c1", "mcp__calculator__add", json!({"a": 1, "b": "x"})))
+//!     .respond(FauxResponse::tool_call("c2", "mcp__calculator__add", json!({"a": 1, "b": "2"})))
+//!     .respond(FauxResponse::text("3"));
+//! let agent = Agent::builder().model(model).tools(calculator).build()?;
+//! let texts: Vec<String> = agent
+//!     .prompt("1 + 2?")
+//!     .await?
+//!     .iter()
+//!     .filter_map(|m| match m {
+//!         Message::ToolResult(r) => Some(r.text()),
+//!         _ => None,
+//!     })
+//!     .collect();
+//! assert_eq!(
+//!     texts,
+//!     [
+//!         "Validation failed for tool \"mcp__calculator__add\":\n  - b: expected number, got string\n\n\
+//!          Received arguments:\n{\n  \"a\": 1,\n  \"b\": \"x\"\n}",
+//!         "3",
+//!     ]
+//! );
+//! http.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
 
 mod client;
 mod content;

@@ -304,7 +304,7 @@ impl McpServer {
             // Bound beyond loopback on purpose: any host name may reach it.
             self.router_with(
                 "/mcp",
-                StreamableHttpServerConfig::default().with_allowed_hosts(Vec::<String>::new()),
+                StreamableHttpServerConfig::default().disable_allowed_hosts(),
             )
         };
         let stop = CancellationToken::new();
