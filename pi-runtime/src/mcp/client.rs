@@ -1,38 +1,33 @@
 //! An MCP server's tools in the agent: connect over stdio (a child process) or streamable
 //! HTTP, list the tools, and run each as an [`AgentTool`] (SPEC §12).
 
-use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use rmcp::model::{
-    CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientNotification, ClientRequest, Implementation, ListToolsRequest,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Request, ServerResult,
+    ClientCapabilities, ClientConfig, ClientRequest, Implementation, ListToolsRequest,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerResult,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService, ServiceError};
+use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 
 use super::McpError;
-use super::content::{OutputSaver, ResultOptions, TempFileSaver, convert_result};
+use super::content::{OutputSaver, TempFileSaver};
 use super::http::HttpBackend;
 use super::schema::{McpToolDefinition, tool_definitions};
-use crate::message::ContentBlock;
-use crate::tool::{AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSet};
+use super::tool::McpTool;
+use crate::tool::{Tool, ToolDefinition, ToolSet};
 
 /// How long a call may go without an answer or a progress notification, by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
-/// The text of a call stopped by the run's cancellation signal (SPEC §3.7).
-const ABORTED: &str = "Operation aborted";
 /// Bytes of a child's standard error kept for error messages.
 const STDERR_TAIL: usize = 4096;
 
@@ -410,20 +405,20 @@ impl Drop for ChildGuard {
     }
 }
 
-struct ClientInner {
-    server: String,
-    peer: Peer<RoleClient>,
-    shared: Arc<Shared>,
-    timeout: Duration,
-    saver: Arc<dyn OutputSaver>,
-    readable_resources: bool,
+pub(super) struct ClientInner {
+    pub(super) server: String,
+    pub(super) peer: Peer<RoleClient>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) timeout: Duration,
+    pub(super) saver: Arc<dyn OutputSaver>,
+    pub(super) readable_resources: bool,
     // Dropped last: the service, then the child.
     service: Mutex<Option<RunningService<RoleClient, Handler>>>,
     child: Mutex<Option<ChildGuard>>,
 }
 
 impl ClientInner {
-    fn failure(&self) -> Option<String> {
+    pub(super) fn failure(&self) -> Option<String> {
         if let Some(failure) = self.shared.failure() {
             return Some(failure);
         }
@@ -512,10 +507,11 @@ struct ToolsState {
 }
 
 /// What the connection's handler and the tools share.
-struct Shared {
+pub(super) struct Shared {
     server: String,
     tools: RwLock<ToolsState>,
-    progress: Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<ProgressNotificationParam>>>,
+    pub(super) progress:
+        Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<ProgressNotificationParam>>>,
     failure: Mutex<Option<String>>,
     stderr: Option<Arc<Mutex<VecDeque<u8>>>>,
     taken: Mutex<Vec<String>>,
@@ -537,14 +533,14 @@ impl Shared {
         self.tools.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn failure(&self) -> Option<String> {
+    pub(super) fn failure(&self) -> Option<String> {
         self.failure
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
 
-    fn fail(&self, reason: String) {
+    pub(super) fn fail(&self, reason: String) {
         let mut failure = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
         if failure.is_none() {
             *failure = Some(self.with_stderr(reason));
@@ -615,230 +611,5 @@ impl ClientHandler for Handler {
                 let _ = install(&shared, &listed, &taken);
             }
         });
-    }
-}
-
-/// One tool of an MCP server, as the agent runs it.
-struct McpTool {
-    client: Arc<ClientInner>,
-    definition: Tool,
-    label: String,
-    tool: String,
-    output_schema: Value,
-}
-
-impl McpTool {
-    fn new(client: Arc<ClientInner>, definition: &McpToolDefinition) -> Self {
-        McpTool {
-            client,
-            definition: Tool::new(
-                definition.name.clone(),
-                definition.description.clone(),
-                definition.parameters.clone(),
-            ),
-            label: definition.label.clone(),
-            tool: definition.tool.clone(),
-            output_schema: definition.output_schema.clone(),
-        }
-    }
-
-    fn error(&self, text: String) -> ToolResult {
-        ToolResult::error(text)
-            .with_details(json!({"server": self.client.server, "tool": self.tool}))
-    }
-
-    async fn call(&self, params: Value, ctx: ToolContext) -> ToolResult {
-        let client = &self.client;
-        if ctx.is_cancelled() {
-            return self.error(ABORTED.into());
-        }
-        if let Some(failure) = client.failure() {
-            return self.error(format!(
-                "MCP server {} is not connected: {failure}",
-                client.server
-            ));
-        }
-        let arguments = match params {
-            Value::Object(arguments) => arguments,
-            _ => serde_json::Map::new(),
-        };
-        let request = CallToolRequestParams::new(self.tool.clone()).with_arguments(arguments);
-        let options = PeerRequestOptions::with_timeout(client.timeout).reset_timeout_on_progress();
-        let handle = match client
-            .peer
-            .send_cancellable_request(
-                ClientRequest::CallToolRequest(Request::new(request)),
-                options,
-            )
-            .await
-        {
-            Ok(handle) => handle,
-            Err(error) => return self.failed(&error),
-        };
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let token = handle.progress_token.clone();
-        let _registration = Registration::new(&client.shared, token, tx);
-        let id = handle.id.clone();
-        let peer = handle.peer.clone();
-        let mut response = std::pin::pin!(handle.await_response());
-        let answer = loop {
-            tokio::select! {
-                biased;
-                answer = &mut response => break answer,
-                () = ctx.signal().cancelled() => {
-                    let notification = CancelledNotification::new(CancelledNotificationParam::new(
-                        Some(id),
-                        Some(ABORTED.into()),
-                    ));
-                    let _ = peer
-                        .send_notification(ClientNotification::CancelledNotification(notification))
-                        .await;
-                    return self.error(ABORTED.into());
-                }
-                Some(progress) = rx.recv() => ctx.update(progress_update(&progress)),
-            }
-        };
-        while let Ok(progress) = rx.try_recv() {
-            ctx.update(progress_update(&progress));
-        }
-        let result = match answer {
-            Ok(ServerResult::CallToolResult(result)) => serde_json::to_value(result),
-            Ok(ServerResult::CustomResult(custom)) => Ok(custom.0),
-            Ok(other) => serde_json::to_value(other),
-            Err(error) => return self.failed(&error),
-        };
-        let Ok(result) = result else {
-            return self.error(format!(
-                "MCP tool {} returned a result that cannot be read",
-                self.label
-            ));
-        };
-        let options = ResultOptions::new(client.saver.as_ref())
-            .with_readable_resources(client.readable_resources);
-        match convert_result(&client.server, &self.tool, &result, options) {
-            Ok(result) => result,
-            Err(error) => self.error(error.to_string()),
-        }
-    }
-
-    fn failed(&self, error: &ServiceError) -> ToolResult {
-        let client = &self.client;
-        match error {
-            ServiceError::Timeout { timeout } => self.error(format!(
-                "MCP tool {} timed out: no answer or progress for {:.1} s",
-                self.label,
-                timeout.as_secs_f64()
-            )),
-            ServiceError::McpError(error) => {
-                self.error(format!("MCP tool {} failed: {}", self.label, error.message))
-            }
-            ServiceError::TransportClosed => {
-                client
-                    .shared
-                    .fail("the server closed the connection".into());
-                self.error(format!(
-                    "MCP tool {} failed: {}",
-                    self.label,
-                    client.shared.failure().unwrap_or_default()
-                ))
-            }
-            other => {
-                if client.peer.is_transport_closed() {
-                    client.shared.fail(other.to_string());
-                }
-                self.error(format!("MCP tool {} failed: {other}", self.label))
-            }
-        }
-    }
-}
-
-/// A progress notification as a `ToolContext` update: its message, or `progress/total`.
-fn progress_update(progress: &ProgressNotificationParam) -> ToolResult {
-    let text = match (&progress.message, progress.total) {
-        (Some(message), _) => message.clone(),
-        (None, Some(total)) => format!("{}/{}", progress.progress, total),
-        (None, None) => progress.progress.to_string(),
-    };
-    ToolResult {
-        content: vec![ContentBlock::text(text)],
-        details: Some(json!({
-            "progress": progress.progress,
-            "total": progress.total,
-            "message": progress.message,
-        })),
-        ..ToolResult::default()
-    }
-}
-
-/// Routes one call's progress notifications while it runs.
-struct Registration<'a> {
-    shared: &'a Shared,
-    token: ProgressToken,
-}
-
-impl<'a> Registration<'a> {
-    fn new(
-        shared: &'a Shared,
-        token: ProgressToken,
-        sender: mpsc::UnboundedSender<ProgressNotificationParam>,
-    ) -> Self {
-        shared
-            .progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(token.clone(), sender);
-        Registration { shared, token }
-    }
-}
-
-impl Drop for Registration<'_> {
-    fn drop(&mut self) {
-        self.shared
-            .progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.token);
-    }
-}
-
-impl fmt::Debug for McpTool {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("McpTool")
-            .field("name", &self.definition.name)
-            .field("label", &self.label)
-            .finish_non_exhaustive()
-    }
-}
-
-impl AgentTool for McpTool {
-    fn definition(&self) -> &Tool {
-        &self.definition
-    }
-
-    fn label(&self) -> &str {
-        &self.label
-    }
-
-    fn execute(
-        &self,
-        _call_id: String,
-        params: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'_, Result<ToolResult, ToolError>> {
-        Box::pin(async move { Ok(self.call(params, ctx).await) })
-    }
-}
-
-impl ToolDefinition for McpTool {
-    fn output_schema(&self) -> Option<Value> {
-        Some(self.output_schema.clone())
-    }
-
-    fn render_call(&self, args: &Value) -> Option<String> {
-        Some(format!("{} {}", self.label, args))
-    }
-
-    fn prompt_snippet(&self) -> Option<Cow<'_, str>> {
-        None
     }
 }

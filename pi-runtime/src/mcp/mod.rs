@@ -73,6 +73,7 @@ mod http;
 mod naming;
 mod schema;
 mod server;
+mod tool;
 
 use thiserror::Error;
 
