@@ -1,15 +1,18 @@
-//! Structured results through a tool call (seed 2, SPEC §10): the model hands in its
-//! analysis of a function by calling `submit_analysis`, and the program's output is the value
-//! that tool accepted, never text the model wrote.
+//! Structured results through a tool call (seed 2, SPEC §10), in one call: the model hands in
+//! its analysis of a function by calling `submit_analysis`, and the program's output is the
+//! value that tool accepted, never text the model wrote.
 //!
-//! Three layers guard the result: the schema (checked before the tool runs; the model reads
-//! the error and retries), a business check inside the tool (the evidence must be a quote from
-//! the source), and one acceptance per task. A run is limited to 4 turns and 30 seconds; a run
-//! that ends without an accepted submission, or with a failed or aborted request, is an error.
+//! `Agent::builder()...extract::<FunctionAnalysis>()` builds the submit tool from the type and
+//! guards the result in three layers: the schema (checked before anything is accepted; the
+//! model reads the error and retries), a business check (the evidence must be a quote from
+//! the source), and one acceptance per task. A run is limited to 4 turns and 30 seconds; a
+//! run that ends without an accepted submission, or with a failed or aborted request, is an
+//! error, even after an accepted submission.
 //!
 //! ```text
 //! cargo run --example submit_analysis                                  # scripted model, offline
-//! cargo run --example submit_analysis -- --faux-script never-submits   # the failure path
+//! cargo run --example submit_analysis -- --script never                # the failure path
+//! cargo run --example submit_analysis -- --watch                       # the partial result as it streams
 //! DEEPSEEK_API_KEY=... cargo run --example submit_analysis             # a real provider
 //! cargo run --example submit_analysis -- --base-url http://127.0.0.1:8000/v1 --model qwen3
 //! ```
@@ -17,18 +20,14 @@
 //! The accepted analysis goes to stdout as JSON; the story of the run goes to stderr.
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use pi_runtime::agent::{Agent, AgentError, AgentEvent, BuildError, TurnControl};
+use pi_runtime::agent::{Agent, AgentEvent, BuildError, Extractor};
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::provider::presets;
-use pi_runtime::{
-    Args, ExecutionMode, LanguageModel, Message, State, StopReason, ToolError, ToolResult, tool,
-    tool_args,
-};
+use pi_runtime::{LanguageModel, Message, tool_args};
 use serde_json::{Value, json};
 
 /// The function under analysis.
@@ -40,8 +39,6 @@ export function first<T>(items: T[]): T | undefined {
 
 const SYSTEM_PROMPT: &str = "You analyse source code. You must hand in your final result by \
 calling submit_analysis; never answer in prose instead.";
-
-const MAX_TURNS: usize = 4;
 
 /// The analysis of one function.
 #[tool_args(serialize)]
@@ -62,77 +59,16 @@ pub struct FunctionAnalysis {
     pub evidence: String,
 }
 
-/// One task's submission slot: the source the evidence must come from and the accepted
-/// analysis, filled at most once.
-#[derive(Debug)]
-struct Submission {
-    source: &'static str,
-    accepted: Mutex<Option<FunctionAnalysis>>,
-}
-
-impl Submission {
-    fn new(source: &'static str) -> Self {
-        Submission {
-            source,
-            accepted: Mutex::new(None),
-        }
+/// Seed 2's `validateAnalysis`: the evidence must be quoted from the source.
+fn quoted_from_source(analysis: &FunctionAnalysis) -> Result<(), String> {
+    let evidence = analysis.evidence.trim();
+    if evidence.is_empty() || !SOURCE.contains(evidence) {
+        return Err(format!(
+            "evidence {:?} does not occur in the source code: quote the source verbatim",
+            analysis.evidence
+        ));
     }
-
-    /// The business checks, then acceptance. The slot is checked and filled under one lock,
-    /// so even concurrent calls could not both be accepted.
-    fn accept(&self, analysis: FunctionAnalysis) -> Result<(), ToolError> {
-        let mut accepted = self.accepted.lock().unwrap_or_else(PoisonError::into_inner);
-        if accepted.is_some() {
-            return Err(ToolError::new("already accepted"));
-        }
-        let evidence = analysis.evidence.trim();
-        if evidence.is_empty() || !self.source.contains(evidence) {
-            return Err(ToolError::new(format!(
-                "evidence {:?} does not occur in the source code: quote the source verbatim",
-                analysis.evidence
-            )));
-        }
-        *accepted = Some(analysis);
-        Ok(())
-    }
-
-    fn take(&self) -> Option<FunctionAnalysis> {
-        self.accepted
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-    }
-}
-
-/// Submit the final analysis of the function. Only one valid analysis is accepted per task.
-#[tool(strict = "prefer")]
-async fn submit_analysis(
-    State(submission): State<Arc<Submission>>,
-    Args(analysis): Args<FunctionAnalysis>,
-) -> Result<ToolResult, ToolError> {
-    submission.accept(analysis)?;
-    let accepted = ToolResult::text("The analysis passed validation and was accepted.")
-        .with_details(json!({"accepted": true}));
-    // The result is in hand: no need to ask the model again.
-    Ok(accepted.with_terminate(true))
-}
-
-/// Why a run produced no result.
-#[derive(Debug, thiserror::Error)]
-enum Failure {
-    #[error(
-        "no validated submission received in {turns} of at most {MAX_TURNS} turns: the model \
-         never made a submit_analysis call that passed validation"
-    )]
-    NoSubmission { turns: usize },
-    #[error("the model request failed: {0}")]
-    Request(String),
-    #[error("the run was aborted at the time limit of {limit:?}: {reason}")]
-    Aborted { limit: Duration, reason: String },
-    #[error(transparent)]
-    Build(#[from] BuildError),
-    #[error(transparent)]
-    Agent(#[from] AgentError),
+    Ok(())
 }
 
 /// Ask a model for a structured analysis of a function, received through a tool call.
@@ -143,7 +79,7 @@ enum Failure {
 #[derive(Debug, Parser)]
 struct Cli {
     /// Use the scripted model with this script, even when a key is set.
-    #[arg(long, value_enum)]
+    #[arg(long, alias = "script", value_enum)]
     faux_script: Option<FauxScript>,
     /// An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1.
     #[arg(long)]
@@ -154,6 +90,12 @@ struct Cli {
     /// Abort the run after this many seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     time_limit: u64,
+    /// Force the submit tool through the provider's `tool_choice`.
+    #[arg(long)]
+    force_tool_choice: bool,
+    /// Show the submission as it streams, a partial JSON value per delta.
+    #[arg(long)]
+    watch: bool,
 }
 
 /// What the scripted model does.
@@ -166,6 +108,7 @@ enum FauxScript {
     /// Submits two valid analyses in one response; the second is refused.
     SubmitsTwice,
     /// Answers in prose (with JSON in it) instead of calling the tool.
+    #[value(alias = "never")]
     NeverSubmits,
     /// Submits invalid arguments every turn, until the turn limit.
     AlwaysInvalid,
@@ -178,8 +121,19 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let model = choose_model(&cli);
     eprintln!("model: {}/{}", model.provider(), model.id());
-    match analyse(model, Duration::from_secs(cli.time_limit)).await {
-        Ok(analysis) => match serde_json::to_string_pretty(&analysis) {
+    let extractor = match analyser(model, &cli) {
+        Ok(extractor) => extractor,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let prompt = format!(
+        "Call submit_analysis with your analysis of this function. Quote the source verbatim as \
+         evidence; use null for emptyInputBehavior if unsure. Code:\n{SOURCE}"
+    );
+    match extractor.extract(prompt).await {
+        Ok(extracted) => match serde_json::to_string_pretty(&extracted.value) {
             Ok(json) => {
                 println!("{json}");
                 ExitCode::SUCCESS
@@ -189,76 +143,47 @@ async fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Err(failure) => {
-            eprintln!("error: {failure}");
+        // No submission, the turn or time limit, an abort, a failed request: each is an
+        // `ExtractError` whose text says what happened.
+        Err(error) => {
+            eprintln!("error: {error}");
             ExitCode::FAILURE
         }
     }
 }
 
-/// One task: prompt once, then judge the run by what the tool accepted.
-async fn analyse(
+/// The agent, its submit tool and its limits, in one builder chain.
+fn analyser(
     model: Arc<dyn LanguageModel>,
-    time_limit: Duration,
-) -> Result<FunctionAnalysis, Failure> {
-    let submission = Arc::new(Submission::new(SOURCE));
-    let turns = AtomicUsize::new(0);
-    let agent = Agent::builder()
+    cli: &Cli,
+) -> Result<Extractor<FunctionAnalysis>, BuildError> {
+    let builder = Agent::builder()
         .shared_model(model)
         .system_prompt(SYSTEM_PROMPT)
-        .tools(SubmitAnalysis::new(Arc::clone(&submission)))
-        // Two submissions in one response must not race for the slot.
-        .tool_execution(ExecutionMode::Sequential)
-        .finish_turn(move |_| {
-            let done = turns.fetch_add(1, Ordering::Relaxed) + 1;
-            std::future::ready(if done >= MAX_TURNS {
-                TurnControl::End
-            } else {
-                TurnControl::Proceed
-            })
-        })
-        .time_limit(time_limit)
-        .build()?;
-    agent.subscribe(|event| {
+        .extract::<FunctionAnalysis>()
+        .tool_name("submit_analysis")
+        .tool_description(
+            "Submit the final analysis of the function. Only one valid analysis is accepted \
+             per task.",
+        )
+        .accepted_text("The analysis passed validation and was accepted.")
+        .check(quoted_from_source)
+        .max_turns(4)
+        .time_limit(Duration::from_secs(cli.time_limit));
+    let builder = if cli.force_tool_choice {
+        builder.force_tool_choice()
+    } else {
+        builder
+    };
+    let extractor = builder.build()?;
+    extractor.agent().subscribe(|event| {
         narrate(event);
         std::future::ready(())
     });
-
-    let messages = agent
-        .prompt(format!(
-            "Call submit_analysis with your analysis of this function. Quote the source \
-             verbatim as evidence; use null for emptyInputBehavior if unsure. Code:\n{SOURCE}"
-        ))
-        .await?;
-
-    // An accepting call ends the run, so the last assistant message is usually the call
-    // itself: success is judged by the accepted value, after ruling out a failed request.
-    let last = messages.iter().rev().find_map(|message| match message {
-        Message::Assistant(assistant) => Some(assistant),
-        _ => None,
-    });
-    if let Some(last) = last {
-        let reason = || {
-            last.error_message
-                .clone()
-                .unwrap_or_else(|| last.stop_reason.as_str().to_owned())
-        };
-        match last.stop_reason {
-            StopReason::Error => return Err(Failure::Request(reason())),
-            StopReason::Aborted => {
-                return Err(Failure::Aborted {
-                    limit: time_limit,
-                    reason: reason(),
-                });
-            }
-            _ => {}
-        }
+    if cli.watch {
+        extractor.watch_partial(|partial| eprintln!("… {partial}"));
     }
-    let turns = messages
-        .iter()
-        .filter(|message| matches!(message, Message::Assistant(_)))
-        .count();
-    submission.take().ok_or(Failure::NoSubmission { turns })
+    Ok(extractor)
 }
 
 /// The story of the run, on stderr.

@@ -273,6 +273,9 @@ fn submit_analysis_accepts_only_once() {
     );
 }
 
+const NO_SUBMISSION: &str = "error: no result was accepted: the model stopped after 1 turn \
+                             without a `submit_analysis` call that passed validation\n";
+
 #[test]
 fn submit_analysis_fails_when_the_model_answers_in_prose() {
     let output = run("submit_analysis", &["--faux-script", "never-submits"]);
@@ -283,13 +286,21 @@ fn submit_analysis_fails_when_the_model_answers_in_prose() {
         err.contains("assistant: Here is my analysis: {\"name\":\"first\""),
         "{err}"
     );
-    assert!(
-        err.ends_with(
-            "error: no validated submission received in 1 of at most 4 turns: the model never \
-             made a submit_analysis call that passed validation\n"
-        ),
-        "{err}"
+    // JSON in prose is never a submission.
+    assert!(err.ends_with(NO_SUBMISSION), "{err}");
+}
+
+#[test]
+fn submit_analysis_script_never_exits_non_zero_with_a_clear_message() {
+    let output = run("submit_analysis", &["--script", "never"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output), "");
+    let err = stderr(&output);
+    assert_in_order(
+        &err,
+        &["model: faux/faux-1\n", "assistant: Here is my analysis: "],
     );
+    assert!(err.ends_with(NO_SUBMISSION), "{err}");
 }
 
 #[test]
@@ -301,8 +312,8 @@ fn submit_analysis_gives_up_at_the_turn_limit() {
     assert_eq!(err.matches(SUBMIT_VALIDATION_ERROR).count(), 4);
     assert!(
         err.ends_with(
-            "error: no validated submission received in 4 of at most 4 turns: the model never \
-             made a submit_analysis call that passed validation\n"
+            "error: no result was accepted within the turn limit of 4 turns: the model made no \
+             `submit_analysis` call that passed validation\n"
         ),
         "{err}"
     );
@@ -334,9 +345,28 @@ fn submit_analysis_reports_an_aborted_run_as_an_error() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(stdout(&output), "");
     assert!(
-        stderr(&output)
-            .ends_with("error: the run was aborted at the time limit of 1s: Request was aborted\n"),
+        stderr(&output).ends_with("error: the run was aborted at the time limit of 1s\n"),
         "{}",
         stderr(&output)
+    );
+}
+
+#[test]
+fn submit_analysis_watches_the_submission_fill_in() {
+    let output = run("submit_analysis", &["--watch"]);
+    assert_eq!(printed_analysis(&output), expected_analysis());
+    assert_in_order(
+        &stderr(&output),
+        &[
+            "… {\"name\":\"first\"}\n",
+            "… {\"name\":\"first\",\"parameters\":[\"items\"]}\n",
+            "\"evidence\":42}\n",
+            "→ submit_analysis ",
+            SUBMIT_VALIDATION_ERROR,
+            "… {\"name\":\"first\"}\n",
+            "\"evidence\":\"return items[0]\"}\n",
+            "→ submit_analysis ",
+            "✓ The analysis passed validation and was accepted.\n",
+        ],
     );
 }

@@ -106,6 +106,134 @@
 //! `finish_turn`), events and state live in [`agent`]. Anything that implements [`ToolSet`]
 //! (one tool, a tuple of tools, a `Vec<Arc<dyn ToolDefinition>>`) registers in one call.
 //!
+//! ## Structured results in one call
+//!
+//! The most common reason to give a model a tool is to get back a value the program can
+//! trust. [`extract::<T>()`](agent::AgentBuilder::extract) builds a submit tool from `T`'s
+//! schema and returns the value it accepted: arguments are validated as for every tool (the
+//! model reads the error and retries), a business check may refuse a value, one value is
+//! accepted per task and ends the run, and the turn and time limits hold.
+//!
+//! ```
+//! use pi_runtime::agent::{Agent, ExtractError};
+//! use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+//! use pi_runtime::{Message, tool_args};
+//! use serde_json::json;
+//!
+//! /// The final analysis of one function.
+//! #[tool_args]
+//! pub struct FunctionAnalysis {
+//!     /// The function's name.
+//!     pub name: String,
+//!     /// A verbatim quote from the source backing the analysis.
+//!     pub evidence: String,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! const SOURCE: &str = "function first(items) { return items[0] }";
+//! let model = FauxModel::new()
+//!     .respond(FauxResponse::tool_call("c1", "submit_analysis", json!({"name": "first", "evidence": 42})))
+//!     .respond(FauxResponse::tool_call("c2", "submit_analysis", json!({"name": "first", "evidence": "return items[0]"})));
+//! let extractor = Agent::builder()
+//!     .model(model)
+//!     .system_prompt("Hand in your analysis with submit_analysis.")
+//!     .extract::<FunctionAnalysis>()
+//!     .tool_name("submit_analysis")
+//!     .check(|analysis: &FunctionAnalysis| match SOURCE.contains(analysis.evidence.as_str()) {
+//!         true => Ok(()),
+//!         false => Err("the evidence must be a quote from the source"),
+//!     })
+//!     .build()?;
+//!
+//! let extracted = extractor.extract(format!("Analyse: {SOURCE}")).await?;
+//! assert_eq!(extracted.value.evidence, "return items[0]");
+//! let Message::ToolResult(rejected) = &extracted.messages[2] else { unreachable!() };
+//! assert!(rejected.text().contains("  - evidence: expected string, got number"));
+//!
+//! // A model that answers in prose gets no result, as a typed error.
+//! let prose = FauxModel::new().respond(FauxResponse::text(r#"{"name": "first"}"#));
+//! let extractor = Agent::builder().model(prose).extract::<FunctionAnalysis>().build()?;
+//! assert!(matches!(
+//!     extractor.extract("Analyse.").await,
+//!     Err(ExtractError::NoSubmission { turns: 1, .. })
+//! ));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The rules (accepted once, `terminate`, the limits, forcing the tool per provider, watching
+//! the partial result as it streams, every outcome) are in [`agent::extract`].
+//!
+//! ### The same by hand
+//!
+//! Underneath is an ordinary tool, and this is the pattern to write when you need something
+//! the extractor does not do: a tool holding the task's slot in a [`State`], accepting once
+//! and asking to `terminate`, sequential so two submissions cannot race, a turn limit in
+//! `finish_turn`, a time limit, and after the run two checks: the run did not end in an
+//! error or an abort, and something was accepted.
+//!
+//! ```
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use std::sync::{Arc, Mutex};
+//! use std::time::Duration;
+//!
+//! use pi_runtime::agent::{Agent, TurnControl};
+//! use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+//! use pi_runtime::{Args, Message, State, ToolError, ToolResult, tool, tool_args};
+//! use serde_json::json;
+//!
+//! /// The final analysis of one function.
+//! #[tool_args]
+//! pub struct FunctionAnalysis {
+//!     /// The function's name.
+//!     pub name: String,
+//! }
+//!
+//! /// Submit the final analysis; only one valid result is accepted.
+//! #[tool(strict = "prefer", mode = "sequential")]
+//! async fn submit_analysis(
+//!     State(slot): State<Arc<Mutex<Option<FunctionAnalysis>>>>,
+//!     Args(analysis): Args<FunctionAnalysis>,
+//! ) -> Result<ToolResult, ToolError> {
+//!     let mut slot = slot.lock().unwrap();
+//!     if slot.is_some() {
+//!         return Err(ToolError::new("already accepted"));
+//!     }
+//!     *slot = Some(analysis);
+//!     Ok(ToolResult::text("accepted").with_terminate(true))
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let model = FauxModel::new()
+//!     .respond(FauxResponse::tool_call("c1", "submit_analysis", json!({"name": "first"})));
+//! let slot = Arc::new(Mutex::new(None));
+//! let turns = AtomicUsize::new(0);
+//! let agent = Agent::builder()
+//!     .model(model)
+//!     .tools(SubmitAnalysis::new(Arc::clone(&slot)))
+//!     .finish_turn(move |_| {
+//!         let done = turns.fetch_add(1, Ordering::Relaxed) + 1;
+//!         std::future::ready(if done >= 4 { TurnControl::End } else { TurnControl::Proceed })
+//!     })
+//!     .time_limit(Duration::from_secs(30))
+//!     .build()?;
+//!
+//! let messages = agent.prompt("Analyse `first`.").await?;
+//! let last = messages.iter().rev().find_map(|m| match m {
+//!     Message::Assistant(a) => Some(a),
+//!     _ => None,
+//! });
+//! if let Some(failed) = last.filter(|a| a.stop_reason.is_failure()) {
+//!     return Err(failed.error_message.clone().unwrap_or_default().into());
+//! }
+//! let analysis = slot.lock().unwrap().take().ok_or("no validated submission received")?;
+//! assert_eq!(analysis.name, "first");
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # `#[tool]`
 //!
 //! `#[tool]` goes on a free `async fn`. The fn stays as written and callable directly; next
@@ -119,6 +247,22 @@
 //!
 //! The [`Tool`] definition (name, description, schema, constrained sampling) is built once,
 //! on first use, and the registry compiles its schema when the tool is registered.
+//!
+//! ## Cargo features
+//!
+//! | feature | default | brings |
+//! |---|---|---|
+//! | `openai` | yes | [`provider::openai`]: OpenAI Chat Completions, DeepSeek, compatible servers |
+//! | `anthropic` | yes | [`provider::anthropic`]: Anthropic Messages |
+//! | `google` | yes | [`provider::google`]: Google Gemini |
+//! | `http` | with any provider | [`provider::HttpModel`], [`provider::presets`], SSE, retries, deadlines |
+//! | `tools` | yes | [`tools`]: `read`, `write`, `edit`, `bash` and the file mutation queue |
+//! | `mcp` | no | [`mcp`]: serve any [`ToolSet`] to MCP clients (stdio, streamable HTTP), and give an MCP server's tools to the agent, on rmcp (the official Rust SDK) and axum |
+//!
+//! Without default features the crate is the macro, the tool layers, the argument pipeline,
+//! streaming JSON ([`json`]), the agent loop ([`agent`]) and the faux model
+//! ([`provider::faux`]): no HTTP stack, no `nix`. Implement [`LanguageModel`] for your own
+//! model by driving a [`stream::MessageWriter`].
 //!
 //! ## Attribute keys
 //!
@@ -188,7 +332,8 @@
 //! ## Return types
 //!
 //! The fn returns anything that converts into a [`ToolResult`] ([`IntoToolResult`]):
-//! `String`, `&'static str`, `()`, [`ToolResult`] itself, `Vec<ContentBlock>`, or [`Json<T>`]
+//! `String`, `&'static str`, `()`, [`ToolResult`] itself, `Vec<ContentBlock>`, a number or
+//! `bool` (the model sees `3` for `1.0 + 2.0`), `serde_json::Value`, or [`Json<T>`]
 //! for `T: Serialize` (the model sees compact JSON, `details` gets the value); or a
 //! `Result` of one of those and any `E: Display`, whose `Err` becomes an error result with
 //! that text (the model sees it and may retry).
@@ -299,29 +444,22 @@
 //! }
 //! ```
 //!
-//! # Cargo features
-//!
-//! Everything above is always available. One feature is optional, off by default:
-//!
-//! | feature | what it adds | dependencies it brings |
-//! |---|---|---|
-//! | `mcp` | [`mcp`]: serve any [`ToolSet`] to MCP clients (stdio, streamable HTTP), and give an MCP server's tools to the agent | `rmcp` (the official Rust SDK), `axum`, `sha2`, `sse-stream` |
-//!
-//! ```toml
-//! pi-runtime = { version = "0.1", features = ["mcp"] }
-//! ```
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod agent;
 pub mod args;
 pub mod json;
 #[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 pub mod message;
 pub mod prompt;
 pub mod provider;
 pub mod stream;
 pub mod tool;
+#[cfg(feature = "tools")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tools")))]
 pub mod tools;
 
 pub use agent::{Agent, AgentEvent};

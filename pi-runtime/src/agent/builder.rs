@@ -28,10 +28,12 @@ pub struct AgentBuilder {
     prompt_guidelines: Vec<String>,
     tools: Vec<Arc<dyn ToolDefinition>>,
     execution: ExecutionMode,
-    hooks: Hooks,
+    // `pub(super)`: an extraction (`extract/`) wraps the hooks already set in its own and
+    // takes over the time limit, so the user's hooks keep working next to its limits.
+    pub(super) hooks: Hooks,
     thinking_level: ThinkingLevel,
     max_tokens: Option<u32>,
-    time_limit: Option<Duration>,
+    pub(super) time_limit: Option<Duration>,
     capture_content: Option<bool>,
     messages: Vec<Message>,
     steering_mode: QueueMode,

@@ -57,10 +57,13 @@ mod sink;
 mod state;
 mod telemetry;
 
+pub mod extract;
+
 pub use builder::AgentBuilder;
 pub use call::validate_tool_call;
 pub use error::{AgentError, BuildError};
 pub use events::AgentEvent;
+pub use extract::{ExtractBuilder, ExtractError, ExtractOptions, Extracted, Extractor};
 pub use handle::{Agent, Prompt};
 pub use hooks::{
     AfterToolCall, BeforeToolCall, FinishedTurn, RequestPlan, ToolCallDecision, ToolResultPatch,

@@ -55,14 +55,15 @@ impl Inner {
             AgentEvent::MessageStart {
                 message: Message::Assistant(message),
             } => view.streaming_message = Some(LiveMessage::new(message.clone())),
-            AgentEvent::MessageUpdate { message, .. } => {
+            // The first update replaces the start's copy with the live handle; later ones
+            // carry the same handle.
+            AgentEvent::MessageUpdate { message, .. }
                 if !view
                     .streaming_message
                     .as_ref()
-                    .is_some_and(|current| current.same_message(message))
-                {
-                    view.streaming_message = Some(message.clone());
-                }
+                    .is_some_and(|current| current.same_message(message)) =>
+            {
+                view.streaming_message = Some(message.clone());
             }
             AgentEvent::MessageEnd { message } => {
                 view.streaming_message = None;

@@ -13,8 +13,10 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures::stream::{BoxStream, Stream, StreamExt};
-use http::{HeaderName, HeaderValue, StatusCode};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
+use reqwest::StatusCode;
+use reqwest::header::{
+    ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE,
+};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::common::http_header::{
     EVENT_STREAM_MIME_TYPE, HEADER_LAST_EVENT_ID, HEADER_SESSION_ID, JSON_MIME_TYPE,

@@ -1,26 +1,53 @@
-//! Model providers: one folder per wire API (wire types, request conversion, stream
-//! parsing), plus the faux model used by tests and examples.
+//! Model providers: one [`HttpModel`] for every wire API, one folder per wire API (wire
+//! types, request conversion, stream parsing), presets, and the faux model used by tests
+//! and examples.
 
 mod model;
 
-pub mod anthropic;
 pub mod faux;
+
+#[cfg(feature = "anthropic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
+pub mod anthropic;
+#[cfg(feature = "google")]
+#[cfg_attr(docsrs, doc(cfg(feature = "google")))]
 pub mod google;
+#[cfg(feature = "openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub mod openai;
 
-pub(crate) mod compat;
-mod ids;
-pub(crate) mod output;
-mod request;
-pub(crate) mod strict;
-mod thinking;
-mod tokens;
-pub(crate) mod transform;
+// What the wire APIs share: only built with the HTTP model. A build with only some of the
+// APIs leaves parts of these unused; that is expected, not dead code to remove.
+#[cfg(feature = "http")]
+#[cfg_attr(
+    not(all(feature = "openai", feature = "anthropic", feature = "google")),
+    allow(dead_code, unused_imports)
+)]
+mod shared;
+#[cfg(feature = "http")]
+#[cfg_attr(
+    not(all(feature = "openai", feature = "anthropic", feature = "google")),
+    allow(unused_imports)
+)]
+pub(crate) use shared::{compat, excerpt, ids, strict, thinking, tokens, transform};
 
+#[cfg(feature = "http")]
+pub(crate) mod output;
+#[cfg(feature = "http")]
+mod request;
+
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod presets;
 
+#[cfg(feature = "http")]
+pub use http::{HttpModel, HttpOptions, RetryPolicy};
 pub use model::{Api, Compat, Model};
-pub use request::request_body;
+#[cfg(feature = "http")]
 #[doc(hidden)]
 pub use request::request_payload;
+#[cfg(feature = "http")]
+pub use request::{RequestError, request_body};

@@ -14,15 +14,16 @@
 //! // Any OpenAI-compatible server: point the base URL at it.
 //! let local = presets::openai("qwen3").base_url("http://127.0.0.1:8000/v1").build();
 //! assert_eq!(local.api(), "openai-completions");
+//!
+//! // The model itself rather than a shared trait object: `HttpModel::from(preset)`.
+//! let claude = pi_runtime::provider::HttpModel::from(presets::anthropic("claude-sonnet-4-5"));
+//! assert_eq!(claude.model().base_url, presets::ANTHROPIC_BASE_URL);
 //! ```
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::provider::anthropic::client::AnthropicMessages;
-use crate::provider::google::client::GoogleGenerativeAi;
-use crate::provider::http::{HttpOptions, RetryPolicy};
-use crate::provider::openai::client::OpenAiCompletions;
+use crate::provider::http::{HttpModel, HttpOptions, RetryPolicy};
 use crate::provider::{Api, Compat, Model};
 use crate::stream::LanguageModel;
 
@@ -103,18 +104,23 @@ impl Preset {
         self
     }
 
-    /// The client for this model.
+    /// The longest a whole response may take, retries included.
+    #[must_use]
+    pub fn response_timeout(mut self, timeout: Duration) -> Self {
+        self.options.response_timeout = timeout;
+        self
+    }
+
+    /// The model, shared, ready for `Agent::builder().model(...)`.
     pub fn build(self) -> Arc<dyn LanguageModel> {
-        client(self.model, self.options)
+        Arc::new(HttpModel::from(self))
     }
 }
 
-/// The client of `model.api`.
-pub fn client(model: Model, options: HttpOptions) -> Arc<dyn LanguageModel> {
-    match model.api {
-        Api::OpenAiCompletions => Arc::new(OpenAiCompletions::new(model, options)),
-        Api::AnthropicMessages => Arc::new(AnthropicMessages::new(model, options)),
-        Api::GoogleGenerativeAi => Arc::new(GoogleGenerativeAi::new(model, options)),
+/// The model itself, for what only an [`HttpModel`] offers (`replay`, `options`).
+impl From<Preset> for HttpModel {
+    fn from(preset: Preset) -> Self {
+        HttpModel::new(preset.model, preset.options)
     }
 }
 

@@ -7,10 +7,7 @@ use crate::provider_support;
 use std::time::Duration;
 
 use pi_runtime::provider::Api;
-use pi_runtime::provider::anthropic::client::AnthropicMessages;
-use pi_runtime::provider::google::client::GoogleGenerativeAi;
-use pi_runtime::provider::http::HttpOptions;
-use pi_runtime::provider::openai::client::OpenAiCompletions;
+use pi_runtime::provider::http::{HttpModel, HttpOptions};
 use pi_runtime::provider::presets;
 use pi_runtime::{
     AssistantMessageEvent, CancellationToken, ContentBlock, LanguageModel, StopReason,
@@ -23,8 +20,8 @@ use provider_support::{
 const TEXT_CHUNK: &str = "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"},\"finish_reason\":null}]}\n\n";
 const STOP_CHUNK: &str = "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
 
-fn openai(server: &Server, options: HttpOptions) -> OpenAiCompletions {
-    OpenAiCompletions::new(
+fn openai(server: &Server, options: HttpOptions) -> HttpModel {
+    HttpModel::new(
         model(Api::OpenAiCompletions, "openai", "gpt-test", server),
         options,
     )
@@ -97,7 +94,7 @@ async fn retries_run_out() {
         outcome(&events),
         (
             StopReason::Error,
-            Some("HTTP 503 Service Unavailable: overloaded")
+            Some("HTTP 503 Service Unavailable: overloaded (3 attempts)")
         )
     );
     assert_eq!(server.requests().len(), 3);
@@ -199,7 +196,7 @@ async fn openai_without_finish_reason_support_infers_the_reason() {
     let server = Server::start(vec![Reply::Sse(call.into())]).await;
     let mut model = model(Api::OpenAiCompletions, "local", "m", &server);
     model.compat.supports_finish_reason = Some(false);
-    let events = run(&OpenAiCompletions::new(model, options())).await;
+    let events = run(&HttpModel::new(model, options())).await;
     assert_eq!(outcome(&events), (StopReason::ToolUse, None));
 }
 
@@ -209,7 +206,7 @@ async fn anthropic_stream_cut_before_message_stop() {
                 event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n\
                 event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n";
     let server = Server::start(vec![Reply::Sse(body.into())]).await;
-    let client = AnthropicMessages::new(
+    let client = HttpModel::new(
         model(Api::AnthropicMessages, "anthropic", "claude-test", &server),
         options(),
     );
@@ -231,7 +228,7 @@ async fn anthropic_error_event_mid_stream() {
         "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"m\",\"usage\":{{}}}}}}\n\nevent: error\ndata: {error}\n\n"
     );
     let server = Server::start(vec![Reply::Sse(body)]).await;
-    let client = AnthropicMessages::new(
+    let client = HttpModel::new(
         model(Api::AnthropicMessages, "anthropic", "claude-test", &server),
         options(),
     );
@@ -246,7 +243,7 @@ async fn anthropic_refusal_uses_the_explanation() {
                 event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"refusal\",\"stop_details\":{\"explanation\":\"Not allowed.\"}}}\n\n\
                 event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
     let server = Server::start(vec![Reply::Sse(body.into())]).await;
-    let client = AnthropicMessages::new(
+    let client = HttpModel::new(
         model(Api::AnthropicMessages, "anthropic", "claude-test", &server),
         options(),
     );
@@ -258,7 +255,7 @@ async fn anthropic_refusal_uses_the_explanation() {
 async fn google_stream_without_finish_reason() {
     let body = "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"Hi\"}]}}]}\r\n\r\n";
     let server = Server::start(vec![Reply::Sse(body.into())]).await;
-    let client = GoogleGenerativeAi::new(
+    let client = HttpModel::new(
         model(
             Api::GoogleGenerativeAi,
             "google",
@@ -369,7 +366,7 @@ async fn unreachable_server() {
         "baseUrl": format!("http://{address}/v1"),
     }))
     .expect("model");
-    let events = run(&OpenAiCompletions::new(model, options())).await;
+    let events = run(&HttpModel::new(model, options())).await;
     let (reason, message) = outcome(&events);
     assert_eq!(reason, StopReason::Error);
     let message = message.expect("error message");
@@ -426,12 +423,9 @@ async fn an_invalid_base_url_fails_without_retrying() {
         retry: quick_retries(2),
         ..options()
     };
-    let events = tokio::time::timeout(
-        Duration::from_secs(5),
-        run(&OpenAiCompletions::new(model, options)),
-    )
-    .await
-    .expect("no retry loop");
+    let events = tokio::time::timeout(Duration::from_secs(5), run(&HttpModel::new(model, options)))
+        .await
+        .expect("no retry loop");
     let (reason, message) = outcome(&events);
     assert_eq!(reason, StopReason::Error);
     let message = message.expect("error message");

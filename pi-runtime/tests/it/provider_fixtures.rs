@@ -6,9 +6,7 @@ use crate::provider_support;
 
 use pi_runtime::message::{ContentBlock, ThinkingContent};
 use pi_runtime::provider::Api;
-use pi_runtime::provider::anthropic::client::AnthropicMessages;
-use pi_runtime::provider::google::client::GoogleGenerativeAi;
-use pi_runtime::provider::openai::client::OpenAiCompletions;
+use pi_runtime::provider::http::HttpModel;
 use pi_runtime::{AssistantMessageEvent, LanguageModel, StopReason, StreamOptions, ToolCall};
 use provider_support::{
     Reply, Server, assert_events_rebuild, chunks_to_sse, collect, context, final_message, fixture,
@@ -22,7 +20,7 @@ async fn openai_replay(
     body: String,
 ) -> (Vec<AssistantMessageEvent>, Server) {
     let server = Server::start(vec![Reply::Sse(body)]).await;
-    let client = OpenAiCompletions::new(
+    let client = HttpModel::new(
         model(Api::OpenAiCompletions, provider, id, &server),
         options(),
     );
@@ -253,7 +251,7 @@ async fn deepseek_chat_length_truncated() {
 
 async fn anthropic_replay(body: String) -> (Vec<AssistantMessageEvent>, Server) {
     let server = Server::start(vec![Reply::Sse(body)]).await;
-    let client = AnthropicMessages::new(
+    let client = HttpModel::new(
         model(
             Api::AnthropicMessages,
             "anthropic",
@@ -438,7 +436,7 @@ async fn anthropic_events_without_event_lines_are_named_by_their_type() {
 
 async fn google_replay(id: &str, body: String) -> Vec<AssistantMessageEvent> {
     let server = Server::start(vec![Reply::Sse(body)]).await;
-    let client = GoogleGenerativeAi::new(
+    let client = HttpModel::new(
         model(Api::GoogleGenerativeAi, "google", id, &server),
         options(),
     );

@@ -4,10 +4,7 @@
 use crate::provider_support;
 
 use pi_runtime::message::ThinkingContent;
-use pi_runtime::provider::anthropic::client::AnthropicMessages;
-use pi_runtime::provider::google::client::GoogleGenerativeAi;
-use pi_runtime::provider::http::HttpOptions;
-use pi_runtime::provider::openai::client::OpenAiCompletions;
+use pi_runtime::provider::http::{HttpModel, HttpOptions};
 use pi_runtime::provider::{Api, Model};
 use pi_runtime::{AssistantMessageEvent, ContentBlock, StopReason, ToolCall};
 use provider_support::{assert_events_rebuild, collect, final_message, trace};
@@ -21,7 +18,7 @@ fn model(api: Api, provider: &str) -> Model {
 }
 
 async fn openai(body: &str) -> Vec<AssistantMessageEvent> {
-    let client = OpenAiCompletions::new(
+    let client = HttpModel::new(
         model(Api::OpenAiCompletions, "deepseek"),
         HttpOptions::default(),
     );
@@ -29,7 +26,7 @@ async fn openai(body: &str) -> Vec<AssistantMessageEvent> {
 }
 
 async fn anthropic(body: &str) -> Vec<AssistantMessageEvent> {
-    let client = AnthropicMessages::new(
+    let client = HttpModel::new(
         model(Api::AnthropicMessages, "anthropic"),
         HttpOptions::default(),
     );
@@ -37,7 +34,7 @@ async fn anthropic(body: &str) -> Vec<AssistantMessageEvent> {
 }
 
 async fn google(body: &str) -> Vec<AssistantMessageEvent> {
-    let client = GoogleGenerativeAi::new(
+    let client = HttpModel::new(
         model(Api::GoogleGenerativeAi, "google"),
         HttpOptions::default(),
     );

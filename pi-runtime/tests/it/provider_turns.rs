@@ -11,8 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use pi_runtime::agent::{Agent, TurnControl};
 use pi_runtime::provider::Api;
-use pi_runtime::provider::anthropic::client::AnthropicMessages;
-use pi_runtime::provider::openai::client::OpenAiCompletions;
+use pi_runtime::provider::http::HttpModel;
 use pi_runtime::{AssistantMessage, LanguageModel, Message, State, StopReason, ToolResult, tool};
 use provider_support::{
     Reply, Server, anthropic_tool_call, model, openai_chunk, openai_sse, openai_text,
@@ -101,7 +100,7 @@ async fn openai_invalid_then_valid_submission() {
         )),
     ])
     .await;
-    let client = OpenAiCompletions::new(
+    let client = HttpModel::new(
         model(Api::OpenAiCompletions, "openai", "gpt-test", &server),
         options(),
     );
@@ -152,7 +151,7 @@ async fn openai_two_valid_submissions_in_one_batch() {
         Some("tool_calls"),
     )]);
     let server = Server::start(vec![Reply::Sse(both), Reply::Sse(openai_text("Done."))]).await;
-    let client = OpenAiCompletions::new(
+    let client = HttpModel::new(
         model(Api::OpenAiCompletions, "openai", "gpt-test", &server),
         options(),
     );
@@ -177,7 +176,7 @@ async fn openai_two_valid_submissions_in_one_batch() {
 #[tokio::test]
 async fn openai_prose_is_never_a_result() {
     let server = Server::start(vec![Reply::Sse(openai_text(r#"{"score": 9}"#))]).await;
-    let client = OpenAiCompletions::new(
+    let client = HttpModel::new(
         model(Api::OpenAiCompletions, "openai", "gpt-test", &server),
         options(),
     );
@@ -205,7 +204,7 @@ async fn anthropic_invalid_then_valid_submission() {
         )),
     ])
     .await;
-    let client = AnthropicMessages::new(
+    let client = HttpModel::new(
         model(Api::AnthropicMessages, "anthropic", "claude-test", &server),
         options(),
     );
@@ -248,7 +247,7 @@ async fn anthropic_always_invalid_stops_at_the_turn_limit() {
     };
     // One reply more than the limit allows: the run must not ask for it.
     let server = Server::start((1..=TURN_LIMIT + 1).map(invalid).collect()).await;
-    let client = AnthropicMessages::new(
+    let client = HttpModel::new(
         model(Api::AnthropicMessages, "anthropic", "claude-test", &server),
         options(),
     );

@@ -2,12 +2,8 @@
 //! parser, answered as reduced events and the final message (PROTOCOL.md, pi-ref D7).
 
 use futures::StreamExt;
-use pi_runtime::provider::anthropic::client::AnthropicMessages;
-use pi_runtime::provider::google::client::GoogleGenerativeAi;
-use pi_runtime::provider::http::HttpOptions;
-use pi_runtime::provider::openai::client::OpenAiCompletions;
+use pi_runtime::provider::http::{HttpModel, HttpOptions};
 use pi_runtime::provider::{Api, Model};
-use pi_runtime::stream::AssistantEventStream;
 use pi_runtime::{AssistantMessage, AssistantMessageEvent, ContentBlock, ToolCall};
 use serde_json::{Map, Value, json};
 use tokio::runtime::Handle;
@@ -19,42 +15,17 @@ const RECEIVED: &str = "\n\nReceived arguments:\n";
 /// The one `argumentsError` head every implementation shares.
 const NOT_AN_OBJECT: &str = "Tool arguments must be a JSON object";
 
-enum Client {
-    OpenAi(OpenAiCompletions),
-    Anthropic(AnthropicMessages),
-    Google(GoogleGenerativeAi),
-}
-
-impl Client {
-    fn replay(&self, body: &str) -> AssistantEventStream {
-        match self {
-            Client::OpenAi(client) => client.replay(body),
-            Client::Anthropic(client) => client.replay(body),
-            Client::Google(client) => client.replay(body),
-        }
-    }
-}
-
 pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Handle) -> Result<Prepared, String> {
     let api: Api = serde_json::from_value(Value::String(str_field(request, "api")?.to_owned()))
         .map_err(|_| "bad request: unknown `api`".to_owned())?;
     let model = model(request, api)?;
     let body = str_field(request, "body")?.to_owned();
     let raw_errors = request.get("rawErrors") == Some(&Value::Bool(true));
-    let client = match api {
-        Api::OpenAiCompletions => {
-            Client::OpenAi(OpenAiCompletions::new(model, HttpOptions::default()))
-        }
-        Api::AnthropicMessages => {
-            Client::Anthropic(AnthropicMessages::new(model, HttpOptions::default()))
-        }
-        Api::GoogleGenerativeAi => {
-            Client::Google(GoogleGenerativeAi::new(model, HttpOptions::default()))
-        }
-    };
+    let model = HttpModel::new(model, HttpOptions::default());
     let runtime = runtime.clone();
     Ok(Box::new(move || {
-        let events: Vec<AssistantMessageEvent> = runtime.block_on(client.replay(&body).collect());
+        let events: Vec<AssistantMessageEvent> =
+            runtime.block_on(model.replay(body.as_str()).collect());
         answer(&events, api, raw_errors)
     }))
 }

@@ -58,7 +58,7 @@ impl EventParser {
             wire::Event::ContentBlockStop { index } => self.block_stop(out, index),
             wire::Event::MessageDelta { delta, usage } => self.message_delta(out, delta, usage)?,
             wire::Event::MessageStop => self.saw_stop = true,
-            wire::Event::Error => return Err(data.to_owned()),
+            wire::Event::Error => return Err(crate::provider::excerpt::excerpt(data).to_string()),
             wire::Event::Other => {}
         }
         Ok(())
@@ -192,7 +192,7 @@ impl StreamParser for EventParser {
     fn event(&mut self, out: &mut Output, name: &str, data: &str) -> Result<(), String> {
         // Without an `event:` line (`message`), the payload's own type names the event.
         match name {
-            "error" => return Err(data.to_owned()),
+            "error" => return Err(crate::provider::excerpt::excerpt(data).to_string()),
             "message" => {}
             named if !MESSAGE_EVENTS.contains(&named) => return Ok(()),
             _ => {}
@@ -202,8 +202,12 @@ impl StreamParser for EventParser {
             // SPEC §6.5: the payload is parsed with the repair of §6.4 (a raw control
             // character or a bad escape inside a string).
             Err(error) => {
-                let unparsable =
-                    || format!("Could not parse Anthropic SSE event {name}: {error}; data={data}");
+                let unparsable = || {
+                    format!(
+                        "Could not parse Anthropic SSE event {name}: {error}; data={}",
+                        crate::provider::excerpt::excerpt(data)
+                    )
+                };
                 let (repaired, failure) = parse_tool_call_arguments(data);
                 if failure.is_some() {
                     return Err(unparsable());

@@ -62,8 +62,8 @@ impl ChunkParser {
     fn chunk(&mut self, out: &mut Output, chunk: wire::Chunk<'_>) -> Result<(), String> {
         if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             return Err(match error.get("message").and_then(Value::as_str) {
-                Some(message) => message.to_owned(),
-                None => error.to_string(),
+                Some(message) => crate::provider::excerpt::excerpt(message).to_string(),
+                None => crate::provider::excerpt::excerpt(&error.to_string()).to_string(),
             });
         }
         if out.message().response_id.is_none()
@@ -240,8 +240,12 @@ impl ChunkParser {
 
 impl StreamParser for ChunkParser {
     fn event(&mut self, out: &mut Output, _name: &str, data: &str) -> Result<(), String> {
-        let chunk: wire::Chunk<'_> = serde_json::from_str(data)
-            .map_err(|error| format!("Malformed SSE data: {error}; data={data}"))?;
+        let chunk: wire::Chunk<'_> = serde_json::from_str(data).map_err(|error| {
+            format!(
+                "Malformed SSE data: {error}; data={}",
+                crate::provider::excerpt::excerpt(data)
+            )
+        })?;
         self.chunk(out, chunk)
     }
 

@@ -110,7 +110,7 @@ impl ChunkParser {
     fn tool_call(&mut self, out: &mut Output, entry: wire::ToolCallDelta<'_>) {
         let stream_index = entry.index;
         let id = entry.id.as_deref().filter(|id| !id.is_empty());
-        let function = entry.function.unwrap_or_default();
+        let function = entry.function;
         let name = function.name.as_deref().filter(|name| !name.is_empty());
         let known = stream_index
             .and_then(|i| self.by_index.get(&i))
@@ -170,8 +170,12 @@ impl StreamParser for ChunkParser {
         if data.trim() == "[DONE]" {
             return Ok(());
         }
-        let chunk: wire::Chunk<'_> = serde_json::from_str(data)
-            .map_err(|error| format!("Malformed SSE data: {error}; data={data}"))?;
+        let chunk: wire::Chunk<'_> = serde_json::from_str(data).map_err(|error| {
+            format!(
+                "Malformed SSE data: {error}; data={}",
+                crate::provider::excerpt::excerpt(data)
+            )
+        })?;
         self.chunk(out, chunk)
     }
 
@@ -208,8 +212,8 @@ fn map_finish_reason(reason: &str) -> Result<StopReason, String> {
 /// An `error` object sent inside the stream: its `message`, else its JSON.
 fn provider_error(error: &Value) -> String {
     match error.get("message").and_then(Value::as_str) {
-        Some(message) => message.to_owned(),
-        None => error.to_string(),
+        Some(message) => crate::provider::excerpt::excerpt(message).to_string(),
+        None => crate::provider::excerpt::excerpt(&error.to_string()).to_string(),
     }
 }
 
@@ -267,8 +271,10 @@ mod wire {
         pub(super) index: Option<u64>,
         #[serde(borrow, default)]
         pub(super) id: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
-        pub(super) function: Option<FunctionDelta<'a>>,
+        /// Required: an entry without a function (or with `null`) is a malformed chunk,
+        /// not a nameless call.
+        #[serde(borrow)]
+        pub(super) function: FunctionDelta<'a>,
     }
 
     #[derive(Debug, Default, Deserialize)]

@@ -1,0 +1,369 @@
+//! The HTTP model: one [`HttpModel`] for every wire API, over reqwest and server-sent events,
+//! with retries, time limits and failures as messages.
+//!
+//! A request becomes a stream of events (SPEC §2.4) that always ends with `done` or `error`:
+//! an HTTP error status, a dropped connection, a timeout, a malformed event or a cancelled
+//! run is an `error` event whose message says what happened, never a panic or a hang.
+//!
+//! What differs between APIs is small and lives in each API's folder, behind one
+//! crate-private trait (`WireApi`): the URL path, the credential header, the API's own
+//! headers, the JSON body, and the parser of its events. Everything else (sending,
+//! retrying, the limits below, SSE decoding, ending the message with its stop reason) is
+//! here, once.
+//!
+//! # Limits
+//!
+//! The defaults of [`HttpOptions`], and what they bound:
+//!
+//! | option | default | bounds |
+//! |---|---|---|
+//! | `connect_timeout` | 10 s | one TCP/TLS connection |
+//! | `read_timeout` | 60 s | one silence: waiting for the response head, or between two pieces of the body |
+//! | `retry` | 2 retries (3 attempts), 0.5 s then 1 s apart | attempts before the first byte of the body |
+//! | `response_timeout` | 10 min | the whole response, every attempt and backoff included; keep-alive comments do not extend it |
+//! | `max_event_bytes` | 16 MiB | one server-sent event |
+//!
+//! So a server that accepts the connection and never answers fails after about 3 × 60 s,
+//! with `No response from <url> within 60s (3 attempts)`; a server that sends only
+//! keep-alive comments fails at the response deadline.
+
+mod run;
+mod sse;
+mod transport;
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::provider::output::{StreamParser, output_for};
+use crate::provider::{Api, Model, RequestError};
+use crate::stream::{AssistantEventStream, Context, LanguageModel, StreamOptions};
+
+use run::Run;
+use sse::SseDecoder;
+use transport::{Clock, HttpRequest, Transport, chain};
+
+/// When and how often a request is sent again after a retryable failure (HTTP 408, 409, 429,
+/// 5xx, no connection, or no response head within the read timeout). Retries happen only
+/// before the first byte of a response body: a stream that already started is never
+/// replayed. No retry starts after the response deadline would pass.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (0: never retry).
+    pub max_retries: u32,
+    /// The first backoff; each later one doubles, up to `max_delay`.
+    pub initial_delay: Duration,
+    /// The longest wait. A server asking (`retry-after`) for more fails at once instead.
+    pub max_delay: Duration,
+}
+
+impl RetryPolicy {
+    /// Never retry.
+    pub fn none() -> Self {
+        RetryPolicy {
+            max_retries: 0,
+            ..RetryPolicy::default()
+        }
+    }
+}
+
+impl Default for RetryPolicy {
+    /// Two retries, 0.5 s then 1 s, at most 8 s per wait (the OpenAI and Anthropic SDKs'
+    /// policy).
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 2,
+            initial_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(8),
+        }
+    }
+}
+
+/// How a model talks to its server. The defaults are in the [module docs](self#limits).
+#[derive(Clone, PartialEq)]
+pub struct HttpOptions {
+    /// The API key (`None`: send no credentials, e.g. for a local server).
+    pub api_key: Option<String>,
+    /// The environment variable the key should have come from. When it is set and
+    /// `api_key` is `None`, requests fail at once with a message naming it, instead of
+    /// reaching the server unauthenticated.
+    pub api_key_env: Option<String>,
+    /// Extra headers sent with every request (they win over the API's own).
+    pub headers: Vec<(String, String)>,
+    /// Retries before the first byte.
+    pub retry: RetryPolicy,
+    /// The longest wait for a TCP/TLS connection (10 s).
+    pub connect_timeout: Duration,
+    /// The longest silence (60 s): waiting for the response head, or between two pieces of
+    /// the body. A model that thinks silently for longer before its first token needs more.
+    pub read_timeout: Duration,
+    /// The longest a whole response may take (10 min), from the first attempt to the end of
+    /// the body: nothing the server sends extends it.
+    pub response_timeout: Duration,
+    /// The largest server-sent event accepted (16 MiB); a larger one ends the response with
+    /// an error instead of filling memory.
+    pub max_event_bytes: usize,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            api_key: None,
+            api_key_env: None,
+            headers: Vec::new(),
+            retry: RetryPolicy::default(),
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(60),
+            response_timeout: Duration::from_secs(600),
+            max_event_bytes: sse::DEFAULT_MAX_EVENT_BYTES,
+        }
+    }
+}
+
+impl fmt::Debug for HttpOptions {
+    // The key stays out of logs.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key_env", &self.api_key_env)
+            .field("headers", &self.headers)
+            .field("retry", &self.retry)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .field("response_timeout", &self.response_timeout)
+            .field("max_event_bytes", &self.max_event_bytes)
+            .finish()
+    }
+}
+
+/// What one wire API adds to the shared transport. Each API folder implements it once;
+/// [`wire_api`] picks the implementation from [`Api`]. A new API is a new folder with its
+/// request conversion, its stream parser and this impl, plus one arm of that match.
+pub(crate) trait WireApi: Sync {
+    /// The path under the model's base URL (`chat/completions`).
+    fn path(&self, model: &Model) -> String;
+
+    /// The header that carries the key, and its value.
+    fn auth(&self, key: &str) -> (&'static str, String);
+
+    /// The API's own headers for this request (a version, a beta flag).
+    fn headers(&self, _model: &Model, _context: &Context) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// The JSON body (SPEC §7), or why the request must fail before the network.
+    fn body(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Result<Value, String>;
+
+    /// A parser for one response's events.
+    fn parser(&self, model: &Model) -> Box<dyn StreamParser>;
+}
+
+/// The implementation of `api`, if its feature is on.
+pub(crate) fn wire_api(api: Api) -> Result<&'static dyn WireApi, RequestError> {
+    // Used only by the arms of APIs this build leaves out.
+    #[allow(unused_variables)]
+    let not_built = |feature| RequestError::NotBuilt {
+        api: api.as_str(),
+        feature,
+    };
+    match api {
+        #[cfg(feature = "openai")]
+        Api::OpenAiCompletions => Ok(&super::openai::Completions),
+        #[cfg(not(feature = "openai"))]
+        Api::OpenAiCompletions => Err(not_built("openai")),
+        #[cfg(feature = "anthropic")]
+        Api::AnthropicMessages => Ok(&super::anthropic::Messages),
+        #[cfg(not(feature = "anthropic"))]
+        Api::AnthropicMessages => Err(not_built("anthropic")),
+        #[cfg(feature = "google")]
+        Api::GoogleGenerativeAi => Ok(&super::google::GenerateContent),
+        #[cfg(not(feature = "google"))]
+        Api::GoogleGenerativeAi => Err(not_built("google")),
+    }
+}
+
+/// A model behind an HTTP API: OpenAI Chat Completions (and every compatible server:
+/// DeepSeek, vLLM, llama.cpp, Ollama), Anthropic Messages or the Gemini API, as
+/// `model.api` says, at `model.base_url`.
+///
+/// ```
+/// use pi_runtime::LanguageModel;
+/// use pi_runtime::provider::{HttpModel, HttpOptions, Model};
+///
+/// let model: Model = serde_json::from_value(serde_json::json!({
+///     "id": "qwen3", "provider": "local", "api": "openai-completions",
+///     "baseUrl": "http://127.0.0.1:8000/v1"
+/// }))?;
+/// let model = HttpModel::new(model, HttpOptions::default());
+/// assert_eq!((model.api(), model.id()), ("openai-completions", "qwen3"));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+///
+/// [`presets`](crate::provider::presets) build one with the provider's server and key
+/// filled in.
+#[derive(Debug, Clone)]
+pub struct HttpModel {
+    model: Model,
+    options: HttpOptions,
+    /// Building it can fail (TLS setup); the failure is reported by each request.
+    client: Result<reqwest::Client, String>,
+}
+
+impl HttpModel {
+    /// `model`, reached as `options` say.
+    pub fn new(model: Model, options: HttpOptions) -> Self {
+        let client = reqwest::Client::builder()
+            .connect_timeout(options.connect_timeout)
+            .build()
+            .map_err(|error| format!("Could not build the HTTP client: {}", chain(&error)));
+        HttpModel {
+            model,
+            options,
+            client,
+        }
+    }
+
+    /// The model.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The transport options.
+    pub fn options(&self) -> &HttpOptions {
+        &self.options
+    }
+
+    /// Parse a recorded response body (the SSE text the server sent) exactly as if it had
+    /// just arrived over HTTP: the same decoder, parser and event limit, no network, no
+    /// time limits. The body is read in place.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use pi_runtime::provider::{HttpModel, HttpOptions, Model};
+    /// use pi_runtime::{AssistantMessageEvent, StopReason};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let model: Model = serde_json::from_value(serde_json::json!({
+    ///     "id": "gpt-4o", "provider": "openai", "api": "openai-completions",
+    ///     "baseUrl": "http://127.0.0.1:9"
+    /// })).unwrap();
+    /// let body = "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\n\
+    ///             data: [DONE]\n\n";
+    /// let events: Vec<_> = HttpModel::new(model, HttpOptions::default()).replay(body).collect().await;
+    /// let Some(AssistantMessageEvent::Done { message, .. }) = events.last() else { panic!() };
+    /// assert_eq!((message.text(), message.stop_reason), ("Hi".to_owned(), StopReason::Stop));
+    /// # });
+    /// ```
+    pub fn replay(&self, body: impl Into<String>) -> AssistantEventStream {
+        let mut decoder = SseDecoder::new(self.options.max_event_bytes);
+        decoder.push_text(body.into());
+        let parser = match wire_api(self.model.api) {
+            Ok(wire) => wire.parser(&self.model),
+            Err(error) => return self.unavailable(&error),
+        };
+        Run::replay(
+            output_for(&self.model),
+            parser,
+            decoder,
+            Clock::start(&self.options),
+        )
+        .events()
+    }
+
+    /// The response of a model whose wire API is not built in: an `error` at once.
+    fn unavailable(&self, error: &RequestError) -> AssistantEventStream {
+        let mut out = output_for(&self.model);
+        out.fail(crate::message::StopReason::Error, error.to_string());
+        let events: Vec<_> = std::iter::from_fn(|| out.pop_event()).collect();
+        futures::StreamExt::boxed(futures::stream::iter(events))
+    }
+
+    /// The request of one call: everything but the network.
+    fn request(
+        &self,
+        wire: &dyn WireApi,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Result<(Transport, HttpRequest), String> {
+        let client = self.client.clone()?;
+        let mut headers = vec![
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ("accept".to_owned(), "text/event-stream".to_owned()),
+            // Nothing here decodes gzip or brotli: a body so encoded is reported, not read.
+            ("accept-encoding".to_owned(), "identity".to_owned()),
+        ];
+        headers.extend(wire.headers(&self.model, context));
+        if let Some(key) = self.api_key()? {
+            let (name, value) = wire.auth(key);
+            headers.push((name.to_owned(), value));
+        }
+        headers.extend(self.options.headers.iter().cloned());
+        let body = wire.body(&self.model, context, options)?;
+        let body = serde_json::to_vec(&body)
+            .map_err(|error| format!("Could not serialize the request: {error}"))?;
+        let request = HttpRequest {
+            url: self.url(&wire.path(&self.model)),
+            headers,
+            body,
+        };
+        Ok((Transport::new(client, &self.options), request))
+    }
+
+    /// The key, or why a request cannot be sent without one.
+    fn api_key(&self) -> Result<Option<&str>, String> {
+        match (&self.options.api_key, &self.options.api_key_env) {
+            (Some(key), _) => Ok(Some(key)),
+            (None, Some(var)) => Err(format!(
+                "No API key for provider {}: set {var} or pass the key explicitly",
+                self.model.provider
+            )),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// `base_url` joined with `path`, whether or not the base ends with `/`.
+    fn url(&self, path: &str) -> String {
+        format!(
+            "{}/{}",
+            self.model.base_url.trim_end_matches('/'),
+            path.trim_start_matches('/')
+        )
+    }
+}
+
+impl LanguageModel for HttpModel {
+    fn api(&self) -> &str {
+        self.model.api.as_str()
+    }
+
+    fn provider(&self) -> &str {
+        &self.model.provider
+    }
+
+    fn id(&self) -> &str {
+        &self.model.id
+    }
+
+    fn stream(&self, context: Context, options: StreamOptions) -> AssistantEventStream {
+        let wire = match wire_api(self.model.api) {
+            Ok(wire) => wire,
+            Err(error) => return self.unavailable(&error),
+        };
+        let request = self.request(wire, &context, &options);
+        Run::send(
+            output_for(&self.model),
+            wire.parser(&self.model),
+            SseDecoder::new(self.options.max_event_bytes),
+            Clock::start(&self.options),
+            request,
+            options.signal,
+        )
+        .events()
+    }
+}

@@ -1,0 +1,198 @@
+//! One response, from the request to `done` or `error`: send (with retries), then read the
+//! body piece by piece into the SSE decoder, hand each event to the wire API's parser, and
+//! turn every failure (a limit, a dropped connection, a malformed event, the run's signal)
+//! into the message's `error` ending.
+
+use futures::stream::{self, StreamExt};
+use tokio_util::sync::CancellationToken;
+
+use super::sse::SseDecoder;
+use super::transport::{Clock, Expired, HttpRequest, Transport, chain, seconds};
+use crate::message::StopReason;
+use crate::provider::output::{Output, StreamParser};
+use crate::stream::AssistantEventStream;
+
+const ABORTED: &str = "Request was aborted";
+
+/// Where the response stands.
+enum Phase {
+    /// The request could not even be built.
+    Invalid(String),
+    Send(Box<(Transport, HttpRequest)>),
+    /// Reading the body of an answered request.
+    Read(Box<reqwest::Response>),
+    /// Reading a body that was pushed whole (a replay).
+    Drain,
+    Over,
+}
+
+pub(super) struct Run {
+    output: Output,
+    parser: Box<dyn StreamParser>,
+    decoder: SseDecoder,
+    clock: Clock,
+    phase: Phase,
+    signal: CancellationToken,
+}
+
+impl Run {
+    /// A response to `request`, sent when the stream is first polled.
+    pub(super) fn send(
+        output: Output,
+        parser: Box<dyn StreamParser>,
+        decoder: SseDecoder,
+        clock: Clock,
+        request: Result<(Transport, HttpRequest), String>,
+        signal: CancellationToken,
+    ) -> Self {
+        let phase = match request {
+            Ok(send) => Phase::Send(Box::new(send)),
+            Err(message) => Phase::Invalid(message),
+        };
+        Run {
+            output,
+            parser,
+            decoder,
+            clock,
+            phase,
+            signal,
+        }
+    }
+
+    /// A response whose whole body is already in `decoder` (no limits, no cancellation).
+    pub(super) fn replay(
+        mut output: Output,
+        parser: Box<dyn StreamParser>,
+        decoder: SseDecoder,
+        clock: Clock,
+    ) -> Self {
+        output.start();
+        Run {
+            output,
+            parser,
+            decoder,
+            clock,
+            phase: Phase::Drain,
+            signal: CancellationToken::new(),
+        }
+    }
+
+    /// The response's events, ending with `done` or `error`.
+    pub(super) fn events(self) -> AssistantEventStream {
+        // Boxed, so each event moves a pointer rather than the whole parser state.
+        stream::unfold(Box::new(self), |mut run| async move {
+            loop {
+                if let Some(event) = run.output.pop_event() {
+                    return Some((event, run));
+                }
+                if run.output.is_settled() {
+                    return None;
+                }
+                run.step().await;
+            }
+        })
+        .boxed()
+    }
+
+    /// Advance until at least one event is queued or the response settled.
+    async fn step(&mut self) {
+        if self.signal.is_cancelled() {
+            self.output.fail(StopReason::Aborted, ABORTED);
+            return;
+        }
+        match std::mem::replace(&mut self.phase, Phase::Over) {
+            Phase::Invalid(message) => self.output.fail(StopReason::Error, message),
+            Phase::Send(send) => self.open(*send).await,
+            Phase::Read(response) => self.read(response).await,
+            Phase::Drain => {
+                if self.next_event() {
+                    self.phase = Phase::Drain;
+                } else if !self.output.is_settled() {
+                    self.end();
+                }
+            }
+            Phase::Over => {}
+        }
+    }
+
+    async fn open(&mut self, (transport, request): (Transport, HttpRequest)) {
+        // The deadline counts from the first poll, not from when the stream was made.
+        self.clock.restart();
+        let opened = tokio::select! {
+            biased;
+            () = self.signal.cancelled() => Err(None),
+            opened = transport.open(&request, &self.clock) => opened.map_err(Some),
+        };
+        match opened {
+            Ok(response) => {
+                self.output.start();
+                self.phase = Phase::Read(Box::new(response));
+            }
+            Err(Some(message)) => self.output.fail(StopReason::Error, message),
+            Err(None) => self.output.fail(StopReason::Aborted, ABORTED),
+        }
+    }
+
+    /// Hand out the next decoded event, or read the next piece of the body.
+    async fn read(&mut self, mut response: Box<reqwest::Response>) {
+        if self.next_event() {
+            self.phase = Phase::Read(response);
+            return;
+        }
+        if self.output.is_settled() {
+            return;
+        }
+        let piece = tokio::select! {
+            biased;
+            () = self.signal.cancelled() => {
+                self.output.fail(StopReason::Aborted, ABORTED);
+                return;
+            }
+            piece = self.clock.limit(response.chunk()) => piece,
+        };
+        let failure = match piece {
+            Ok(Ok(Some(piece))) => {
+                self.decoder.push_bytes(&piece);
+                self.phase = Phase::Read(response);
+                return;
+            }
+            Ok(Ok(None)) => return self.end(),
+            Ok(Err(error)) => format!("Connection dropped mid-stream: {}", chain(&error)),
+            Err(Expired::Silence) => format!(
+                "Read timed out: no data from the server for {}",
+                seconds(self.clock.read_timeout())
+            ),
+            Err(Expired::Deadline) => self.clock.deadline_message(),
+        };
+        self.output.fail(StopReason::Error, failure);
+    }
+
+    /// Feed the parser the next complete event: `false` when none is buffered (or the
+    /// response failed).
+    fn next_event(&mut self) -> bool {
+        let result = match self.decoder.next_event() {
+            Ok(None) => return false,
+            Ok(Some(event)) => self.parser.event(&mut self.output, event.name, event.data),
+            Err(message) => Err(message),
+        };
+        match result {
+            Ok(()) => true,
+            Err(message) => {
+                self.output.fail(StopReason::Error, message);
+                false
+            }
+        }
+    }
+
+    /// The body ended.
+    fn end(&mut self) {
+        let ended = self
+            .decoder
+            .finish()
+            .and_then(|()| self.parser.end(&mut self.output));
+        match ended {
+            Ok(reason) => self.output.done(reason),
+            Err(message) => self.output.fail(StopReason::Error, message),
+        }
+    }
+}

@@ -1,0 +1,506 @@
+//! Hostile servers on 127.0.0.1: each misbehaves in one way (never answers, keeps a stream
+//! alive with comments forever, sends one endless event, an invalid byte, a JSON error
+//! with status 200, a body encoded without being asked, a `retry-after` date, a tool call
+//! without a function). Every run must end in bounded time with the exact stop reason and
+//! error text. Each server task is aborted when its test ends.
+
+use crate::provider_support;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use axum::body::{Body, Bytes};
+use axum::response::Response;
+use futures::StreamExt;
+use pi_runtime::provider::{Api, HttpModel, HttpOptions, RetryPolicy};
+use pi_runtime::{AssistantMessageEvent, ContentBlock, LanguageModel, StopReason, StreamOptions};
+use provider_support::{Reply, Server, context, final_message, model, options, trace};
+use tokio::task::JoinHandle;
+
+const TEXT_CHUNK: &str = "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"},\"finish_reason\":null}]}\n\n";
+const STOP_CHUNK: &str = "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+
+/// A server task that ends with its test.
+struct Loopback {
+    base_url: String,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Loopback {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Serve every request with `reply()`.
+async fn serve<F>(reply: F) -> Loopback
+where
+    F: Fn() -> Response + Clone + Send + Sync + 'static,
+{
+    let app = axum::Router::new().fallback(move || {
+        let reply = reply.clone();
+        async move { reply() }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let address = listener.local_addr().expect("local address");
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.expect("serve");
+    });
+    Loopback {
+        base_url: format!("http://{address}"),
+        task,
+    }
+}
+
+/// A `200 text/event-stream` response with this body.
+fn event_stream(body: Body) -> Response {
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(body)
+        .expect("response")
+}
+
+fn openai_at(base_url: &str, options: HttpOptions) -> HttpModel {
+    let model = serde_json::from_value(serde_json::json!({
+        "id": "gpt-test", "provider": "openai", "api": "openai-completions", "baseUrl": base_url,
+    }))
+    .expect("model");
+    HttpModel::new(model, options)
+}
+
+/// Run one request, failing the test if it takes longer than `limit`; the events and the
+/// time it took.
+async fn run_within(
+    model: &dyn LanguageModel,
+    limit: Duration,
+) -> (Vec<AssistantMessageEvent>, Duration) {
+    let start = Instant::now();
+    let events = tokio::time::timeout(
+        limit,
+        model.stream(context(), StreamOptions::default()).collect(),
+    )
+    .await
+    .expect("the response ends in time");
+    (events, start.elapsed())
+}
+
+fn outcome(events: &[AssistantMessageEvent]) -> (StopReason, Option<&str>) {
+    let message = final_message(events);
+    (message.stop_reason, message.error_message.as_deref())
+}
+
+#[test]
+fn the_default_limits_end_a_silent_server_within_a_few_minutes() {
+    let options = HttpOptions::default();
+    assert_eq!(options.connect_timeout, Duration::from_secs(10));
+    assert_eq!(options.read_timeout, Duration::from_secs(60));
+    assert_eq!(options.retry.max_retries, 2);
+    assert_eq!(options.response_timeout, Duration::from_secs(600));
+    assert_eq!(options.max_event_bytes, 16 << 20);
+    // Three silent attempts and the two backoffs between them.
+    let attempts = options.retry.max_retries + 1;
+    let worst = options.read_timeout * attempts
+        + options.retry.initial_delay
+        + options.retry.initial_delay * 2;
+    assert!(worst < Duration::from_secs(185), "{worst:?}");
+}
+
+#[tokio::test]
+async fn a_server_that_accepts_and_never_answers_fails_after_every_attempt() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&accepted);
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            held.push(socket);
+        }
+    });
+    let server = Loopback {
+        base_url: format!("http://{address}"),
+        task,
+    };
+    let three_attempts = HttpOptions {
+        read_timeout: Duration::from_millis(300),
+        retry: RetryPolicy {
+            max_retries: 2,
+            initial_delay: Duration::from_millis(10),
+            max_delay: Duration::from_secs(1),
+        },
+        ..options()
+    };
+    let model = openai_at(&server.base_url, three_attempts);
+    let (events, elapsed) = run_within(&model, Duration::from_secs(10)).await;
+    assert_eq!(trace(&events), ["error"]);
+    let expected = format!(
+        "No response from {}/chat/completions within 0.3s (3 attempts)",
+        server.base_url
+    );
+    assert_eq!(
+        outcome(&events),
+        (StopReason::Error, Some(expected.as_str()))
+    );
+    assert_eq!(accepted.load(Ordering::SeqCst), 3);
+    assert!(
+        elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(4),
+        "{elapsed:?}"
+    );
+
+    // With a deadline shorter than the attempts, the deadline ends the retries.
+    let short_deadline = HttpOptions {
+        read_timeout: Duration::from_millis(300),
+        response_timeout: Duration::from_millis(500),
+        retry: RetryPolicy {
+            max_retries: 10,
+            initial_delay: Duration::from_millis(10),
+            max_delay: Duration::from_secs(1),
+        },
+        ..options()
+    };
+    let model = openai_at(&server.base_url, short_deadline);
+    let (events, elapsed) = run_within(&model, Duration::from_secs(10)).await;
+    assert_eq!(
+        outcome(&events),
+        (
+            StopReason::Error,
+            Some("No complete response within 0.5s (HttpOptions::response_timeout; 2 attempts)")
+        )
+    );
+    assert!(
+        elapsed >= Duration::from_millis(450) && elapsed < Duration::from_secs(3),
+        "{elapsed:?}"
+    );
+}
+
+#[tokio::test]
+async fn keep_alive_comments_do_not_extend_the_response_deadline() {
+    let server = serve(|| {
+        let comments = futures::stream::unfold((), |()| async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Some((
+                Ok::<_, Infallible>(Bytes::from_static(b": keep-alive\n\n")),
+                (),
+            ))
+        });
+        event_stream(Body::from_stream(comments))
+    })
+    .await;
+    let custom = HttpOptions {
+        read_timeout: Duration::from_secs(5),
+        response_timeout: Duration::from_secs(1),
+        ..options()
+    };
+    for api in [Api::OpenAiCompletions, Api::AnthropicMessages] {
+        let mut model = openai_at(&server.base_url, custom.clone()).model().clone();
+        model.api = api;
+        let model = HttpModel::new(model, custom.clone());
+        let (events, elapsed) = run_within(&model, Duration::from_secs(10)).await;
+        assert_eq!(trace(&events), ["start", "error"], "{api:?}");
+        assert_eq!(
+            outcome(&events),
+            (
+                StopReason::Error,
+                Some("No complete response within 1s (HttpOptions::response_timeout)")
+            ),
+            "{api:?}"
+        );
+        assert!(
+            elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(3),
+            "{api:?}: {elapsed:?}"
+        );
+    }
+}
+
+/// An endless `data:` line: `head`, then `x` forever, in 64 KiB pieces.
+fn endless_event(head: &'static [u8]) -> Response {
+    let piece = Bytes::from(vec![b'x'; 64 << 10]);
+    let body = futures::stream::iter([Ok::<_, Infallible>(Bytes::from_static(head))])
+        .chain(futures::stream::repeat_with(move || Ok(piece.clone())));
+    event_stream(Body::from_stream(body))
+}
+
+#[tokio::test]
+async fn an_endless_event_fails_at_the_default_limit() {
+    let server =
+        serve(|| endless_event(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\""))
+            .await;
+    let model = openai_at(&server.base_url, options());
+    let (events, elapsed) = run_within(&model, Duration::from_secs(60)).await;
+    assert_eq!(trace(&events), ["start", "error"]);
+    assert_eq!(
+        outcome(&events),
+        (
+            StopReason::Error,
+            Some("A server-sent event exceeds the limit of 16 MiB (HttpOptions::max_event_bytes)")
+        )
+    );
+    assert!(elapsed < Duration::from_secs(30), "{elapsed:?}");
+}
+
+#[tokio::test]
+async fn an_event_over_a_configured_limit_fails_at_once() {
+    let server = serve(|| endless_event(b"event: content_block_delta\ndata: ")).await;
+    let mut model = openai_at(&server.base_url, options()).model().clone();
+    model.api = Api::AnthropicMessages;
+    let custom = HttpOptions {
+        max_event_bytes: 1 << 20,
+        ..options()
+    };
+    let (events, elapsed) =
+        run_within(&HttpModel::new(model, custom), Duration::from_secs(10)).await;
+    assert_eq!(
+        outcome(&events),
+        (
+            StopReason::Error,
+            Some("A server-sent event exceeds the limit of 1 MiB (HttpOptions::max_event_bytes)")
+        )
+    );
+    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+}
+
+#[tokio::test]
+async fn an_invalid_byte_fails_at_once_though_the_body_never_ends() {
+    let server = serve(|| {
+        let head = format!("{TEXT_CHUNK}data: {{\"choices\":[{{\"delta\":{{\"content\":\"");
+        let mut bad = head.into_bytes();
+        bad.extend_from_slice(b"\xff\"}}]}\n\n");
+        let valid = futures::stream::repeat_with(|| {
+            Ok::<_, Infallible>(Bytes::from_static(TEXT_CHUNK.as_bytes()))
+        });
+        let body = futures::stream::iter([Ok(Bytes::from(bad))]).chain(valid);
+        event_stream(Body::from_stream(body))
+    })
+    .await;
+    let model = openai_at(&server.base_url, options());
+    let (events, elapsed) = run_within(&model, Duration::from_secs(10)).await;
+    let offset = TEXT_CHUNK.len() + "data: {\"choices\":[{\"delta\":{\"content\":\"".len();
+    let expected = format!("The response stream is not valid UTF-8: byte 0xff at offset {offset}");
+    assert_eq!(
+        outcome(&events),
+        (StopReason::Error, Some(expected.as_str()))
+    );
+    assert_eq!(final_message(&events).content, [ContentBlock::text("Hel")]);
+    assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+}
+
+#[tokio::test]
+async fn a_json_error_sent_with_status_200_is_the_servers_error() {
+    let body = r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","code":"insufficient_quota"}}"#;
+    let server = serve(move || {
+        Response::builder()
+            .header("content-type", "application/json; charset=utf-8")
+            .body(Body::from(body))
+            .expect("response")
+    })
+    .await;
+    let custom = HttpOptions {
+        retry: provider_support::quick_retries(2),
+        ..options()
+    };
+    let (events, _) = run_within(
+        &openai_at(&server.base_url, custom),
+        Duration::from_secs(10),
+    )
+    .await;
+    assert_eq!(trace(&events), ["error"]);
+    assert_eq!(
+        outcome(&events),
+        (
+            StopReason::Error,
+            Some(
+                "The server answered HTTP 200 OK with an error instead of an event stream: \
+                 You exceeded your current quota, please check your plan and billing details."
+            )
+        )
+    );
+}
+
+#[tokio::test]
+async fn an_html_page_sent_with_status_200_is_quoted() {
+    let server = serve(|| {
+        Response::builder()
+            .header("content-type", "text/html")
+            .body(Body::from("<html>Sign in to continue</html>"))
+            .expect("response")
+    })
+    .await;
+    let (events, _) = run_within(
+        &openai_at(&server.base_url, options()),
+        Duration::from_secs(10),
+    )
+    .await;
+    assert_eq!(
+        outcome(&events),
+        (
+            StopReason::Error,
+            Some(
+                "The server answered HTTP 200 OK with text/html instead of an event stream: \
+                 <html>Sign in to continue</html>"
+            )
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_gzip_body_that_was_not_asked_for_is_named() {
+    let server = serve(|| {
+        Response::builder()
+            .header("content-type", "text/event-stream")
+            .header("content-encoding", "gzip")
+            .body(Body::from(&b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"[..]))
+            .expect("response")
+    })
+    .await;
+    let (events, _) = run_within(
+        &openai_at(&server.base_url, options()),
+        Duration::from_secs(10),
+    )
+    .await;
+    assert_eq!(
+        outcome(&events),
+        (
+            StopReason::Error,
+            Some(
+                "The response body is gzip-encoded, which was not asked for \
+                 (the request sent accept-encoding: identity), so it cannot be read"
+            )
+        )
+    );
+}
+
+#[tokio::test]
+async fn requests_ask_for_an_unencoded_event_stream() {
+    let server = Server::start(vec![Reply::Sse(format!("{TEXT_CHUNK}{STOP_CHUNK}"))]).await;
+    let model = HttpModel::new(
+        model(Api::OpenAiCompletions, "openai", "gpt-test", &server),
+        options(),
+    );
+    let (events, _) = run_within(&model, Duration::from_secs(10)).await;
+    assert_eq!(outcome(&events), (StopReason::Stop, None));
+    let request = server.only_request();
+    assert_eq!(request.header("accept-encoding"), Some("identity"));
+    assert_eq!(request.header("accept"), Some("text/event-stream"));
+}
+
+#[tokio::test]
+async fn a_retry_after_date_is_honoured() {
+    // HTTP dates have whole seconds: two seconds ahead is a wait of one to two seconds.
+    let date = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(2));
+    let date: &'static str = Box::leak(date.into_boxed_str());
+    let server = Server::start(vec![
+        Reply::Status(503, "busy".into(), vec![("retry-after", date)]),
+        Reply::Sse(format!("{TEXT_CHUNK}{STOP_CHUNK}")),
+    ])
+    .await;
+    let custom = HttpOptions {
+        retry: RetryPolicy {
+            max_retries: 1,
+            initial_delay: Duration::from_millis(5),
+            max_delay: Duration::from_secs(5),
+        },
+        ..options()
+    };
+    let model = HttpModel::new(
+        model(Api::OpenAiCompletions, "openai", "gpt-test", &server),
+        custom,
+    );
+    let (events, elapsed) = run_within(&model, Duration::from_secs(10)).await;
+    assert_eq!(outcome(&events), (StopReason::Stop, None));
+    assert_eq!(server.requests().len(), 2);
+    assert!(
+        elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(4),
+        "{elapsed:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_call_without_a_function_is_a_malformed_stream() {
+    let entry = |function: &str| {
+        format!(
+            "{TEXT_CHUNK}data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":\
+             [{{\"index\":0,\"id\":\"c1\",\"type\":\"function\"{function}}}]}}}}]}}\n\n{STOP_CHUNK}"
+        )
+    };
+    let cases = [
+        (
+            entry(",\"function\":null"),
+            "invalid type: null, expected struct FunctionDelta at line 1 column 100",
+        ),
+        (entry(""), "missing field `function` at line 1 column 85"),
+    ];
+    for (body, error) in cases {
+        let data = body
+            .lines()
+            .nth(2)
+            .and_then(|line| line.strip_prefix("data: "))
+            .expect("the tool-call chunk")
+            .to_owned();
+        let server = Server::start(vec![Reply::Sse(body)]).await;
+        let model = HttpModel::new(
+            model(Api::OpenAiCompletions, "openai", "gpt-test", &server),
+            options(),
+        );
+        let (events, _) = run_within(&model, Duration::from_secs(10)).await;
+        assert_eq!(
+            trace(&events),
+            ["start", "text_start 0", "text_delta 0", "error"]
+        );
+        let expected = format!("Malformed SSE data: {error}; data={data}");
+        assert_eq!(
+            outcome(&events),
+            (StopReason::Error, Some(expected.as_str()))
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_malformed_50_mb_event_is_quoted_in_part() {
+    let openai = openai_at("http://127.0.0.1:9", options()).model().clone();
+    let replay = |api: Api, body: String| {
+        let mut model = openai.clone();
+        model.api = api;
+        let custom = HttpOptions {
+            max_event_bytes: 64 << 20,
+            ..options()
+        };
+        HttpModel::new(model, custom)
+            .replay(body)
+            .collect::<Vec<_>>()
+    };
+    let payload = "x".repeat(50 << 20);
+    let body = format!("data: {{\"choices\": [{payload}\n\n");
+    let events = replay(Api::OpenAiCompletions, body).await;
+    let error = final_message(&events)
+        .error_message
+        .clone()
+        .expect("an error");
+    let shown = "data={\"choices\": [xxx";
+    assert!(error.starts_with("Malformed SSE data: expected value at line 1 column 14; "));
+    assert!(error.contains(shown), "{}", &error[..200]);
+    let left_out = 50 * (1 << 20) + "{\"choices\": [".len() - 4000;
+    assert!(
+        error.ends_with(&format!("x... ({left_out} more bytes not shown)")),
+        "{}",
+        &error[error.len() - 100..]
+    );
+    assert!(error.len() < 4200, "{}", error.len());
+
+    // An Anthropic `error` event is quoted the same way.
+    let body = format!("event: error\ndata: {{\"type\":\"error\",\"error\":\"{payload}\"}}\n\n");
+    let events = replay(Api::AnthropicMessages, body).await;
+    let error = final_message(&events)
+        .error_message
+        .clone()
+        .expect("an error");
+    assert!(error.starts_with("{\"type\":\"error\",\"error\":\"xxx"));
+    assert!(error.ends_with(" more bytes not shown)"));
+    assert!(error.len() < 4200, "{}", error.len());
+}
