@@ -34,8 +34,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let model = FauxModel::new()
         .respond(
-            FauxResponse::tool_call("c1", "add", json!({"a": 1, "b": 2}))
-                .and_tool_call("c2", "add", json!({"a": 1, "b": "two"})),
+            FauxResponse::tool_call("c1", "add", json!({"a": 1, "b": 2})).and_tool_call(
+                "c2",
+                "add",
+                json!({"a": 1, "b": "two"}),
+            ),
         )
         .respond(FauxResponse::text("1 + 2 = 3"));
     let agent = Agent::builder().model(model).tools((Add,)).build()?;

@@ -46,8 +46,6 @@ pub mod presets;
 #[cfg(feature = "http")]
 pub use http::{HttpModel, HttpOptions, RetryPolicy};
 pub use model::{Api, Compat, Model};
-#[cfg(feature = "http")]
-#[doc(hidden)]
-pub use request::request_payload;
+
 #[cfg(feature = "http")]
 pub use request::{RequestError, request_body};

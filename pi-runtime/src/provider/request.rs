@@ -68,23 +68,3 @@ pub fn request_body(
         .body(model, context, options)
         .map_err(RequestError::Invalid)
 }
-
-/// The parameters pi hands its provider SDK (pi's `onPayload`): the same as
-/// [`request_body`] except for Google, where it is the `@google/genai` parameter object
-/// (`model`, `contents`, `config`) before the SDK turns it into the REST body. Only the
-/// conformance runner needs this.
-#[doc(hidden)]
-pub fn request_payload(
-    model: &Model,
-    context: &Context,
-    options: &StreamOptions,
-) -> Result<Value, RequestError> {
-    match model.api {
-        #[cfg(feature = "google")]
-        super::Api::GoogleGenerativeAi => {
-            super::google::request::build_payload(model, context, options)
-                .map_err(RequestError::Invalid)
-        }
-        _ => request_body(model, context, options),
-    }
-}
