@@ -66,8 +66,15 @@ fn installed(variable: &str, what: &str) -> Option<PathBuf> {
     match std::env::var_os(variable) {
         Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
         _ => {
-            eprintln!(
-                "note: skipped: {variable} is not set, so {what} is not installed (.ci/run installs it and sets {variable})"
+            // Written to the real standard error: libtest would capture `eprintln!` and show
+            // nothing for a passing test.
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "note: {} skipped: {variable} is not set, so {what} is not installed (.ci/run installs it and sets {variable})",
+                std::thread::current()
+                    .name()
+                    .unwrap_or("an MCP interop test"),
             );
             None
         }
