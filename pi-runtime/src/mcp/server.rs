@@ -127,6 +127,8 @@ struct ServerInner {
     name: String,
     version: String,
     instructions: Option<String>,
+    /// Tools per `tools/list` page; all in one page when `None`.
+    page_size: Option<usize>,
     /// Sequential tools take it for writing, every other tool for reading.
     turns: RwLock<()>,
 }
@@ -162,6 +164,7 @@ impl McpServer {
                 name: "pi-runtime".to_owned(),
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 instructions: None,
+                page_size: None,
                 turns: RwLock::new(()),
             }),
         })
@@ -181,6 +184,14 @@ impl McpServer {
     #[must_use]
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
         self.inner_mut().instructions = Some(instructions.into());
+        self
+    }
+
+    /// List the tools `size` at a time: `tools/list` then answers with pages and a
+    /// `nextCursor` (default: every tool in one page). Zero counts as one.
+    #[must_use]
+    pub fn with_page_size(mut self, size: usize) -> Self {
+        self.inner_mut().page_size = Some(size.max(1));
         self
     }
 
@@ -210,6 +221,7 @@ impl McpServer {
                 name: old.name.clone(),
                 version: old.version.clone(),
                 instructions: old.instructions.clone(),
+                page_size: old.page_size,
                 turns: RwLock::new(()),
             });
         }
@@ -319,6 +331,28 @@ impl McpServer {
             stop,
             task: Some(task),
         })
+    }
+
+    /// One `tools/list` page and the cursor of the next; the cursor is the index of the page's
+    /// first tool.
+    fn page(&self, cursor: Option<&str>) -> Result<(Vec<McpTool>, Option<String>), ErrorData> {
+        let listed = &self.inner.listed;
+        let Some(size) = self.inner.page_size else {
+            return Ok((listed.clone(), None));
+        };
+        let start = match cursor {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|&start| start <= listed.len())
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(format!("Invalid cursor: {cursor}"), None)
+                })?,
+        };
+        let end = start.saturating_add(size).min(listed.len());
+        let next = (end < listed.len()).then(|| end.to_string());
+        Ok((listed[start..end].to_vec(), next))
     }
 
     async fn call(
@@ -513,10 +547,13 @@ impl ServerHandler for McpServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.inner.listed.clone()))
+        let (tools, next) = self.page(request.and_then(|r| r.cursor).as_deref())?;
+        let mut page = ListToolsResult::with_all_items(tools);
+        page.next_cursor = next;
+        Ok(page)
     }
 
     fn get_tool(&self, name: &str) -> Option<McpTool> {
@@ -537,6 +574,43 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// Say hello.
+    #[crate::tool]
+    async fn hello() -> String {
+        "hello".into()
+    }
+
+    /// Say bye.
+    #[crate::tool]
+    async fn bye() -> String {
+        "bye".into()
+    }
+
+    #[test]
+    fn pages_follow_the_cursor() {
+        let server = McpServer::new((Hello, Bye, HelloAgain))
+            .expect("tools register")
+            .with_page_size(2);
+        let names = |tools: Vec<McpTool>| -> Vec<String> {
+            tools.into_iter().map(|t| t.name.into_owned()).collect()
+        };
+        let (first, next) = server.page(None).expect("a page");
+        assert_eq!(
+            (names(first), next.as_deref()),
+            (vec!["hello".into(), "bye".into()], Some("2"))
+        );
+        let (last, next) = server.page(Some("2")).expect("a page");
+        assert_eq!((names(last), next), (vec!["hello2".to_owned()], None));
+        assert!(server.page(Some("9")).is_err());
+        assert!(server.page(Some("x")).is_err());
+    }
+
+    /// Say hello again.
+    #[crate::tool(name = "hello2")]
+    async fn hello_again() -> String {
+        "hello".into()
+    }
 
     #[test]
     fn json_results_carry_structured_content() {

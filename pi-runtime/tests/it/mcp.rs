@@ -116,7 +116,9 @@ async fn fixture() -> Fixture {
         LongOutput,
     ))
     .expect("tools register")
-    .with_hints("add", ToolHints::new().read_only(true));
+    .with_hints("add", ToolHints::new().read_only(true))
+    // Three pages of three, three and two: the client follows the cursors.
+    .with_page_size(3);
     let http = server
         .serve_http("127.0.0.1:0".parse().expect("an address"))
         .await
