@@ -5,6 +5,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as McpContent, ErrorData,
@@ -310,16 +311,18 @@ impl McpServer {
         let local = listener
             .local_addr()
             .map_err(|e| McpError::Connect(e.to_string()))?;
-        let router = if addr.ip().is_loopback() {
-            self.router("/mcp")
+        let stop = CancellationToken::new();
+        // Cancelling it ends the MCP sessions and their streams, so the graceful shutdown
+        // below does not wait on an open SSE stream.
+        let config =
+            StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token());
+        let config = if addr.ip().is_loopback() {
+            config
         } else {
             // Bound beyond loopback on purpose: any host name may reach it.
-            self.router_with(
-                "/mcp",
-                StreamableHttpServerConfig::default().disable_allowed_hosts(),
-            )
+            config.disable_allowed_hosts()
         };
-        let stop = CancellationToken::new();
+        let router = self.router_with("/mcp", config);
         let stopped = stop.clone();
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, router)
@@ -421,9 +424,16 @@ impl McpHttpServer {
     /// Stop accepting connections and wait until the server task ends.
     pub async fn shutdown(mut self) {
         self.stop.cancel();
-        if let Some(task) = self.task.take() {
-            task.abort();
-            let _ = task.await;
+        if let Some(mut task) = self.task.take() {
+            // Requests still running get a moment to answer; a client that holds a connection
+            // open does not keep the server alive.
+            if tokio::time::timeout(Duration::from_secs(1), &mut task)
+                .await
+                .is_err()
+            {
+                task.abort();
+                let _ = task.await;
+            }
         }
     }
 }
