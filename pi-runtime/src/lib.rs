@@ -257,7 +257,7 @@
 //! | `google` | yes | [`provider::google`]: Google Gemini |
 //! | `http` | with any provider | [`provider::HttpModel`], [`provider::presets`], SSE, retries, deadlines |
 //! | `tools` | yes | [`tools`]: `read`, `write`, `edit`, `bash` and the file mutation queue |
-//! | `mcp` | no | [`mcp`]: serve any [`ToolSet`] to MCP clients (stdio, streamable HTTP), and give an MCP server's tools to the agent, on rmcp (the official Rust SDK) and axum |
+//! | `mcp` | no | `pi_runtime::mcp`: serve any [`ToolSet`] to MCP clients (stdio, streamable HTTP), and give an MCP server's tools to the agent, on rmcp (the official Rust SDK) and axum |
 //!
 //! Without default features the crate is the macro, the tool layers, the argument pipeline,
 //! streaming JSON ([`json`]), the agent loop ([`agent`]) and the faux model
