@@ -53,21 +53,6 @@ pub fn parse_with_repair(text: &str) -> Result<Value, serde_json::Error> {
 /// Repair the inside of string literals (SPEC §6.4 step 2, plus §0.3's lone surrogates);
 /// `None` when nothing needed repair.
 pub fn repair(text: &str) -> Option<String> {
-    repair_strings(text, Repair::All)
-}
-
-/// What [`repair_strings`] edits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Repair {
-    /// Everything SPEC §6.4 repairs, and lone surrogates.
-    All,
-    /// Lone surrogate escapes only: what JavaScript's `JSON.parse` accepts and serde_json
-    /// does not.
-    Surrogates,
-}
-
-pub(super) fn repair_strings(text: &str, mode: Repair) -> Option<String> {
-    let all = mode == Repair::All;
     let bytes = text.as_bytes();
     let mut out = String::new();
     // `text[copied..at]` is still to be copied unchanged; every edit sits at an ASCII byte, so
@@ -110,15 +95,13 @@ pub(super) fn repair_strings(text: &str, mode: Repair) -> Option<String> {
                         _ => at += 6,
                     }
                 }
-                Some(_) if !all => at += 2,
-                None if !all => at += 1,
                 // Doubled; the next character is then read normally.
                 _ => {
                     edit(&mut out, &mut copied, at, 1, "\\\\");
                     at += 1;
                 }
             },
-            0x00..=0x1f if all => {
+            0x00..=0x1f => {
                 edit(&mut out, &mut copied, at, 1, &control_escape(byte));
                 at += 1;
             }
