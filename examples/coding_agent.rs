@@ -4,7 +4,14 @@
 //! ```text
 //! cargo run --example coding_agent                      # a real model if a key is set, else faux
 //! cargo run --example coding_agent -- --base-url http://127.0.0.1:8080/v1 --model qwen3
+//! cargo run --example coding_agent -- --mcp 'npx -y @modelcontextprotocol/server-everything'
+//! cargo run --example coding_agent -- --mcp-url http://127.0.0.1:8000/mcp
 //! ```
+//!
+//! MCP servers: `--mcp 'COMMAND ARGS'` (repeatable; split at spaces, no quoting) starts a
+//! server over stdio, `--mcp-url URL` (repeatable) connects to one over streamable HTTP. Their
+//! tools join the built-in ones as `mcp__<server>__<tool>`; a stdio server is named after its
+//! last argument (`server-everything` above), an HTTP one after its host and port.
 //!
 //! The model: `--base-url URL` (with optional `--model ID` and `--api-key KEY`) talks to any
 //! OpenAI-compatible server; otherwise the first of `OPENAI_API_KEY`, `DEEPSEEK_API_KEY`,
@@ -22,14 +29,17 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pi_runtime::agent::{Agent, AgentEvent, BeforeToolCall, ToolCallDecision};
+use pi_runtime::mcp::McpClient;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::provider::presets;
 use pi_runtime::tools::{Bash, Edit, Read, WorkingDir, Write};
-use pi_runtime::{AssistantMessageEvent, Context, LanguageModel, Message, StopReason, ToolError};
+use pi_runtime::{
+    AssistantMessageEvent, Context, LanguageModel, Message, StopReason, ToolDefinition, ToolError,
+};
 use serde_json::json;
 use tokio::sync::mpsc;
 
-const USAGE: &str = "usage: coding_agent [--base-url URL] [--model ID] [--api-key KEY]";
+const USAGE: &str = "usage: coding_agent [--base-url URL] [--model ID] [--api-key KEY] [--mcp 'COMMAND ARGS']... [--mcp-url URL]...";
 /// Result lines shown for a tool that streamed nothing while it ran (`read` of a big file).
 const SHOWN_RESULT_LINES: usize = 12;
 
@@ -45,9 +55,16 @@ async fn main() -> ExitCode {
 }
 
 async fn run() -> Result<(), String> {
-    let options = Options::parse(std::env::args().skip(1))?;
+    let mut options = Options::parse(std::env::args().skip(1))?;
     let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
     let cwd = WorkingDir::from(cwd);
+    let servers = connect_mcp(
+        std::mem::take(&mut options.mcp),
+        std::mem::take(&mut options.mcp_url),
+    )
+    .await?;
+    let mcp_tools: Vec<Arc<dyn ToolDefinition>> =
+        servers.iter().flat_map(McpClient::tools).collect();
     let (model, about) = choose_model(options);
 
     let lines = Lines::from_stdin();
@@ -60,6 +77,7 @@ async fn run() -> Result<(), String> {
             Bash::new(cwd.clone()),
             Edit::new(cwd.clone()),
             Write::new(cwd.clone()),
+            mcp_tools,
         ))
         .before_tool_call(move |call| confirm(call, confirm_lines.clone()))
         .build()
@@ -144,12 +162,26 @@ struct Options {
     base_url: Option<String>,
     model: Option<String>,
     api_key: Option<String>,
+    mcp: Vec<String>,
+    mcp_url: Vec<String>,
 }
 
 impl Options {
     fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
         let mut options = Options::default();
         while let Some(flag) = args.next() {
+            let list = match flag.as_str() {
+                "--mcp" => Some(&mut options.mcp),
+                "--mcp-url" => Some(&mut options.mcp_url),
+                _ => None,
+            };
+            if let Some(list) = list {
+                list.push(
+                    args.next()
+                        .ok_or(format!("{flag} needs a value\n{USAGE}"))?,
+                );
+                continue;
+            }
             let slot = match flag.as_str() {
                 "--base-url" => &mut options.base_url,
                 "--model" => &mut options.model,
@@ -167,6 +199,70 @@ impl Options {
         }
         Ok(options)
     }
+}
+
+/// Connect the `--mcp` and `--mcp-url` servers, in order, each tool name unique.
+async fn connect_mcp(commands: Vec<String>, urls: Vec<String>) -> Result<Vec<McpClient>, String> {
+    let mut clients: Vec<McpClient> = Vec::new();
+    let mut taken: Vec<String> = Vec::new();
+    let mut used = Vec::new();
+    let mut unique = |base: String| {
+        let mut name = base.clone();
+        let mut n = 2;
+        while used.contains(&name) {
+            name = format!("{base}-{n}");
+            n += 1;
+        }
+        used.push(name.clone());
+        name
+    };
+    for line in commands {
+        let mut words = line.split_whitespace();
+        let program = words.next().ok_or("--mcp needs a command")?;
+        let args: Vec<&str> = words.collect();
+        let last = args
+            .iter()
+            .rev()
+            .find(|a| !a.starts_with('-'))
+            .copied()
+            .unwrap_or(program);
+        let stem = std::path::Path::new(last)
+            .file_stem()
+            .and_then(|stem| stem.to_str())
+            .filter(|stem| !stem.is_empty())
+            .unwrap_or(program);
+        let name = unique(stem.to_owned());
+        let mut command = tokio::process::Command::new(program);
+        command.args(&args);
+        let client = McpClient::builder(name.clone())
+            .taken(taken.clone())
+            .stdio(command)
+            .await
+            .map_err(|e| e.to_string())?;
+        taken.extend(client.tool_names());
+        println!("MCP server {name}: {} tools", client.tool_names().len());
+        clients.push(client);
+    }
+    for url in urls {
+        let host = url
+            .split("://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or("remote");
+        let name = unique(host.to_owned());
+        let client = McpClient::builder(name.clone())
+            .taken(taken.clone())
+            .http(url.clone())
+            .await
+            .map_err(|e| e.to_string())?;
+        taken.extend(client.tool_names());
+        println!(
+            "MCP server {name} ({url}): {} tools",
+            client.tool_names().len()
+        );
+        clients.push(client);
+    }
+    Ok(clients)
 }
 
 /// The model to talk to and a line saying which it is.

@@ -257,6 +257,7 @@
 //! | `google` | yes | [`provider::google`]: Google Gemini |
 //! | `http` | with any provider | [`provider::HttpModel`], [`provider::presets`], SSE, retries, deadlines |
 //! | `tools` | yes | [`tools`]: `read`, `write`, `edit`, `bash` and the file mutation queue |
+//! | `mcp` | no | `pi_runtime::mcp`: serve any [`ToolSet`] to MCP clients (stdio, streamable HTTP), and give an MCP server's tools to the agent, on rmcp (the official Rust SDK) and axum |
 //!
 //! Without default features the crate is the macro, the tool layers, the argument pipeline,
 //! streaming JSON ([`json`]), the agent loop ([`agent`]) and the faux model
@@ -443,9 +444,6 @@
 //! }
 //! ```
 //!
-//! # Cargo features
-//!
-//! `pi-runtime` has no optional features: everything above is always available.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -453,6 +451,9 @@ pub mod agent;
 pub mod args;
 mod excerpt;
 pub mod json;
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub mod mcp;
 pub mod message;
 pub mod prompt;
 pub mod provider;

@@ -28,6 +28,8 @@ pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Handle) -> Result<
         "parse_stream" => ops::parse_stream::prepare(request, runtime),
         "scenario" => ops::scenario::prepare(request, runtime),
         "system_prompt_tools" => ops::system_prompt_tools::prepare(request),
+        "mcp_tool" => ops::mcp::prepare_tool(request),
+        "mcp_result" => ops::mcp::prepare_result(request),
         "bench" => crate::bench::prepare(request, runtime),
         other => Err(format!("unknown op {other:?}")),
     }

@@ -317,6 +317,7 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
         }
     });
     let prepare = prepare(tool, &private);
+    let output_schema = output_schema(tool, &private);
     let execute = execute(tool, paths);
     let prompt = prompt(tool, &private);
 
@@ -363,6 +364,22 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
         #[automatically_derived]
         impl #private::ToolDefinition for #ty {
             #prompt
+            #output_schema
+        }
+    }
+}
+
+/// `output_schema`: `T`'s schema for a fn returning `Json<T>` or `Result<Json<T>, E>`, found by
+/// autoref specialization on the return type (`None` for every other type).
+fn output_schema(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
+    let ReturnType::Type(_, output) = &tool.original.sig.output else {
+        return TokenStream::new();
+    };
+    quote! {
+        fn output_schema(&self) -> ::core::option::Option<#private::Value> {
+            #[allow(unused_imports)]
+            use #private::{OutputSchemaNone as _, OutputSchemaOf as _};
+            (&&#private::OutputSchemaProbe::<#output>::new()).output_schema()
         }
     }
 }

@@ -45,13 +45,13 @@
 
 mod batch;
 mod builder;
-mod call;
+pub(crate) mod call;
 mod config;
 mod error;
 mod events;
 mod failure;
 mod handle;
-mod hooks;
+pub(crate) mod hooks;
 mod run;
 mod sink;
 mod state;

@@ -7,7 +7,7 @@ mod schema;
 mod shim;
 
 pub use bounds::{DescribeArgument, DeserializeArgument, IntoToolOutcome, SendFuture, ToolState};
-pub use schema::parameters_schema;
+pub use schema::{OutputSchemaNone, OutputSchemaOf, OutputSchemaProbe, parameters_schema};
 pub use shim::{PrepareFn, prepare, rename_aliases};
 
 pub use futures;

@@ -35,6 +35,67 @@ pub fn parameters_schema<T: JsonSchema + ?Sized>(closed: bool) -> Value {
     value
 }
 
+/// Finds a `#[tool]` fn's output schema by autoref specialization: the macro calls
+/// `(&&OutputSchemaProbe::<Output>::new()).output_schema()` with the fn's return type, which
+/// resolves to [`OutputSchemaOf`] for `Json<T>` and `Result<Json<T>, E>` with `T: JsonSchema`,
+/// and to [`OutputSchemaNone`] for everything else.
+pub struct OutputSchemaProbe<T: ?Sized>(std::marker::PhantomData<T>);
+
+impl<T: ?Sized> OutputSchemaProbe<T> {
+    /// The probe.
+    #[must_use]
+    pub const fn new() -> Self {
+        OutputSchemaProbe(std::marker::PhantomData)
+    }
+}
+
+impl<T: ?Sized> std::fmt::Debug for OutputSchemaProbe<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutputSchemaProbe")
+    }
+}
+
+impl<T: ?Sized> Default for OutputSchemaProbe<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The output schema of a `Json<T>` output: `T`'s schema when it is an object schema.
+pub trait OutputSchemaOf {
+    /// The schema, or `None`.
+    fn output_schema(&self) -> Option<Value>;
+}
+
+impl<T: JsonSchema> OutputSchemaOf for &OutputSchemaProbe<crate::tool::Json<T>> {
+    fn output_schema(&self) -> Option<Value> {
+        object_schema::<T>()
+    }
+}
+
+impl<T: JsonSchema, E> OutputSchemaOf for &OutputSchemaProbe<Result<crate::tool::Json<T>, E>> {
+    fn output_schema(&self) -> Option<Value> {
+        object_schema::<T>()
+    }
+}
+
+/// Every other output has no schema.
+pub trait OutputSchemaNone {
+    /// `None`.
+    fn output_schema(&self) -> Option<Value>;
+}
+
+impl<T: ?Sized> OutputSchemaNone for OutputSchemaProbe<T> {
+    fn output_schema(&self) -> Option<Value> {
+        None
+    }
+}
+
+fn object_schema<T: JsonSchema>() -> Option<Value> {
+    let schema = parameters_schema::<T>(false);
+    (schema.get("type").and_then(Value::as_str) == Some("object")).then_some(schema)
+}
+
 /// The per-node part, applied to every subschema.
 struct Tidy {
     closed: bool,

@@ -85,6 +85,13 @@ pub trait ToolDefinition: AgentTool {
     fn render_result(&self, _result: &ToolResult) -> Option<String> {
         None
     }
+
+    /// The JSON Schema of the tool's structured output, when it has one: `#[tool]` gives it to
+    /// a fn returning `Json<T>` (or `Result<Json<T>, E>`) whose `T` is an object type with a
+    /// `JsonSchema`. An MCP server lists it as the tool's `outputSchema`.
+    fn output_schema(&self) -> Option<Value> {
+        None
+    }
 }
 
 impl<T: AgentTool + ?Sized> AgentTool for Arc<T> {
@@ -122,5 +129,8 @@ impl<T: ToolDefinition + ?Sized> ToolDefinition for Arc<T> {
     }
     fn render_result(&self, result: &ToolResult) -> Option<String> {
         (**self).render_result(result)
+    }
+    fn output_schema(&self) -> Option<Value> {
+        (**self).output_schema()
     }
 }

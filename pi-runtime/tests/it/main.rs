@@ -25,6 +25,8 @@ mod e2e_parallel_edits;
 mod e2e_self_correction;
 mod macro_lints;
 mod macro_tool;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod partial_json_malformed;
 mod partial_json_props;
 mod partial_json_spec;

@@ -1,0 +1,148 @@
+//! The built-in `read`, `write`, `edit` and `bash` tools and one custom `#[tool]` served to any
+//! MCP client, with the same validation and error texts a model gets in the agent loop.
+//!
+//! ```text
+//! cargo run --example mcp_server                               # stdio (what desktop clients start)
+//! cargo run --example mcp_server -- --http 127.0.0.1:8000      # streamable HTTP at /mcp
+//! cargo run --example mcp_server -- --dir /path/to/project     # the tools' working directory
+//! ```
+//!
+//! Claude Desktop (`claude_desktop_config.json`) starts it over stdio:
+//!
+//! ```json
+//! {
+//!   "mcpServers": {
+//!     "pi-tools": {
+//!       "command": "/path/to/target/release/examples/mcp_server",
+//!       "args": ["--dir", "/path/to/project"]
+//!     }
+//!   }
+//! }
+//! ```
+//!
+//! Codex (`~/.codex/config.toml`):
+//!
+//! ```toml
+//! [mcp_servers.pi-tools]
+//! command = "/path/to/target/release/examples/mcp_server"
+//! args = ["--dir", "/path/to/project"]
+//! ```
+//!
+//! Over HTTP, a client that takes a URL (Claude Code: `claude mcp add --transport http pi-tools
+//! http://127.0.0.1:8000/mcp`) connects to `http://<addr>/mcp`. A loopback address accepts only
+//! loopback `Host` headers, which keeps web pages from reaching it by DNS rebinding.
+//!
+//! The custom tool, `countdown`, reports progress every tenth of a second (MCP
+//! `notifications/progress` when the client sent a progress token) and stops when the client
+//! cancels it (`notifications/cancelled`), saying so on standard error.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use pi_runtime::mcp::{McpServer, ToolHints};
+use pi_runtime::tools::{Bash, Edit, Read, WorkingDir, Write};
+use pi_runtime::{ToolContext, ToolError, ToolResult, tool};
+
+const USAGE: &str = "usage: mcp_server [--http ADDR:PORT] [--dir DIR]";
+
+/// Count down from `seconds`, reporting the time left every tenth of a second. Stops early
+/// when the call is cancelled.
+#[tool(snippet = "Count down, with progress")]
+async fn countdown(
+    /// Seconds to count down from, at most 600.
+    seconds: f64,
+    ctx: ToolContext,
+) -> Result<String, ToolError> {
+    if !(0.0..=600.0).contains(&seconds) {
+        return Err(ToolError::new(format!(
+            "seconds must be between 0 and 600, got {seconds}"
+        )));
+    }
+    let steps = (seconds * 10.0).round() as u64;
+    for step in 1..=steps {
+        tokio::select! {
+            () = ctx.signal().cancelled() => {
+                eprintln!("countdown: cancelled after {} of {steps} steps", step - 1);
+                return Err(ToolError::new("countdown cancelled"));
+            }
+            () = tokio::time::sleep(Duration::from_millis(100)) => {}
+        }
+        let left = (steps - step) as f64 / 10.0;
+        ctx.update(ToolResult::text(format!("{left:.1} s left")));
+    }
+    Ok(format!("counted down from {seconds} s"))
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("mcp_server: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), String> {
+    let mut http: Option<SocketAddr> = None;
+    let mut dir = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        match flag.as_str() {
+            "--http" => {
+                let value = args
+                    .next()
+                    .ok_or(format!("--http needs ADDR:PORT\n{USAGE}"))?;
+                http = Some(value.parse().map_err(|e| format!("--http {value}: {e}"))?);
+            }
+            "--dir" => dir = Some(args.next().ok_or(format!("--dir needs DIR\n{USAGE}"))?),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
+        }
+    }
+    let cwd = match dir {
+        Some(dir) => std::path::PathBuf::from(dir),
+        None => std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?,
+    };
+    let cwd = WorkingDir::from(cwd);
+    let server = McpServer::new((
+        Read::new(cwd.clone()),
+        Write::new(cwd.clone()),
+        Edit::new(cwd.clone()),
+        Bash::new(cwd.clone()),
+        Countdown,
+    ))
+    .map_err(|e| e.to_string())?
+    .with_name("pi-tools", env!("CARGO_PKG_VERSION"))
+    .with_instructions("File tools and a shell in one project directory.")
+    .with_hints("read", ToolHints::new().read_only(true).open_world(false))
+    .with_hints(
+        "write",
+        ToolHints::new().destructive(true).open_world(false),
+    )
+    .with_hints("edit", ToolHints::new().destructive(true).open_world(false))
+    .with_hints("bash", ToolHints::new().destructive(true))
+    .with_hints(
+        "countdown",
+        ToolHints::new().read_only(true).idempotent(true),
+    );
+
+    match http {
+        None => server.serve_stdio().await.map_err(|e| e.to_string()),
+        Some(addr) => {
+            let running = server.serve_http(addr).await.map_err(|e| e.to_string())?;
+            // Tests and scripts read this line to find the port.
+            println!("listening on {}", running.url());
+            tokio::signal::ctrl_c()
+                .await
+                .map_err(|e| format!("cannot wait for Ctrl-C: {e}"))?;
+            running.shutdown().await;
+            Ok(())
+        }
+    }
+}

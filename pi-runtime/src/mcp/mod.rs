@@ -1,0 +1,107 @@
+//! MCP both ways: serve a [`ToolSet`](crate::ToolSet) to any MCP client, and give an MCP
+//! server's tools to the agent. Behind the `mcp` cargo feature.
+//!
+//! Built on [rmcp](https://docs.rs/rmcp), the official Rust SDK; nothing here speaks the
+//! protocol by hand.
+//!
+//! - **Server** ([`McpServer`]): `tools/list` gives each tool's name, description, input schema
+//!   (the one the model sees), annotations and, for a `Json<T>` tool, an output schema;
+//!   `tools/call` runs the agent loop's own pipeline (prepare, coerce, validate, execute), so an
+//!   MCP client gets exactly the error texts a model gets in the loop. Over stdio or streamable
+//!   HTTP.
+//! - **Client** ([`McpClient`]): connects to a server over stdio (a child process) or streamable
+//!   HTTP and turns each of its tools into an [`AgentTool`](crate::AgentTool) exactly as pi's
+//!   MCP extension does (SPEC §12): [`tool_definitions`] for the definitions,
+//!   [`convert_result`] for what the model sees of a result.
+//!
+//! Both ways at once: a `#[tool]` served over streamable HTTP on loopback, and an agent that
+//! uses it through the client, next to its own tools. The model (a faux one here) calls it
+//! `mcp__<server>__<tool>`; invalid arguments get exactly the text the loop gives for a local
+//! tool, checked before anything is sent.
+//!
+//! ```
+//! use pi_runtime::agent::Agent;
+//! use pi_runtime::mcp::{McpClient, McpServer};
+//! use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+//! use pi_runtime::{Message, tool};
+//! use serde_json::json;
+//!
+//! /// Add two numbers.
+//! #[tool]
+//! async fn add(a: f64, b: f64) -> String {
+//!     (a + b).to_string()
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = McpServer::new((Add,))?;
+//! let http = server.serve_http("127.0.0.1:0".parse()?).await?;
+//!
+//! let calculator = McpClient::builder("calculator").http(http.url()).await?;
+//! assert_eq!(calculator.tool_names(), ["mcp__calculator__add"]);
+//!
+//! let model = FauxModel::new()
+//!     .respond(FauxResponse::tool_call("c1", "mcp__calculator__add", json!({"a": 1, "b": "x"})))
+//!     .respond(FauxResponse::tool_call("c2", "mcp__calculator__add", json!({"a": 1, "b": "2"})))
+//!     .respond(FauxResponse::text("3"));
+//! let agent = Agent::builder().model(model).tools(calculator).build()?;
+//! let texts: Vec<String> = agent
+//!     .prompt("1 + 2?")
+//!     .await?
+//!     .iter()
+//!     .filter_map(|m| match m {
+//!         Message::ToolResult(r) => Some(r.text()),
+//!         _ => None,
+//!     })
+//!     .collect();
+//! assert_eq!(
+//!     texts,
+//!     [
+//!         "Validation failed for tool \"mcp__calculator__add\":\n  - b: expected number, got string\n\n\
+//!          Received arguments:\n{\n  \"a\": 1,\n  \"b\": \"x\"\n}",
+//!         "3",
+//!     ]
+//! );
+//! http.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+mod client;
+mod content;
+mod http;
+mod naming;
+mod schema;
+mod server;
+mod tool;
+
+use thiserror::Error;
+
+use crate::tool::RegistryError;
+
+pub use client::{DEFAULT_TIMEOUT, McpClient, McpClientBuilder};
+pub use content::{
+    MCP_OUTPUT_MAX_BYTES, OutputSaver, ResultOptions, TempFileSaver, convert_result, result_to_json,
+};
+pub use schema::{McpToolDefinition, tool_definitions};
+pub use server::{McpHttpServer, McpServer, ToolHints};
+
+/// Everything that can go wrong between us and an MCP peer.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum McpError {
+    /// A `tools/list` entry is not an object with a string `name` and an object `inputSchema`
+    /// (pi's client rejects the whole list).
+    #[error("Invalid entry in MCP tools/list result")]
+    InvalidToolList,
+    /// A `tools/call` result is not an object, or its `content` is not an array.
+    #[error("Invalid MCP tools/call result")]
+    InvalidResult,
+    /// The tools cannot be served: two share a name, or a schema does not compile.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// A connection could not be made or broke (spawning a server, binding a port, the
+    /// initialization handshake).
+    #[error("MCP connection failed: {0}")]
+    Connect(String),
+}

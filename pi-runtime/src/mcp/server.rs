@@ -1,0 +1,646 @@
+//! Our tools over MCP: an rmcp `ServerHandler` over a [`ToolRegistry`], serving `tools/list`
+//! and `tools/call` with the agent loop's own pipeline, over stdio or streamable HTTP.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as McpContent, ErrorData,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::RwLock;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::McpError;
+use crate::agent::call::{self, CallScope, Preflight};
+use crate::agent::hooks::Hooks;
+use crate::message::{AssistantMessage, ContentBlock, ToolCall};
+use crate::tool::{ExecutionMode, ToolDefinition, ToolRegistry, ToolResult, ToolSet};
+
+/// Behaviour hints an MCP client may show or use for a tool (MCP `ToolAnnotations`). All are
+/// hints; `None` leaves a hint out.
+///
+/// ```
+/// use pi_runtime::mcp::ToolHints;
+///
+/// let hints = ToolHints::new().read_only(true).open_world(false);
+/// assert_eq!(hints.read_only, Some(true));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolHints {
+    /// The tool does not modify its environment.
+    pub read_only: Option<bool>,
+    /// The tool may destroy data.
+    pub destructive: Option<bool>,
+    /// Calling it twice with the same arguments does nothing more.
+    pub idempotent: Option<bool>,
+    /// The tool reaches outside the machine.
+    pub open_world: Option<bool>,
+}
+
+impl ToolHints {
+    /// No hints.
+    pub fn new() -> Self {
+        ToolHints::default()
+    }
+
+    /// Set `readOnlyHint`.
+    #[must_use]
+    pub fn read_only(mut self, value: bool) -> Self {
+        self.read_only = Some(value);
+        self
+    }
+
+    /// Set `destructiveHint`.
+    #[must_use]
+    pub fn destructive(mut self, value: bool) -> Self {
+        self.destructive = Some(value);
+        self
+    }
+
+    /// Set `idempotentHint`.
+    #[must_use]
+    pub fn idempotent(mut self, value: bool) -> Self {
+        self.idempotent = Some(value);
+        self
+    }
+
+    /// Set `openWorldHint`.
+    #[must_use]
+    pub fn open_world(mut self, value: bool) -> Self {
+        self.open_world = Some(value);
+        self
+    }
+}
+
+/// Serves a [`ToolSet`] to MCP clients: `tools/list` and `tools/call` (with the agent loop's
+/// prepare, coerce, validate and execute steps, and its error texts), over stdio
+/// ([`serve_stdio`](Self::serve_stdio)) or streamable HTTP ([`serve_http`](Self::serve_http),
+/// [`router`](Self::router)).
+///
+/// Cloning is cheap; clones share the tools and the lock that keeps sequential tools one at a
+/// time across every connection.
+///
+/// ```
+/// use pi_runtime::mcp::{McpServer, ToolHints};
+/// use pi_runtime::tool;
+///
+/// /// Add two numbers.
+/// #[tool]
+/// async fn add(a: f64, b: f64) -> String {
+///     (a + b).to_string()
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), pi_runtime::mcp::McpError> {
+/// let server = McpServer::new((Add,))?
+///     .with_name("calculator", "1.0.0")
+///     .with_hints("add", ToolHints::new().read_only(true));
+/// // Serve it on a loopback port; `serve_stdio` serves standard input and output instead.
+/// let http = server.serve_http("127.0.0.1:0".parse().expect("an address")).await?;
+/// println!("MCP endpoint: {}", http.url());
+/// http.shutdown().await;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct McpServer {
+    inner: Arc<ServerInner>,
+}
+
+struct ServerInner {
+    registry: ToolRegistry,
+    listed: Vec<McpTool>,
+    /// Tools whose `details` are their structured content (a `Json<T>` output).
+    structured: Vec<bool>,
+    name: String,
+    version: String,
+    instructions: Option<String>,
+    /// Tools per `tools/list` page; all in one page when `None`.
+    page_size: Option<usize>,
+    /// Sequential tools take it for writing, every other tool for reading.
+    turns: RwLock<()>,
+}
+
+impl fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.inner.name)
+            .field("tools", &self.inner.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// A server for these tools (anything `Agent::builder().tools(..)` takes). Every schema is
+    /// compiled here.
+    ///
+    /// # Errors
+    /// [`McpError::Registry`]: two tools share a name, or a schema does not compile.
+    pub fn new(tools: impl ToolSet) -> Result<Self, McpError> {
+        let registry = ToolRegistry::new(tools)?;
+        let tools: Vec<&Arc<dyn ToolDefinition>> = registry.active().collect();
+        let listed = tools
+            .iter()
+            .map(|tool| listed_tool(tool.as_ref()))
+            .collect();
+        let structured = tools.iter().map(|t| t.output_schema().is_some()).collect();
+        Ok(McpServer {
+            inner: Arc::new(ServerInner {
+                registry,
+                listed,
+                structured,
+                name: "pi-runtime".to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                instructions: None,
+                page_size: None,
+                turns: RwLock::new(()),
+            }),
+        })
+    }
+
+    /// The name and version clients see in `initialize` (default: `pi-runtime` and this
+    /// crate's version).
+    #[must_use]
+    pub fn with_name(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        let inner = self.inner_mut();
+        inner.name = name.into();
+        inner.version = version.into();
+        self
+    }
+
+    /// Instructions clients may give their model.
+    #[must_use]
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.inner_mut().instructions = Some(instructions.into());
+        self
+    }
+
+    /// List the tools `size` at a time: `tools/list` then answers with pages and a
+    /// `nextCursor` (default: every tool in one page). Zero counts as one.
+    #[must_use]
+    pub fn with_page_size(mut self, size: usize) -> Self {
+        self.inner_mut().page_size = Some(size.max(1));
+        self
+    }
+
+    /// Behaviour hints for the tool named `tool` (ignored when there is none).
+    #[must_use]
+    pub fn with_hints(mut self, tool: &str, hints: ToolHints) -> Self {
+        if let Some(listed) = self.inner_mut().listed.iter_mut().find(|t| t.name == tool) {
+            let mut annotations = listed.annotations.take().unwrap_or_default();
+            annotations.read_only_hint = hints.read_only.or(annotations.read_only_hint);
+            annotations.destructive_hint = hints.destructive.or(annotations.destructive_hint);
+            annotations.idempotent_hint = hints.idempotent.or(annotations.idempotent_hint);
+            annotations.open_world_hint = hints.open_world.or(annotations.open_world_hint);
+            listed.annotations = Some(annotations);
+        }
+        self
+    }
+
+    /// The builder methods run before the server is shared; a clone made earlier keeps the
+    /// old settings.
+    fn inner_mut(&mut self) -> &mut ServerInner {
+        if Arc::get_mut(&mut self.inner).is_none() {
+            let old = &self.inner;
+            self.inner = Arc::new(ServerInner {
+                registry: old.registry.clone(),
+                listed: old.listed.clone(),
+                structured: old.structured.clone(),
+                name: old.name.clone(),
+                version: old.version.clone(),
+                instructions: old.instructions.clone(),
+                page_size: old.page_size,
+                turns: RwLock::new(()),
+            });
+        }
+        Arc::get_mut(&mut self.inner).unwrap_or_else(|| unreachable!("just made unique"))
+    }
+
+    /// The `tools/list` entries, in registration order.
+    pub fn listed_tools(&self) -> Vec<Value> {
+        self.inner
+            .listed
+            .iter()
+            .map(|tool| serde_json::to_value(tool).unwrap_or(Value::Null))
+            .collect()
+    }
+
+    /// Serve standard input and output until the client closes them.
+    ///
+    /// # Errors
+    /// The connection failed before or during initialization.
+    pub async fn serve_stdio(self) -> Result<(), McpError> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Serve one connection over a byte stream pair (a pipe, a socket, a
+    /// `tokio::io::duplex`) until it closes.
+    ///
+    /// # Errors
+    /// The connection failed before or during initialization.
+    pub async fn serve_io<R, W>(self, reader: R, writer: W) -> Result<(), McpError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let running = self
+            .serve((reader, writer))
+            .await
+            .map_err(|e| McpError::Connect(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| McpError::Connect(e.to_string()))?;
+        Ok(())
+    }
+
+    /// The streamable HTTP endpoint as an axum router serving `path` (for example `/mcp`),
+    /// to merge into an application's own router. Only loopback `Host`s are accepted, which
+    /// protects a local server from DNS rebinding; use [`router_for_hosts`](Self::router_for_hosts)
+    /// behind a real host name.
+    pub fn router(&self, path: &str) -> axum::Router {
+        self.router_with(path, StreamableHttpServerConfig::default())
+    }
+
+    /// Like [`router`](Self::router), accepting requests for these `Host` names (or
+    /// `host:port` authorities).
+    pub fn router_for_hosts<I, S>(&self, path: &str, hosts: I) -> axum::Router
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.router_with(
+            path,
+            StreamableHttpServerConfig::default().with_allowed_hosts(hosts),
+        )
+    }
+
+    fn router_with(&self, path: &str, config: StreamableHttpServerConfig) -> axum::Router {
+        let server = self.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        axum::Router::new().route_service(path, service)
+    }
+
+    /// Serve streamable HTTP at `http://<addr>/mcp` in a background task. Bind a loopback
+    /// address (`127.0.0.1:0` picks a free port) unless the server must be reachable from
+    /// other machines.
+    ///
+    /// # Errors
+    /// The address cannot be bound.
+    pub async fn serve_http(&self, addr: SocketAddr) -> Result<McpHttpServer, McpError> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| McpError::Connect(format!("cannot listen on {addr}: {e}")))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| McpError::Connect(e.to_string()))?;
+        let stop = CancellationToken::new();
+        // Cancelling it ends the MCP sessions and their streams, so the graceful shutdown
+        // below does not wait on an open SSE stream.
+        let config =
+            StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token());
+        let config = if addr.ip().is_loopback() {
+            config
+        } else {
+            // Bound beyond loopback on purpose: any host name may reach it.
+            config.disable_allowed_hosts()
+        };
+        let router = self.router_with("/mcp", config);
+        let stopped = stop.clone();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router)
+                .with_graceful_shutdown(async move { stopped.cancelled().await })
+                .await;
+        });
+        Ok(McpHttpServer {
+            addr: local,
+            stop,
+            task: Some(task),
+        })
+    }
+
+    /// One `tools/list` page and the cursor of the next; the cursor is the index of the page's
+    /// first tool.
+    fn page(&self, cursor: Option<&str>) -> Result<(Vec<McpTool>, Option<String>), ErrorData> {
+        let listed = &self.inner.listed;
+        let Some(size) = self.inner.page_size else {
+            return Ok((listed.clone(), None));
+        };
+        let start = match cursor {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|&start| start <= listed.len())
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(format!("Invalid cursor: {cursor}"), None)
+                })?,
+        };
+        let end = start.saturating_add(size).min(listed.len());
+        let next = (end < listed.len()).then(|| end.to_string());
+        Ok((listed[start..end].to_vec(), next))
+    }
+
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let inner = &self.inner;
+        let name = request.name.as_ref();
+        let (index, tool) = inner
+            .registry
+            .active()
+            .enumerate()
+            .find(|(_, t)| t.definition().name == name)
+            .ok_or_else(|| ErrorData::invalid_params(format!("Unknown tool: {name}"), None))?;
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let call = ToolCall::new(request_id(&context), name, arguments);
+        let assistant = AssistantMessage::empty("mcp", "mcp", "mcp");
+        let scope = CallScope {
+            hooks: Arc::new(Hooks::default()),
+            assistant: Arc::new(assistant),
+            messages: Arc::from(Vec::new()),
+            signal: context.ct.clone(),
+            deadline: None,
+            capture_content: false,
+        };
+        let sequential = tool.execution_mode() == ExecutionMode::Sequential;
+        let result = match call::prepare(&call, &inner.registry, &scope).await {
+            Preflight::Immediate(outcome) => outcome.result,
+            Preflight::Ready(ready) => {
+                let (_read, _write) = if sequential {
+                    (None, Some(inner.turns.write().await))
+                } else {
+                    (Some(inner.turns.read().await), None)
+                };
+                let progress = Progress::new(&context);
+                call::execute(ready, &call, &scope, |update| progress.send(update))
+                    .await
+                    .result
+            }
+        };
+        Ok(mcp_result(result, inner.structured[index]))
+    }
+}
+
+/// A streamable HTTP server running in the background ([`McpServer::serve_http`]). Dropping
+/// it stops the server too.
+#[derive(Debug)]
+pub struct McpHttpServer {
+    addr: SocketAddr,
+    stop: CancellationToken,
+    task: Option<JoinHandle<()>>,
+}
+
+impl McpHttpServer {
+    /// The bound address (with the port picked for `:0`).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The MCP endpoint, `http://<addr>/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// Stop accepting connections and wait until the server task ends.
+    pub async fn shutdown(mut self) {
+        self.stop.cancel();
+        if let Some(mut task) = self.task.take() {
+            // Requests still running get a moment to answer; a client that holds a connection
+            // open does not keep the server alive.
+            if tokio::time::timeout(Duration::from_secs(1), &mut task)
+                .await
+                .is_err()
+            {
+                task.abort();
+                let _ = task.await;
+            }
+        }
+    }
+}
+
+impl Drop for McpHttpServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Progress updates become `notifications/progress` when the client sent a progress token.
+struct Progress {
+    token: Option<rmcp::model::ProgressToken>,
+    peer: rmcp::Peer<RoleServer>,
+    count: AtomicU32,
+}
+
+impl Progress {
+    fn new(context: &RequestContext<RoleServer>) -> Self {
+        Progress {
+            token: context.meta.get_progress_token(),
+            peer: context.peer.clone(),
+            count: AtomicU32::new(0),
+        }
+    }
+
+    fn send(&self, update: ToolResult) -> impl Future<Output = ()> + Send + use<> {
+        let notification = self.token.clone().map(|token| {
+            let count = self.count.fetch_add(1, Ordering::Relaxed) + 1;
+            let mut param = ProgressNotificationParam::new(token, f64::from(count));
+            let text = update.text_content();
+            if !text.is_empty() {
+                param = param.with_message(text);
+            }
+            param
+        });
+        let peer = self.peer.clone();
+        async move {
+            if let Some(param) = notification {
+                // A client that went away misses its progress; the call itself goes on.
+                let _ = peer.notify_progress(param).await;
+            }
+        }
+    }
+}
+
+fn request_id(context: &RequestContext<RoleServer>) -> String {
+    match serde_json::to_value(&context.id) {
+        Ok(Value::String(id)) => id,
+        Ok(other) => other.to_string(),
+        Err(_) => "mcp-call".to_owned(),
+    }
+}
+
+/// One `tools/list` entry.
+fn listed_tool(tool: &dyn ToolDefinition) -> McpTool {
+    let definition = tool.definition();
+    let schema = match &definition.parameters {
+        Value::Object(schema) => schema.clone(),
+        _ => Map::new(),
+    };
+    let mut listed = McpTool::new(
+        definition.name.clone(),
+        definition.description.clone(),
+        Arc::new(schema),
+    );
+    if let Some(Value::Object(output)) = tool.output_schema() {
+        listed = listed.with_raw_output_schema(Arc::new(output));
+    }
+    let label = tool.label();
+    if label != definition.name {
+        listed = listed.with_title(label);
+        listed = listed.with_annotations(ToolAnnotations::with_title(label));
+    }
+    listed
+}
+
+/// Our result as an MCP `CallToolResult`.
+fn mcp_result(result: ToolResult, structured: bool) -> CallToolResult {
+    let content: Vec<McpContent> = result
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text(text) => Some(McpContent::text(text.text.clone())),
+            ContentBlock::Image(image) => Some(McpContent::image(
+                image.data.clone(),
+                image.mime_type.clone(),
+            )),
+            _ => None,
+        })
+        .collect();
+    let structured_content = match (&result.structured_content, &result.details) {
+        (Some(value @ Value::Object(_)), _) => Some(value.clone()),
+        (_, Some(value @ Value::Object(_))) if structured && !result.is_error => {
+            Some(value.clone())
+        }
+        _ => None,
+    };
+    let mut out = if result.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    out.structured_content = structured_content;
+    out
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder().enable_tools().build();
+        let mut info = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(&self.inner.name, &self.inner.version));
+        if let Some(instructions) = &self.inner.instructions {
+            info = info.with_instructions(instructions.clone());
+        }
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let (tools, next) = self.page(request.and_then(|r| r.cursor).as_deref())?;
+        let mut page = ListToolsResult::with_all_items(tools);
+        page.next_cursor = next;
+        Ok(page)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<McpTool> {
+        self.inner.listed.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.call(request, context).await.map(Into::into)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Say hello.
+    #[crate::tool]
+    async fn hello() -> String {
+        "hello".into()
+    }
+
+    /// Say bye.
+    #[crate::tool]
+    async fn bye() -> String {
+        "bye".into()
+    }
+
+    #[test]
+    fn pages_follow_the_cursor() {
+        let server = McpServer::new((Hello, Bye, HelloAgain))
+            .expect("tools register")
+            .with_page_size(2);
+        let names = |tools: Vec<McpTool>| -> Vec<String> {
+            tools.into_iter().map(|t| t.name.into_owned()).collect()
+        };
+        let (first, next) = server.page(None).expect("a page");
+        assert_eq!(
+            (names(first), next.as_deref()),
+            (vec!["hello".into(), "bye".into()], Some("2"))
+        );
+        let (last, next) = server.page(Some("2")).expect("a page");
+        assert_eq!((names(last), next), (vec!["hello2".to_owned()], None));
+        assert!(server.page(Some("9")).is_err());
+        assert!(server.page(Some("x")).is_err());
+    }
+
+    /// Say hello again.
+    #[crate::tool(name = "hello2")]
+    async fn hello_again() -> String {
+        "hello".into()
+    }
+
+    #[test]
+    fn json_results_carry_structured_content() {
+        let result = ToolResult {
+            content: vec![ContentBlock::text("{\"n\":1}")],
+            details: Some(json!({"n": 1})),
+            ..ToolResult::default()
+        };
+        let structured = mcp_result(result.clone(), true);
+        assert_eq!(structured.structured_content, Some(json!({"n": 1})));
+        assert_eq!(structured.is_error, Some(false));
+        assert_eq!(mcp_result(result, false).structured_content, None);
+        let error = mcp_result(ToolResult::error("bad"), true);
+        assert_eq!(
+            (error.structured_content, error.is_error),
+            (None, Some(true))
+        );
+        // A tool's own structured content is sent when it is an object, never otherwise.
+        let mut read = ToolResult::text("x");
+        read.structured_content = Some(json!("x"));
+        assert_eq!(mcp_result(read, false).structured_content, None);
+    }
+}

@@ -1,0 +1,249 @@
+//! One MCP tool as the agent runs it: arguments out, progress in, cancellation out, the
+//! result converted as pi's MCP extension converts it (SPEC §12.2).
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::{Arc, PoisonError};
+
+use futures::future::BoxFuture;
+use rmcp::model::{
+    CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientNotification,
+    ClientRequest, ProgressNotificationParam, ProgressToken, Request, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::client::{ClientInner, Shared};
+use super::content::{ResultOptions, convert_result};
+use super::schema::McpToolDefinition;
+use crate::message::ContentBlock;
+use crate::tool::{AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
+
+/// The text of a call stopped by the run's cancellation signal (SPEC §3.7).
+const ABORTED: &str = "Operation aborted";
+
+/// One tool of an MCP server, as the agent runs it.
+pub(super) struct McpTool {
+    client: Arc<ClientInner>,
+    definition: Tool,
+    label: String,
+    tool: String,
+    output_schema: Value,
+}
+
+impl McpTool {
+    pub(super) fn new(client: Arc<ClientInner>, definition: &McpToolDefinition) -> Self {
+        McpTool {
+            client,
+            definition: Tool::new(
+                definition.name.clone(),
+                definition.description.clone(),
+                definition.parameters.clone(),
+            ),
+            label: definition.label.clone(),
+            tool: definition.tool.clone(),
+            output_schema: definition.output_schema.clone(),
+        }
+    }
+
+    fn error(&self, text: String) -> ToolResult {
+        ToolResult::error(text)
+            .with_details(json!({"server": self.client.server, "tool": self.tool}))
+    }
+
+    async fn call(&self, params: Value, ctx: ToolContext) -> ToolResult {
+        let client = &self.client;
+        if ctx.is_cancelled() {
+            return self.error(ABORTED.into());
+        }
+        if let Some(failure) = client.failure() {
+            return self.error(format!(
+                "MCP server {} is not connected: {failure}",
+                client.server
+            ));
+        }
+        let arguments = match params {
+            Value::Object(arguments) => arguments,
+            _ => serde_json::Map::new(),
+        };
+        let request = CallToolRequestParams::new(self.tool.clone()).with_arguments(arguments);
+        let options = PeerRequestOptions::with_timeout(client.timeout).reset_timeout_on_progress();
+        let handle = match client
+            .peer
+            .send_cancellable_request(
+                ClientRequest::CallToolRequest(Request::new(request)),
+                options,
+            )
+            .await
+        {
+            Ok(handle) => handle,
+            Err(error) => return self.failed(&error),
+        };
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let token = handle.progress_token.clone();
+        let _registration = Registration::new(&client.shared, token, tx);
+        let id = handle.id.clone();
+        let peer = handle.peer.clone();
+        let mut response = std::pin::pin!(handle.await_response());
+        let answer = loop {
+            tokio::select! {
+                biased;
+                answer = &mut response => break answer,
+                () = ctx.signal().cancelled() => {
+                    let notification = CancelledNotification::new(CancelledNotificationParam::new(
+                        Some(id),
+                        Some(ABORTED.into()),
+                    ));
+                    let _ = peer
+                        .send_notification(ClientNotification::CancelledNotification(notification))
+                        .await;
+                    return self.error(ABORTED.into());
+                }
+                Some(progress) = rx.recv() => ctx.update(progress_update(&progress)),
+            }
+        };
+        while let Ok(progress) = rx.try_recv() {
+            ctx.update(progress_update(&progress));
+        }
+        let result = match answer {
+            Ok(ServerResult::CallToolResult(result)) => serde_json::to_value(result),
+            Ok(ServerResult::CustomResult(custom)) => Ok(custom.0),
+            Ok(other) => serde_json::to_value(other),
+            Err(error) => return self.failed(&error),
+        };
+        let Ok(result) = result else {
+            return self.error(format!(
+                "MCP tool {} returned a result that cannot be read",
+                self.label
+            ));
+        };
+        let options = ResultOptions::new(client.saver.as_ref())
+            .with_readable_resources(client.readable_resources);
+        match convert_result(&client.server, &self.tool, &result, options) {
+            Ok(result) => result,
+            Err(error) => self.error(error.to_string()),
+        }
+    }
+
+    fn failed(&self, error: &ServiceError) -> ToolResult {
+        let client = &self.client;
+        match error {
+            ServiceError::Timeout { timeout } => self.error(format!(
+                "MCP tool {} timed out: no answer or progress for {:.1} s",
+                self.label,
+                timeout.as_secs_f64()
+            )),
+            ServiceError::McpError(error) => {
+                self.error(format!("MCP tool {} failed: {}", self.label, error.message))
+            }
+            ServiceError::TransportClosed => {
+                client
+                    .shared
+                    .fail("the server closed the connection".into());
+                self.error(format!(
+                    "MCP tool {} failed: {}",
+                    self.label,
+                    client.shared.failure().unwrap_or_default()
+                ))
+            }
+            other => {
+                if client.peer.is_transport_closed() {
+                    client.shared.fail(other.to_string());
+                }
+                self.error(format!("MCP tool {} failed: {other}", self.label))
+            }
+        }
+    }
+}
+
+/// A progress notification as a `ToolContext` update: its message, or `progress/total`.
+fn progress_update(progress: &ProgressNotificationParam) -> ToolResult {
+    let text = match (&progress.message, progress.total) {
+        (Some(message), _) => message.clone(),
+        (None, Some(total)) => format!("{}/{}", progress.progress, total),
+        (None, None) => progress.progress.to_string(),
+    };
+    ToolResult {
+        content: vec![ContentBlock::text(text)],
+        details: Some(json!({
+            "progress": progress.progress,
+            "total": progress.total,
+            "message": progress.message,
+        })),
+        ..ToolResult::default()
+    }
+}
+
+/// Routes one call's progress notifications while it runs.
+struct Registration<'a> {
+    shared: &'a Shared,
+    token: ProgressToken,
+}
+
+impl<'a> Registration<'a> {
+    fn new(
+        shared: &'a Shared,
+        token: ProgressToken,
+        sender: mpsc::UnboundedSender<ProgressNotificationParam>,
+    ) -> Self {
+        shared
+            .progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(token.clone(), sender);
+        Registration { shared, token }
+    }
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        self.shared
+            .progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.token);
+    }
+}
+
+impl fmt::Debug for McpTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpTool")
+            .field("name", &self.definition.name)
+            .field("label", &self.label)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentTool for McpTool {
+    fn definition(&self) -> &Tool {
+        &self.definition
+    }
+
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn execute(
+        &self,
+        _call_id: String,
+        params: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'_, Result<ToolResult, ToolError>> {
+        Box::pin(async move { Ok(self.call(params, ctx).await) })
+    }
+}
+
+impl ToolDefinition for McpTool {
+    fn output_schema(&self) -> Option<Value> {
+        Some(self.output_schema.clone())
+    }
+
+    fn render_call(&self, args: &Value) -> Option<String> {
+        Some(format!("{} {}", self.label, args))
+    }
+
+    fn prompt_snippet(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+}

@@ -1,0 +1,627 @@
+//! MCP with code nobody here wrote, and our own client against our own server over stdio.
+//!
+//! - The official Python SDK (PyPI `mcp`, pinned in `.ci/run`) is the client of
+//!   `examples/mcp_server.rs`, over stdio and over streamable HTTP on loopback.
+//! - The agent, on the faux model, uses `@modelcontextprotocol/server-everything` (npm,
+//!   pinned in `.ci/run`) through our client: a plain call, a call with progress, an error
+//!   result, and a server killed mid-call.
+//! - Our client starts `examples/mcp_server.rs` over stdio and kills it when dropped.
+//!
+//! `.ci/run` installs the SDK into a virtual environment and the server into `target/` and
+//! points `PI_MCP_PYTHON` and `PI_MCP_EVERYTHING` at them. Without them (a plain `cargo test`
+//! on a fresh machine) those tests print why they are skipped and pass.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use pi_runtime::agent::{Agent, AgentEvent, validate_tool_call};
+use pi_runtime::mcp::{McpClient, TempFileSaver};
+use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+use pi_runtime::{Message, Tool, ToolCall};
+use serde_json::{Value, json};
+
+/// The built `mcp_server` example.
+fn server_binary() -> PathBuf {
+    example_binary("mcp_server")
+}
+
+/// A built example; cargo runs once per example and test binary.
+fn example_binary(example: &str) -> PathBuf {
+    static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
+    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
+    built
+        .entry(example.to_owned())
+        .or_insert_with(|| {
+            let mut build = escargot::CargoBuild::new()
+                .package("pi-examples")
+                .example(example)
+                .current_release();
+            for (name, _) in std::env::vars_os() {
+                if let Some(name) = name.to_str()
+                    && (name.starts_with("CARGO_PKG_")
+                        || name.starts_with("CARGO_BIN_")
+                        || name == "CARGO_CRATE_NAME"
+                        || name == "CARGO_MANIFEST_DIR"
+                        || name == "CARGO_MANIFEST_PATH"
+                        || name == "CARGO_PRIMARY_PACKAGE")
+                {
+                    build = build.env_remove(name);
+                }
+            }
+            build
+                .run()
+                .unwrap_or_else(|error| panic!("cannot build example {example}: {error}"))
+                .path()
+                .to_owned()
+        })
+        .clone()
+}
+
+/// A path from the environment, or `None` with a note saying why the test is skipped.
+fn installed(variable: &str, what: &str) -> Option<PathBuf> {
+    match std::env::var_os(variable) {
+        Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
+        _ => {
+            // Written to the real standard error: libtest would capture `eprintln!` and show
+            // nothing for a passing test.
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "note: {} skipped: {variable} is not set, so {what} is not installed (.ci/run installs it and sets {variable})",
+                std::thread::current()
+                    .name()
+                    .unwrap_or("an MCP interop test"),
+            );
+            None
+        }
+    }
+}
+
+/// A child killed when the test ends, however it ends.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn project_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    std::fs::write(dir.path().join("hello.txt"), "hello from a file\n").expect("a file");
+    dir
+}
+
+/// Run the Python client; its report and its standard error.
+fn python_client(python: &Path, args: &[&str]) -> (Value, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/python_client.py");
+    let output = Command::new(python)
+        .arg(script)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("python starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        output.status.success(),
+        "the Python client failed: {}\nstdout: {stdout}\nstderr: {stderr}",
+        output.status
+    );
+    let report = serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
+        panic!("the Python client printed no report ({error}): {stdout}\nstderr: {stderr}")
+    });
+    (report, stderr)
+}
+
+/// What every Python run must show, whatever the transport.
+fn check_python_report(report: &Value) {
+    let tools = report["tools"].as_array().expect("tools");
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["read", "write", "edit", "bash", "countdown"]);
+    let read = &tools[0];
+    assert_eq!(read["annotations"]["readOnlyHint"], true);
+    let countdown = &tools[4];
+    assert_eq!(
+        countdown["inputSchema"]["properties"]["seconds"]["type"],
+        "number"
+    );
+    assert_eq!(countdown["inputSchema"]["required"], json!(["seconds"]));
+
+    assert_eq!(report["read"]["isError"], false, "{report}");
+    let read_text = report["read"]["texts"][0].as_str().unwrap_or_default();
+    assert!(read_text.contains("hello from a file"), "{read_text}");
+
+    assert_eq!(report["valid"]["isError"], false, "{report}");
+    assert_eq!(report["valid"]["texts"], json!(["counted down from 0.3 s"]));
+    let messages: Vec<&str> = report["valid"]["progress"]
+        .as_array()
+        .expect("progress")
+        .iter()
+        .filter_map(|p| p["message"].as_str())
+        .collect();
+    assert_eq!(messages, ["0.2 s left", "0.1 s left", "0.0 s left"]);
+
+    // Invalid arguments: our pipeline's exact text, as the agent loop would show the model.
+    let schema = countdown["inputSchema"].clone();
+    let call = ToolCall::new("c1", "countdown", json!({"seconds": "soon"}));
+    let expected = validate_tool_call(&Tool::new("countdown", "", schema), &call)
+        .expect_err("invalid")
+        .into_message();
+    assert!(expected.starts_with("Validation failed for tool \"countdown\""));
+    assert_eq!(report["invalid"]["isError"], true);
+    assert_eq!(report["invalid"]["texts"], json!([expected]));
+
+    assert!(
+        report["cancelled"]["progress"]
+            .as_array()
+            .expect("progress")
+            .len()
+            >= 2
+    );
+    assert_eq!(report["afterCancel"]["isError"], false, "{report}");
+    assert_eq!(report["unknown"]["raised"], true, "{report}");
+}
+
+#[test]
+fn the_python_sdk_uses_our_server_over_stdio() {
+    let Some(python) = installed("PI_MCP_PYTHON", "the Python MCP SDK") else {
+        return;
+    };
+    let binary = server_binary();
+    let dir = project_dir();
+    let dir_arg = dir.path().to_str().expect("a UTF-8 path");
+    let bin_arg = binary.to_str().expect("a UTF-8 path");
+    let (report, stderr) = python_client(&python, &["stdio", bin_arg, dir_arg]);
+    check_python_report(&report);
+    // The server's standard error reaches the SDK's: the tool saw the cancellation.
+    assert!(
+        stderr.contains("countdown: cancelled after"),
+        "stderr: {stderr}"
+    );
+}
+
+#[test]
+fn the_python_sdk_uses_our_server_over_http() {
+    let Some(python) = installed("PI_MCP_PYTHON", "the Python MCP SDK") else {
+        return;
+    };
+    let dir = project_dir();
+    let mut server = Killed(
+        Command::new(server_binary())
+            .args(["--http", "127.0.0.1:0", "--dir"])
+            .arg(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the server starts"),
+    );
+    let stdout = server.0.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("the server says where it listens");
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+        .to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let (report, _) = python_client(&python, &["http", &url]);
+    check_python_report(&report);
+    let mut stderr_pipe = server.0.stderr.take().expect("stderr");
+    drop(server);
+    let mut stderr = String::new();
+    let _ = stderr_pipe.read_to_string(&mut stderr);
+    assert!(
+        stderr.contains("countdown: cancelled after"),
+        "stderr: {stderr}"
+    );
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+/// Whether a process is still there (a zombie counts as gone).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+fn wait_gone(pid: u32) {
+    let start = Instant::now();
+    while alive(pid) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "process {pid} is still running"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The tool results of a finished run, by call id: (isError, text).
+fn results(messages: &[Message]) -> BTreeMap<String, (bool, String)> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) => Some((r.tool_call_id.clone(), (r.is_error, r.text()))),
+            _ => None,
+        })
+        .collect()
+}
+
+fn everything(node_script: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(node_script)
+        .arg("stdio")
+        // gzip-file-as-resource may fetch URLs: allow none beyond loopback.
+        .env("GZIP_ALLOWED_DOMAINS", "localhost");
+    command
+}
+
+#[test]
+fn the_agent_uses_server_everything_through_our_client() {
+    let Some(script) = installed(
+        "PI_MCP_EVERYTHING",
+        "@modelcontextprotocol/server-everything",
+    ) else {
+        return;
+    };
+    let outputs = tempfile::tempdir().expect("a temp dir");
+    runtime().block_on(async {
+        let client = McpClient::builder("everything")
+            .timeout(Duration::from_secs(30))
+            .output_saver(TempFileSaver::in_dir(outputs.path()))
+            .stdio(everything(&script))
+            .await
+            .expect("server-everything connects");
+        let pid = client.process_id().expect("a child");
+        let names = client.tool_names();
+        assert!(names.contains(&"mcp__everything__echo".to_owned()), "{names:?}");
+        let model = FauxModel::new()
+            .respond(FauxResponse::tool_call(
+                "echo",
+                "mcp__everything__echo",
+                json!({"message": "hi from pi"}),
+            ))
+            .respond(FauxResponse::tool_call(
+                "long",
+                "mcp__everything__trigger_long_running_operation",
+                json!({"duration": 1, "steps": 4}),
+            ))
+            .respond(FauxResponse::tool_call(
+                "error",
+                "mcp__everything__gzip_file_as_resource",
+                json!({"name": "x.gz", "data": "ftp://localhost/x"}),
+            ))
+            .respond(FauxResponse::tool_call(
+                "invalid",
+                "mcp__everything__get_sum",
+                json!({"a": 1, "b": "two"}),
+            ))
+            .respond(FauxResponse::text("done"));
+        let agent = Agent::builder()
+            .model(model)
+            .tools(client.clone())
+            .build()
+            .expect("the agent builds");
+        let updates = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&updates);
+        agent.subscribe(move |event| {
+            if let AgentEvent::ToolExecutionUpdate {
+                tool_call_id,
+                partial_result,
+                ..
+            } = &event
+            {
+                seen.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push((tool_call_id.clone(), partial_result.text_content()));
+            }
+            std::future::ready(())
+        });
+        let messages = tokio::time::timeout(Duration::from_secs(60), agent.prompt("go"))
+            .await
+            .expect("the run ends")
+            .expect("the run succeeds");
+        let results = results(&messages);
+        assert_eq!(results["echo"], (false, "Echo: hi from pi".to_owned()));
+        assert!(!results["long"].0, "{:?}", results["long"]);
+        let updates = updates.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let long_updates = updates.iter().filter(|(id, _)| id == "long").count();
+        assert!(long_updates >= 3, "progress updates: {updates:?}");
+        assert!(results["error"].0, "{:?}", results["error"]);
+        assert!(
+            results["error"].1.contains("Unsupported URL protocol"),
+            "{:?}",
+            results["error"]
+        );
+        // Our pipeline validated the arguments before anything was sent.
+        assert!(results["invalid"].0);
+        assert!(
+            results["invalid"]
+                .1
+                .starts_with("Validation failed for tool \"mcp__everything__get_sum\":\n  - b: expected number, got string"),
+            "{:?}",
+            results["invalid"]
+        );
+        drop(agent);
+        drop(client);
+        wait_gone(pid);
+    });
+}
+
+#[test]
+fn a_server_killed_mid_call_fails_its_tools_and_the_run_goes_on() {
+    let Some(script) = installed(
+        "PI_MCP_EVERYTHING",
+        "@modelcontextprotocol/server-everything",
+    ) else {
+        return;
+    };
+    runtime().block_on(async {
+        let client = McpClient::builder("everything")
+            .timeout(Duration::from_secs(30))
+            .stdio(everything(&script))
+            .await
+            .expect("server-everything connects");
+        let pid = client.process_id().expect("a child");
+        let model = FauxModel::new()
+            .respond(FauxResponse::tool_call(
+                "long",
+                "mcp__everything__trigger_long_running_operation",
+                json!({"duration": 30, "steps": 30}),
+            ))
+            .respond(FauxResponse::tool_call(
+                "after",
+                "mcp__everything__echo",
+                json!({"message": "still there?"}),
+            ))
+            .respond(FauxResponse::text("done"));
+        let agent = Agent::builder()
+            .model(model)
+            .tools(&client)
+            .build()
+            .expect("the agent builds");
+        agent.subscribe(move |event| {
+            if let AgentEvent::ToolExecutionUpdate { .. } = &event {
+                // The first progress notification: the call is running; kill the server.
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX)),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            std::future::ready(())
+        });
+        let started = Instant::now();
+        let messages = tokio::time::timeout(Duration::from_secs(20), agent.prompt("go"))
+            .await
+            .expect("the run does not hang")
+            .expect("the run succeeds");
+        assert!(started.elapsed() < Duration::from_secs(20));
+        let results = results(&messages);
+        let (long_error, long_text) = &results["long"];
+        assert!(*long_error, "{long_text}");
+        assert!(
+            long_text.starts_with("MCP tool everything/trigger-long-running-operation failed"),
+            "{long_text}"
+        );
+        let (after_error, after_text) = &results["after"];
+        assert!(*after_error, "{after_text}");
+        assert!(
+            after_text.starts_with("MCP server everything is not connected"),
+            "{after_text}"
+        );
+        assert!(!client.is_connected());
+        drop(agent);
+        drop(client);
+        wait_gone(pid);
+    });
+}
+
+#[test]
+fn our_client_uses_our_server_over_stdio_and_kills_it_when_dropped() {
+    let binary = server_binary();
+    let dir = project_dir();
+    runtime().block_on(async {
+        let mut command = tokio::process::Command::new(&binary);
+        command.arg("--dir").arg(dir.path());
+        let client = McpClient::builder("pi")
+            .timeout(Duration::from_secs(30))
+            .stdio(command)
+            .await
+            .expect("our server connects");
+        let pid = client.process_id().expect("a child");
+        assert_eq!(
+            client.tool_names(),
+            [
+                "mcp__pi__read",
+                "mcp__pi__write",
+                "mcp__pi__edit",
+                "mcp__pi__bash",
+                "mcp__pi__countdown"
+            ]
+        );
+        let schema = client.definitions()[4].parameters.clone();
+        let model = FauxModel::new()
+            .respond(FauxResponse::tool_call(
+                "read",
+                "mcp__pi__read",
+                json!({"path": "hello.txt"}),
+            ))
+            .respond(FauxResponse::tool_call(
+                "invalid",
+                "mcp__pi__countdown",
+                json!({"seconds": "soon"}),
+            ))
+            .respond(FauxResponse::tool_call(
+                "valid",
+                "mcp__pi__countdown",
+                json!({"seconds": "0.2"}),
+            ))
+            .respond(FauxResponse::text("done"));
+        let agent = Agent::builder()
+            .model(model)
+            .tools(client.clone())
+            .build()
+            .expect("the agent builds");
+        let messages = tokio::time::timeout(Duration::from_secs(30), agent.prompt("go"))
+            .await
+            .expect("the run ends")
+            .expect("the run succeeds");
+        let results = results(&messages);
+        assert!(!results["read"].0);
+        assert!(
+            results["read"].1.contains("hello from a file"),
+            "{:?}",
+            results["read"]
+        );
+        let call = ToolCall::new("c", "mcp__pi__countdown", json!({"seconds": "soon"}));
+        let expected = validate_tool_call(&Tool::new("mcp__pi__countdown", "", schema), &call)
+            .expect_err("invalid")
+            .into_message();
+        assert_eq!(results["invalid"], (true, expected));
+        // "0.2" was coerced to a number before it was sent.
+        assert_eq!(
+            results["valid"],
+            (false, "counted down from 0.2 s".to_owned())
+        );
+        drop(agent);
+        drop(client);
+        wait_gone(pid);
+    });
+}
+
+#[test]
+fn the_coding_agent_adds_the_tools_of_mcp_and_mcp_url_servers() {
+    let dir = project_dir();
+    let server = server_binary();
+    let mut http = Killed(
+        Command::new(&server)
+            .args(["--http", "127.0.0.1:0", "--dir"])
+            .arg(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the server starts"),
+    );
+    let mut line = String::new();
+    BufReader::new(http.0.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the server says where it listens");
+    let url = line.trim().trim_start_matches("listening on ").to_owned();
+    let stdio = format!("{} --dir {}", server.display(), dir.path().display());
+    let mut agent = Command::new(example_binary("coding_agent"));
+    agent
+        .args(["--mcp", &stdio, "--mcp-url", &url])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for key in [
+        "OPENAI_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+    ] {
+        agent.env_remove(key);
+    }
+    let mut agent = agent.spawn().expect("the agent starts");
+    if let Some(mut stdin) = agent.stdin.take() {
+        use std::io::Write as _;
+        stdin.write_all(b"exit\n").expect("stdin");
+    }
+    let output = agent.wait_with_output().expect("the agent exits");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let dir_name = dir
+        .path()
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("a name")
+        .to_owned();
+    assert!(
+        stdout.contains(&format!("MCP server {dir_name}: 5 tools")),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&format!("({url}): 5 tools")), "{stdout}");
+    drop(http);
+}
+
+#[test]
+fn the_client_lists_again_when_the_server_says_its_tools_changed() {
+    let Some(python) = installed("PI_MCP_PYTHON", "the Python MCP SDK") else {
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/changing_server.py");
+    runtime().block_on(async {
+        let mut command = tokio::process::Command::new(&python);
+        command.arg(&script);
+        let client = McpClient::builder("changing")
+            .timeout(Duration::from_secs(30))
+            .stdio(command)
+            .await
+            .expect("the Python server connects");
+        let pid = client.process_id().expect("a child");
+        assert_eq!(client.tool_names(), ["mcp__changing__add_second"]);
+        let add = client.tools().remove(0);
+        let result = add
+            .execute(
+                "c1".into(),
+                json!({}),
+                pi_runtime::ToolContext::detached("c1"),
+            )
+            .await
+            .expect("a result");
+        assert_eq!(result.text_content(), "added");
+        let start = Instant::now();
+        while client.tool_names().len() < 2 {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the list was not refreshed: {:?}",
+                client.tool_names()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            client.tool_names(),
+            ["mcp__changing__add_second", "mcp__changing__second"]
+        );
+        let second = client.tools().remove(1);
+        let result = second
+            .execute(
+                "c2".into(),
+                json!({"text": "hi"}),
+                pi_runtime::ToolContext::detached("c2"),
+            )
+            .await
+            .expect("a result");
+        assert_eq!(result.text_content(), "second: hi");
+        drop((add, second));
+        drop(client);
+        wait_gone(pid);
+    });
+}
