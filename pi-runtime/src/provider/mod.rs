@@ -8,6 +8,7 @@ pub mod anthropic;
 pub mod faux;
 pub mod google;
 pub mod openai;
+pub mod openai_responses;
 
 pub(crate) mod compat;
 mod excerpt;

@@ -37,7 +37,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::provider::output::{StreamParser, output_for};
-use crate::provider::{Api, Model, anthropic, google, openai};
+use crate::provider::{Api, Model, anthropic, google, openai, openai_responses};
 use crate::stream::{AssistantEventStream, Context, LanguageModel, StreamOptions};
 
 use run::Run;
@@ -168,6 +168,7 @@ pub(crate) trait WireApi: Sync {
 pub(crate) fn wire_api(api: Api) -> &'static dyn WireApi {
     match api {
         Api::OpenAiCompletions => &openai::Completions,
+        Api::OpenAiResponses => &openai_responses::Responses,
         Api::AnthropicMessages => &anthropic::Messages,
         Api::GoogleGenerativeAi => &google::GenerateContent,
     }
