@@ -1,6 +1,13 @@
 //! Model providers: one [`HttpModel`] for every wire API, one folder per wire API (wire
 //! types, request conversion, stream parsing), presets, and the faux model used by tests
 //! and examples.
+//!
+//! | [`Api`] | folder | servers |
+//! |---|---|---|
+//! | `openai-responses` | [`openai_responses`] | OpenAI (the [`presets::openai`] default: reasoning survives tool calls) |
+//! | `openai-completions` | [`openai`] | OpenAI Chat Completions, DeepSeek, every compatible server ([`presets::openai_completions`]) |
+//! | `anthropic-messages` | [`anthropic`] | Anthropic |
+//! | `google-generative-ai` | [`google`] | the Gemini API |
 
 mod model;
 

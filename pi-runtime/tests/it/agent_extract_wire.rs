@@ -95,7 +95,7 @@ async fn openai_strict_and_forced() {
         Reply::Sse(openai_tool_call("call_2", TOOL, &right_args())),
     ])
     .await;
-    let mut preset = presets::openai("gpt-4o").no_api_key();
+    let mut preset = presets::openai_completions("gpt-4o").no_api_key();
     preset.model.compat.supports_strict_mode = Some(true);
     let extractor = extractor(preset, &server, true);
 
@@ -142,7 +142,11 @@ async fn openai_without_forcing_sends_no_tool_choice() {
     .await;
     // A server without strict mode (the default for OpenAI-compatible hosts): `prefer`
     // falls back silently, and no `strict` key is sent.
-    let extractor = extractor(presets::openai("gpt-4o").no_api_key(), &server, false);
+    let extractor = extractor(
+        presets::openai_completions("gpt-4o").no_api_key(),
+        &server,
+        false,
+    );
 
     let extracted = extractor.extract(PROMPT).await.expect("accepted");
 

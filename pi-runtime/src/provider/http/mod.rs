@@ -174,9 +174,9 @@ pub(crate) fn wire_api(api: Api) -> &'static dyn WireApi {
     }
 }
 
-/// A model behind an HTTP API: OpenAI Chat Completions (and every compatible server:
-/// DeepSeek, vLLM, llama.cpp, Ollama), Anthropic Messages or the Gemini API, as
-/// `model.api` says, at `model.base_url`.
+/// A model behind an HTTP API: the OpenAI Responses API, OpenAI Chat Completions (and every
+/// compatible server: DeepSeek, vLLM, llama.cpp, Ollama), Anthropic Messages or the Gemini
+/// API, as `model.api` says, at `model.base_url`.
 ///
 /// ```
 /// use pi_runtime::LanguageModel;
