@@ -27,6 +27,7 @@ mod provider_fixtures;
 mod provider_hostile;
 mod provider_parsing;
 mod provider_turns;
+mod responses_e2e;
 mod responses_fixtures;
 mod schema_tool;
 mod tools_bash;
