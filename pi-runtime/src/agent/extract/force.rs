@@ -102,6 +102,10 @@ mod tests {
             Some(json!({"type": "function", "function": {"name": "submit"}}))
         );
         assert_eq!(
+            tool_choice("openai-responses", "submit"),
+            Some(json!({"type": "function", "name": "submit"}))
+        );
+        assert_eq!(
             tool_choice("anthropic-messages", "submit"),
             Some(json!({"type": "tool", "name": "submit"}))
         );
