@@ -401,7 +401,7 @@ async fn self_correction_replays_encrypted_reasoning_through_the_agent() {
         );
     }
     let question = json!({"role": "user", "content": [{"type": "input_text", "text": QUESTION}]});
-    assert_eq!(input(&requests[0]), [question.clone()]);
+    assert_eq!(input(&requests[0]), std::slice::from_ref(&question));
     // The second request: the first turn's reasoning item verbatim, encrypted content and
     // all, before its call; the call's output.
     let first_round = [

@@ -33,7 +33,8 @@ enum Slot {
     Text(usize),
     Call {
         index: usize,
-        arguments: PartialJsonParser,
+        /// Boxed: the parser is large, and most slots are text.
+        arguments: Box<PartialJsonParser>,
     },
 }
 
@@ -144,7 +145,7 @@ impl EventParser {
                 self.unfinished.push(block);
                 Slot::Call {
                     index: block,
-                    arguments,
+                    arguments: Box::new(arguments),
                 }
             }
             _ => return None,
