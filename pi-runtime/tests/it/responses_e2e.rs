@@ -669,3 +669,66 @@ async fn an_abort_while_the_server_stalls_ends_the_run_aborted() {
     assert_eq!(aborted.content, [ContentBlock::text("Let me")]);
     assert!(!agent.is_streaming());
 }
+
+/// A recorded body through the Responses parser, no network.
+async fn replay(body: String) -> Vec<pi_runtime::AssistantMessageEvent> {
+    let model = serde_json::from_value(json!({
+        "id": MODEL, "provider": "openai", "api": "openai-responses",
+        "baseUrl": "http://127.0.0.1:9"
+    }))
+    .expect("model");
+    pi_runtime::provider::HttpModel::new(model, provider_support::options())
+        .replay(body)
+        .collect()
+        .await
+}
+
+#[tokio::test]
+async fn a_huge_error_message_is_quoted_not_copied() {
+    let payload = "x".repeat(1 << 20);
+    let error = json!({"type": "error", "error": {"code": "boom", "message": payload}});
+    let events = replay(sse(vec![created("resp_e"), error])).await;
+    let message = provider_support::final_message(&events);
+    let text = message.error_message.as_deref().unwrap_or_default();
+    assert_eq!(message.stop_reason, StopReason::Error);
+    assert!(text.starts_with("xxx"), "{}", &text[..20]);
+    assert!(
+        text.ends_with(" more bytes not shown)"),
+        "{}",
+        &text[text.len() - 40..]
+    );
+    assert!(text.len() < 4200, "{}", text.len());
+}
+
+#[tokio::test]
+async fn unknown_events_and_a_done_marker_are_tolerated() {
+    let (texts, message) = text_events(0, "Hi there");
+    let mut events = vec![
+        created("resp_u"),
+        json!({"type": "response.web_search_call.searching", "output_index": 5}),
+        json!({"type": "response.output_text.delta", "output_index": 9, "delta": "nowhere"}),
+        // A lenient field of another type reads as absent.
+        json!({"type": "response.output_text.delta", "output_index": "0", "delta": {"x": 1}}),
+    ];
+    events.extend(texts);
+    events.push(completed("resp_u", vec![message]));
+    let mut body = sse(events);
+    body.push_str("data: [DONE]\n\n");
+    let events = replay(body).await;
+    let message = provider_support::final_message(&events);
+    assert_eq!(
+        (message.stop_reason, message.text()),
+        (StopReason::Stop, "Hi there".to_owned())
+    );
+    assert_eq!(
+        provider_support::trace(&events),
+        [
+            "start",
+            "text_start 0",
+            "text_delta 0",
+            "text_delta 0",
+            "text_end 0",
+            "done"
+        ]
+    );
+}

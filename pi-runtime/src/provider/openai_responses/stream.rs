@@ -263,7 +263,7 @@ impl StreamParser for EventParser {
         if self.closed {
             return Ok(());
         }
-        if data == "[DONE]" {
+        if data.trim() == "[DONE]" {
             self.closed = true;
             return Ok(());
         }
