@@ -1,14 +1,10 @@
-//! Fuzz the streaming argument parsers: no input panics, the value after every delta is the
-//! value of the text so far, the change lists reproduce it, every version an
-//! `ArgumentsStream` hands out equals it and stays so, and complete JSON objects come out
-//! exactly as serde_json reads them.
+//! Fuzz the streaming argument parser: no input panics, the arguments after every delta are
+//! the partial arguments of the text so far, and complete JSON objects come out exactly as
+//! serde_json reads them.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pi_runtime::json::{
-    ArgumentsStream, PartialJsonParser, apply_changes, parse_partial, parse_streaming_json,
-    parse_tool_call_arguments,
-};
+use pi_runtime::json::{PartialJsonParser, parse_partial, parse_tool_call_arguments};
 use serde_json::Value;
 
 fuzz_target!(|data: &[u8]| {
@@ -20,9 +16,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let mut parser = PartialJsonParser::new();
-    let mut versions = ArgumentsStream::new();
-    let mut taken = Vec::new();
-    let mut copy = Value::Object(Default::default());
+    let mut arguments = Value::Object(Default::default());
     let mut at = 0;
     let mut step = usize::from(seed % 8) + 1;
     while at < text.len() {
@@ -30,40 +24,19 @@ fuzz_target!(|data: &[u8]| {
         while !text.is_char_boundary(end) {
             end += 1;
         }
-        let changes = parser.push(&text[at..end]);
-        apply_changes(&mut copy, changes);
-        assert_eq!(&copy, parser.value(), "changes after {:?}", &text[..end]);
+        parser.push(&text[at..end], &mut arguments);
         assert_eq!(
-            parser.value(),
-            &parse_partial(&text[..end]),
+            arguments,
+            parse_partial(&text[..end]),
             "cut at {end} of {text:?}"
         );
-        let version = versions.push(&text[at..end]);
-        assert_eq!(
-            &versions.view(version).to_value(),
-            parser.value(),
-            "version at {end}"
-        );
-        taken.push((version, parser.value().clone()));
         at = end;
         step = step * 5 % 9 + 1;
     }
-    for (version, value) in &taken {
-        assert_eq!(
-            &versions.view(*version).to_value(),
-            value,
-            "a later delta changed a version"
-        );
-    }
-    let (arguments, error) = parse_tool_call_arguments(text);
+    let (final_arguments, error) = parse_tool_call_arguments(text);
     if let Ok(Value::Object(strict)) = serde_json::from_str::<Value>(text) {
         assert_eq!(error, None);
-        assert_eq!(arguments, Value::Object(strict.clone()));
-        assert_eq!(
-            parser.value(),
-            &Value::Object(strict),
-            "complete object {text:?}"
-        );
+        assert_eq!(final_arguments, Value::Object(strict.clone()));
+        assert_eq!(arguments, Value::Object(strict), "complete object {text:?}");
     }
-    let _ = parse_streaming_json(text);
 });

@@ -253,6 +253,22 @@
 //! The [`Tool`] definition (name, description, schema, constrained sampling) is built once,
 //! on first use, and the registry compiles its schema when the tool is registered.
 //!
+//! ## Cargo features
+//!
+//! | feature | default | brings |
+//! |---|---|---|
+//! | `openai` | yes | [`provider::openai`]: OpenAI Chat Completions, DeepSeek, compatible servers |
+//! | `openai-responses` | yes | [`provider::openai_responses`]: the OpenAI Responses API, which [`provider::presets::openai`] speaks |
+//! | `anthropic` | yes | [`provider::anthropic`]: Anthropic Messages |
+//! | `google` | yes | [`provider::google`]: Google Gemini |
+//! | `http` | with any provider | [`provider::HttpModel`], [`provider::presets`], SSE, retries, deadlines |
+//! | `tools` | yes | [`tools`]: `read`, `write`, `edit`, `bash` and the file mutation queue |
+//!
+//! Without default features the crate is the macro, the tool layers, the argument pipeline,
+//! streaming JSON ([`json`]), the agent loop ([`agent`]) and the faux model
+//! ([`provider::faux`]): no HTTP stack, no `nix`. Implement [`LanguageModel`] for your own
+//! model by driving a [`stream::MessageWriter`].
+//!
 //! ## Attribute keys
 //!
 //! | key | type | default | meaning |
@@ -321,7 +337,8 @@
 //! ## Return types
 //!
 //! The fn returns anything that converts into a [`ToolResult`] ([`IntoToolResult`]):
-//! `String`, `&'static str`, `()`, [`ToolResult`] itself, `Vec<ContentBlock>`, or [`Json<T>`]
+//! `String`, `&'static str`, `()`, [`ToolResult`] itself, `Vec<ContentBlock>`, a number or
+//! `bool` (the model sees `3` for `1.0 + 2.0`), `serde_json::Value`, or [`Json<T>`]
 //! for `T: Serialize` (the model sees compact JSON, `details` gets the value); or a
 //! `Result` of one of those and any `E: Display`, whose `Err` becomes an error result with
 //! that text (the model sees it and may retry).
@@ -436,15 +453,19 @@
 //!
 //! `pi-runtime` has no optional features: everything above is always available.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod agent;
 pub mod args;
+mod excerpt;
 pub mod json;
 pub mod message;
 pub mod prompt;
 pub mod provider;
 pub mod stream;
 pub mod tool;
+#[cfg(feature = "tools")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tools")))]
 pub mod tools;
 
 pub use agent::{Agent, AgentEvent};

@@ -4,6 +4,7 @@
 mod bench;
 mod ops;
 mod protocol;
+mod seed;
 
 use std::io::{self, BufRead, Write};
 

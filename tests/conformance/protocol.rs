@@ -1,6 +1,5 @@
 //! Transport: parse one request line, dispatch it to its op, shape the answer.
 
-use pi_runtime::json::{ArgumentsStream, ArgumentsVersion};
 use serde_json::{Map, Value, json};
 use tokio::runtime::Handle;
 
@@ -8,14 +7,8 @@ use crate::ops;
 
 /// What an op answers.
 #[derive(Debug)]
-// The stream stays inline: boxing it would add an allocation to every timed run.
-#[allow(clippy::large_enum_variant)]
 pub(crate) enum Answer {
     Ok(Value),
-    /// An `ok` that is a list of versions of a stream's partial arguments, written out like
-    /// the values they are (pi answers with its snapshot objects and serializes them the
-    /// same way).
-    Versions(ArgumentsStream, Vec<ArgumentsVersion>),
     Err(String),
     Unsupported(String),
 }
@@ -60,13 +53,6 @@ pub(crate) fn answer_line(line: &str, runtime: &Handle) -> Value {
     out.insert("id".into(), id);
     match answer {
         Answer::Ok(value) => out.insert("ok".into(), value),
-        Answer::Versions(stream, versions) => out.insert(
-            "ok".into(),
-            versions
-                .iter()
-                .map(|&version| stream.view(version).to_value())
-                .collect(),
-        ),
         Answer::Err(text) => out.insert("err".into(), Value::String(text)),
         Answer::Unsupported(text) => out.insert("unsupported".into(), Value::String(text)),
     };

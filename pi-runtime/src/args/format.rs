@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use crate::excerpt::{ARGUMENTS_EXCERPT_BYTES, excerpt_within};
 use serde_json::Value;
 
 /// One step of a location inside the arguments.
@@ -74,7 +75,12 @@ pub(crate) fn validation_failed(tool_name: &str, issues: &[Issue], received: &Va
         let _ = write!(text, "\n  - {}: {}", issue.path, issue.message);
     }
     text.push_str("\n\nReceived arguments:\n");
-    text.push_str(&pretty(received));
+    let received = pretty(received);
+    let _ = write!(
+        text,
+        "{}",
+        excerpt_within(&received, ARGUMENTS_EXCERPT_BYTES)
+    );
     text
 }
 
@@ -119,6 +125,17 @@ mod tests {
             validation_failed("add", &issues, &json!({"a": 1, "b": "x"})),
             "Validation failed for tool \"add\":\n  - b: expected number, got string\n\nReceived arguments:\n{\n  \"a\": 1,\n  \"b\": \"x\"\n}"
         );
+    }
+
+    #[test]
+    fn a_huge_received_block_is_quoted_in_part() {
+        let issues = [Issue::new(
+            &[Segment::Key("a")],
+            "expected number, got string".into(),
+        )];
+        let text = validation_failed("t", &issues, &json!({"a": "x".repeat(1 << 20)}));
+        assert!(text.len() < 17 * 1024, "{} bytes", text.len());
+        assert!(text.ends_with("more bytes not shown)"));
     }
 
     #[test]

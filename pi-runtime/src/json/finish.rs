@@ -1,6 +1,7 @@
 //! The final parse of a finished call (SPEC §6.4): strict, then repaired, then the object
 //! check, with the raw text in the error the model sees.
 
+use crate::excerpt::{ARGUMENTS_EXCERPT_BYTES, excerpt_within};
 use serde_json::{Map, Value};
 
 /// The error text of arguments that parse but are not an object.
@@ -37,7 +38,10 @@ pub fn parse_tool_call_arguments(text: &str) -> (Value, Option<String>) {
     };
     (
         Value::Object(Map::new()),
-        Some(format!("{error}\n\nReceived arguments:\n{text}")),
+        Some(format!(
+            "{error}\n\nReceived arguments:\n{}",
+            excerpt_within(text, ARGUMENTS_EXCERPT_BYTES)
+        )),
     )
 }
 
@@ -53,21 +57,6 @@ pub fn parse_with_repair(text: &str) -> Result<Value, serde_json::Error> {
 /// Repair the inside of string literals (SPEC §6.4 step 2, plus §0.3's lone surrogates);
 /// `None` when nothing needed repair.
 pub fn repair(text: &str) -> Option<String> {
-    repair_strings(text, Repair::All)
-}
-
-/// What [`repair_strings`] edits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Repair {
-    /// Everything SPEC §6.4 repairs, and lone surrogates.
-    All,
-    /// Lone surrogate escapes only: what JavaScript's `JSON.parse` accepts and serde_json
-    /// does not.
-    Surrogates,
-}
-
-pub(super) fn repair_strings(text: &str, mode: Repair) -> Option<String> {
-    let all = mode == Repair::All;
     let bytes = text.as_bytes();
     let mut out = String::new();
     // `text[copied..at]` is still to be copied unchanged; every edit sits at an ASCII byte, so
@@ -110,15 +99,13 @@ pub(super) fn repair_strings(text: &str, mode: Repair) -> Option<String> {
                         _ => at += 6,
                     }
                 }
-                Some(_) if !all => at += 2,
-                None if !all => at += 1,
                 // Doubled; the next character is then read normally.
                 _ => {
                     edit(&mut out, &mut copied, at, 1, "\\\\");
                     at += 1;
                 }
             },
-            0x00..=0x1f if all => {
+            0x00..=0x1f => {
                 edit(&mut out, &mut copied, at, 1, &control_escape(byte));
                 at += 1;
             }
@@ -225,6 +212,22 @@ mod tests {
                 format!("Tool arguments must be a JSON object\n\nReceived arguments:\n{text}")
             );
         }
+    }
+
+    #[test]
+    fn a_huge_invalid_text_is_quoted_in_part() {
+        // 100,000 levels of nesting: serde_json refuses it, and the model gets a bounded echo.
+        let text = "[".repeat(100_000);
+        let error = error_of(&text);
+        assert!(error.len() < 17 * 1024, "{} bytes", error.len());
+        assert!(
+            error.ends_with(&format!(
+                "... ({} more bytes not shown)",
+                100_000 - ARGUMENTS_EXCERPT_BYTES
+            )),
+            "{}",
+            &error[error.len() - 60..]
+        );
     }
 
     #[test]

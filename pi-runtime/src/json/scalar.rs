@@ -1,9 +1,7 @@
 //! Number and literal tokens (SPEC §6.2): what an unterminated one shows and what a finished
 //! one is, decided byte by byte so that a long token costs linear time.
 
-use serde::{Serialize, Serializer};
 use serde_json::Value;
-use smallvec::SmallVec;
 
 /// Tokens up to this length are parsed from their text; longer ones from a bounded digest, so
 /// that showing the preview of a huge number after every delta stays cheap.
@@ -167,34 +165,18 @@ impl Scalar {
     }
 }
 
-impl Serialize for Scalar {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match *self {
-            Scalar::Null => serializer.serialize_unit(),
-            Scalar::Bool(value) => serializer.serialize_bool(value),
-            Scalar::PosInt(value) => serializer.serialize_u64(value),
-            Scalar::NegInt(value) => serializer.serialize_i64(value),
-            Scalar::Float(value) => serializer.serialize_f64(value),
-        }
-    }
-}
-
 /// A number or literal token: the text between two delimiters outside strings.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(super) struct Token {
     number: Number,
     /// The literal the token is a prefix of.
     literal: Option<Literal>,
     len: usize,
-    /// The token's text, while it is a live number no longer than [`DIRECT_PARSE_LIMIT`].
-    /// (ASCII; most numbers fit without allocating.)
-    text: SmallVec<[u8; 24]>,
+    /// The token's text, while it is a live number no longer than [`DIRECT_PARSE_LIMIT`]
+    /// (ASCII).
+    text: Vec<u8>,
     /// Where the exponent marker is in `text`.
     exponent_at: usize,
-    /// The digits of `text` so far as an integer, while they are a plain integer: a number
-    /// that streams digit by digit is not parsed again for every preview. (It wraps past 18
-    /// digits, where it is no longer used.)
-    integer: i64,
     /// The digest of a token longer than [`DIRECT_PARSE_LIMIT`] (boxed: few tokens need it).
     digest: Option<Box<Digest>>,
 }
@@ -240,55 +222,10 @@ impl Token {
             number: Number::Start,
             literal: None,
             len: 0,
-            text: SmallVec::new(),
+            text: Vec::new(),
             exponent_at: 0,
-            integer: 0,
             digest: None,
         }
-    }
-
-    /// Start a new token, keeping the buffers.
-    pub(super) fn restart(&mut self) {
-        if self.len > DIRECT_PARSE_LIMIT
-            && let Some(digest) = &mut self.digest
-        {
-            // Only a long token fills the digest; its digits keep their buffer.
-            let mut digits = std::mem::take(&mut digest.digits);
-            digits.clear();
-            **digest = Digest {
-                digits,
-                ..Digest::default()
-            };
-        }
-        self.number = Number::Start;
-        self.literal = None;
-        self.len = 0;
-        self.text.clear();
-        self.exponent_at = 0;
-        self.integer = 0;
-    }
-
-    /// The value of a token read whole, from one delta: what [`complete`](Self::complete)
-    /// gives after a [`push`](Self::push) of `word`, without keeping anything. (A word longer
-    /// than [`DIRECT_PARSE_LIMIT`] is not one: it gets `None`, and the caller reads it as a
-    /// token.)
-    pub(super) fn whole(word: &[u8]) -> Option<Option<Scalar>> {
-        if let Some(value) = integer(word) {
-            return Some(Some(value));
-        }
-        if word.len() > DIRECT_PARSE_LIMIT {
-            return None;
-        }
-        if let Some(literal) = word.first().copied().and_then(Literal::starting_with) {
-            // (Patterns compare in line, without a call to `memcmp`.)
-            let whole = matches!(word, b"true" | b"false" | b"null");
-            return Some(whole.then(|| literal.value()));
-        }
-        let mut state = Number::Start;
-        for &byte in word {
-            state = state.next(byte);
-        }
-        Some(state.is_complete().then(|| number(word)))
     }
 
     /// Read more of the token (bytes that are not delimiters).
@@ -321,23 +258,13 @@ impl Token {
             if state == Number::Dead {
                 break;
             }
-            if state == Number::Integer {
-                self.integer = self
-                    .integer
-                    .wrapping_mul(10)
-                    .wrapping_add(i64::from(byte - b'0'));
-            }
             if matches!(byte, b'e' | b'E') {
                 self.exponent_at = self.text.len() + live;
             }
             live += 1;
         }
         self.number = state;
-        match bytes[..live] {
-            // One byte per delta is common: no call to `memcpy` for it.
-            [byte] => self.text.push(byte),
-            ref live => self.text.extend_from_slice(live),
-        }
+        self.text.extend_from_slice(&bytes[..live]);
     }
 
     fn push_digest(&mut self, bytes: &[u8]) {
@@ -387,14 +314,7 @@ impl Token {
     }
 
     fn number_value(&self, with_exponent: bool) -> Scalar {
-        // (A short token is all in `text`; a long one has gone to the digest.)
-        if self.number == Number::Integer && self.len <= 19 {
-            let negative = self.text.first() == Some(&b'-');
-            // (The same bound as [`integer`]'s.)
-            if self.len - usize::from(negative) <= 18 {
-                return signed_integer(negative, self.integer);
-            }
-        }
+        // A short token is all in `text`; a long one has gone to the digest.
         match &self.digest {
             Some(digest) if self.len > DIRECT_PARSE_LIMIT => {
                 number(digest.text(with_exponent).as_bytes())
@@ -411,111 +331,15 @@ impl Token {
     }
 }
 
-/// The value of a number text that follows the JSON grammar. A number beyond `f64` is `null`:
-/// what JavaScript's `JSON.stringify` makes of the `Infinity` pi shows there.
+/// The value of a number text that follows the JSON grammar, computed as the final parse
+/// computes it, so that a preview and the final value never round differently. A number
+/// beyond `f64` is `null`: what JavaScript's `JSON.stringify` makes of the `Infinity` pi
+/// shows there.
 fn number(text: &[u8]) -> Scalar {
-    // Plain integers and short decimals, the common cases, without a deserializer, each
-    // computed the way serde_json computes it (integers as u64, then i64). Everything else
-    // goes through serde_json, as the final parse does, so a preview and the final value
-    // never round differently.
-    if let Some(value) = integer(text) {
-        return value;
-    }
-    let (negative, digits) = split_sign(text);
-    if let Some(magnitude) = short_decimal(digits) {
-        return Scalar::Float(if negative { -magnitude } else { magnitude });
-    }
     std::str::from_utf8(text)
         .ok()
         .and_then(|text| serde_json::from_str::<serde_json::Number>(text).ok())
         .map_or(Scalar::Null, |number| Scalar::from_number(&number))
-}
-
-/// The value of a plain integer of at most 18 digits, as serde_json gives it (no `i64`
-/// overflows), validated and valued in one pass; `None` for any other text.
-#[inline]
-fn integer(text: &[u8]) -> Option<Scalar> {
-    let (negative, digits) = split_sign(text);
-    if !matches!(digits, [b'1'..=b'9', ..]) || digits.len() > 18 {
-        return None;
-    }
-    let mut magnitude = 0i64;
-    for &digit in digits {
-        if !digit.is_ascii_digit() {
-            return None;
-        }
-        magnitude = magnitude * 10 + i64::from(digit - b'0');
-    }
-    Some(signed_integer(negative, magnitude))
-}
-
-/// An integer of at most 18 digits as serde_json holds it: `PosInt` unless negative.
-fn signed_integer(negative: bool, magnitude: i64) -> Scalar {
-    if negative {
-        Scalar::NegInt(-magnitude)
-    } else {
-        Scalar::PosInt(magnitude.unsigned_abs())
-    }
-}
-
-fn split_sign(text: &[u8]) -> (bool, &[u8]) {
-    match text {
-        [b'-', digits @ ..] => (true, digits),
-        digits => (false, digits),
-    }
-}
-
-/// The magnitude of an unsigned number text with a fraction or an exponent whose digits and
-/// power of ten are both exact in an `f64`: then one multiplication or division rounds it
-/// correctly, and it is the very operation serde_json performs for it (Clinger's fast path).
-fn short_decimal(text: &[u8]) -> Option<f64> {
-    /// Every power of ten up to here is exact in an `f64`.
-    const POWERS: [f64; 23] = [
-        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
-        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-    ];
-    /// Fewer digits than this always fit the 53 bits of an `f64` mantissa.
-    const EXACT_DIGITS: usize = 15;
-    let digits_in = |text: &[u8]| text.iter().take_while(|byte| byte.is_ascii_digit()).count();
-    let integer = digits_in(text);
-    let mut rest = &text[integer..];
-    let mut fraction: &[u8] = &[];
-    if let [b'.', after @ ..] = rest {
-        fraction = &after[..digits_in(after)];
-        rest = &after[fraction.len()..];
-    }
-    let exponent = match rest {
-        [] if !fraction.is_empty() => 0,
-        [b'e' | b'E', sign_and_digits @ ..] => {
-            let (negative, digits) = match sign_and_digits {
-                [b'-', digits @ ..] => (true, digits),
-                [b'+', digits @ ..] => (false, digits),
-                digits => (false, digits),
-            };
-            if digits.is_empty() || digits.len() > 4 || digits_in(digits) != digits.len() {
-                return None;
-            }
-            let value = digits
-                .iter()
-                .fold(0i32, |value, &digit| value * 10 + i32::from(digit - b'0'));
-            if negative { -value } else { value }
-        }
-        _ => return None,
-    };
-    if integer == 0 || integer + fraction.len() > EXACT_DIGITS {
-        return None;
-    }
-    let significand = text[..integer]
-        .iter()
-        .chain(fraction)
-        .fold(0u64, |value, &digit| value * 10 + u64::from(digit - b'0'));
-    let power_of_ten = exponent - fraction.len() as i32;
-    let power = *POWERS.get(power_of_ten.unsigned_abs() as usize)?;
-    Some(if power_of_ten >= 0 {
-        significand as f64 * power
-    } else {
-        significand as f64 / power
-    })
 }
 
 #[cfg(test)]
@@ -612,80 +436,6 @@ mod tests {
                 Some(expected.clone())
             );
             assert_eq!(token(text).preview().map(Scalar::to_value), Some(expected));
-        }
-    }
-
-    #[test]
-    fn whole_words_read_like_pushed_tokens() {
-        let long = "7".repeat(DIRECT_PARSE_LIMIT + 1);
-        let words = [
-            "0",
-            "-0",
-            "12",
-            "-7",
-            "-",
-            "01",
-            "1.",
-            "1.5",
-            "-0.25",
-            "1e",
-            "1e+",
-            "1E-3",
-            "1e5",
-            "2.5e-3",
-            "99999999999999999999999",
-            "1.7976931348623157e309",
-            "t",
-            "tru",
-            "true",
-            "truex",
-            "false",
-            "nul",
-            "null",
-            "nulll",
-            "x",
-            "-a",
-            "+1",
-            ".5",
-        ];
-        for word in words {
-            let pushed = token(word).complete();
-            assert_eq!(Token::whole(word.as_bytes()), Some(pushed), "{word}");
-        }
-        assert_eq!(Token::whole(long.as_bytes()), None);
-    }
-
-    #[test]
-    fn short_decimals_match_serde_json() {
-        let texts = [
-            "0.1",
-            "-0.0",
-            "0e5",
-            "-0e0",
-            "1E2",
-            "1.5e-3",
-            "3.25",
-            "-0.5",
-            "123456789012345.5",
-            "12345678901234.5",
-            "0.000123",
-            "9.999999999999999e22",
-            "1e22",
-            "1e23",
-            "7e-22",
-            "7e-23",
-            "2.5E+3",
-            "1.0",
-            "100e-2",
-            "0.3e0010",
-        ];
-        for text in texts {
-            let expected = serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
-            let shown = number(text.as_bytes()).to_value();
-            assert_eq!(shown, expected, "{text}");
-            if let (Some(shown), Some(expected)) = (shown.as_f64(), expected.as_f64()) {
-                assert_eq!(shown.to_bits(), expected.to_bits(), "{text}");
-            }
         }
     }
 

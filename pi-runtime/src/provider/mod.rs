@@ -11,27 +11,63 @@
 
 mod model;
 
-pub mod anthropic;
 pub mod faux;
+
+#[cfg(feature = "anthropic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
+pub mod anthropic;
+#[cfg(feature = "google")]
+#[cfg_attr(docsrs, doc(cfg(feature = "google")))]
 pub mod google;
+#[cfg(feature = "openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub mod openai;
+#[cfg(feature = "openai-responses")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai-responses")))]
 pub mod openai_responses;
 
-pub(crate) mod compat;
-mod excerpt;
-mod ids;
-pub(crate) mod output;
-mod request;
-pub(crate) mod strict;
-mod thinking;
-mod tokens;
-pub(crate) mod transform;
+// What the wire APIs share: only built with the HTTP model. A build with only some of the
+// APIs leaves parts of these unused; that is expected, not dead code to remove.
+#[cfg(feature = "http")]
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "openai-responses",
+        feature = "anthropic",
+        feature = "google"
+    )),
+    allow(dead_code, unused_imports)
+)]
+mod shared;
+#[cfg(feature = "http")]
+pub(crate) use crate::excerpt;
+#[cfg(feature = "http")]
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "openai-responses",
+        feature = "anthropic",
+        feature = "google"
+    )),
+    allow(unused_imports)
+)]
+pub(crate) use shared::{compat, ids, strict, thinking, tokens, transform};
 
+#[cfg(feature = "http")]
+pub(crate) mod output;
+#[cfg(feature = "http")]
+mod request;
+
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod presets;
 
+#[cfg(feature = "http")]
 pub use http::{HttpModel, HttpOptions, RetryPolicy};
 pub use model::{Api, Compat, Model};
-pub use request::request_body;
-#[doc(hidden)]
-pub use request::request_payload;
+
+#[cfg(feature = "http")]
+pub use request::{RequestError, request_body};

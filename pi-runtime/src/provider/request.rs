@@ -2,16 +2,35 @@
 
 use serde_json::Value;
 
+use super::Model;
 use super::http::wire_api;
-use super::{Api, Model, google};
 use crate::stream::{Context, StreamOptions};
+
+/// Why a request cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The request must fail before the network (the model sees this text), for example a
+    /// tool that requires constrained sampling the provider cannot give.
+    #[error("{0}")]
+    Invalid(String),
+    /// This build of the crate leaves the model's wire API out.
+    #[error("the {api} API is not built in: enable the `{feature}` feature of pi-runtime")]
+    NotBuilt {
+        /// The wire API (`anthropic-messages`, ...).
+        api: &'static str,
+        /// The cargo feature that brings it.
+        feature: &'static str,
+    },
+}
 
 /// The JSON body a request for `model` would POST: what [`HttpModel`](super::HttpModel) sends, key
 /// order included. Useful for logging, dry runs and tests.
 ///
 /// # Errors
-/// The request must fail before the network, for example
+/// [`RequestError::Invalid`]: the request must fail before the network, for example
 /// `Tool "pick" requires JSON-schema constrained sampling, but oneOf schemas are unsupported.`
+/// [`RequestError::NotBuilt`]: the model's API is not compiled in.
 ///
 /// # Examples
 ///
@@ -35,30 +54,17 @@ use crate::stream::{Context, StreamOptions};
 ///     messages: vec![UserMessage::text("hi").into()],
 ///     tools: vec![],
 /// };
-/// let body = request_body(&model, &context, &StreamOptions::default()).unwrap();
+/// let body = request_body(&model, &context, &StreamOptions::default())?;
 /// assert_eq!(body["messages"][0], serde_json::json!({"role": "system", "content": "Be brief."}));
 /// assert_eq!(body["max_completion_tokens"], 1024);
+/// # Ok::<(), pi_runtime::provider::RequestError>(())
 /// ```
 pub fn request_body(
     model: &Model,
     context: &Context,
     options: &StreamOptions,
-) -> Result<Value, String> {
-    wire_api(model.api).body(model, context, options)
-}
-
-/// The parameters pi hands its provider SDK (pi's `onPayload`): the same as
-/// [`request_body`] except for Google, where it is the `@google/genai` parameter object
-/// (`model`, `contents`, `config`) before the SDK turns it into the REST body. Only the
-/// conformance runner needs this.
-#[doc(hidden)]
-pub fn request_payload(
-    model: &Model,
-    context: &Context,
-    options: &StreamOptions,
-) -> Result<Value, String> {
-    match model.api {
-        Api::GoogleGenerativeAi => google::request::build_payload(model, context, options),
-        _ => request_body(model, context, options),
-    }
+) -> Result<Value, RequestError> {
+    wire_api(model.api)?
+        .body(model, context, options)
+        .map_err(RequestError::Invalid)
 }

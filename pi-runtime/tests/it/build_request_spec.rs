@@ -1,7 +1,7 @@
 //! The verified request bodies of SPEC §7.1 and §7.3–§7.6, byte for byte (key order
 //! included), plus the failures that never reach the network.
 
-use pi_runtime::provider::{Api, Compat, Model, request_body, request_payload};
+use pi_runtime::provider::{Api, Compat, Model, RequestError, request_body};
 use pi_runtime::stream::CacheRetention;
 use pi_runtime::{
     AssistantMessage, ConstrainedSampling, ContentBlock, Context, Message, StopReason,
@@ -300,21 +300,18 @@ fn gemini_context(m: &Model) -> Context {
 #[test]
 fn gemini_3_strict_spec_7_6() {
     let m = model(Api::GoogleGenerativeAi, "google", "gemini-3-pro-preview");
-    let payload = request_payload(&m, &gemini_context(&m), &StreamOptions::default()).unwrap();
-    assert_bytes(
-        &payload,
-        &json!({"model":"gemini-3-pro-preview",
-         "contents":[{"role":"user","parts":[{"text":"hi"}]},
-                     {"role":"model","parts":[{"functionCall":{"name":"read","args":{"path":"p"},"id":"c1"}}]},
-                     {"role":"user","parts":[{"functionResponse":{"name":"read","response":{"output":"ok"},"id":"c1"}}]}],
-         "config":{"tools":[{"functionDeclarations":[{"name":"read","description":"Read",
-           "parametersJsonSchema":{"type":"object","properties":{"path":{"type":"string"},
-             "n":{"anyOf":[{"type":"number"},{"type":"null"}]}},"required":["path","n"],"additionalProperties":false}}]}],
-           "toolConfig":{"functionCallingConfig":{"mode":"VALIDATED"}},
-           "automaticContinuation":false}}),
-    );
-    // The REST body carries the same content in the SDK's order, without the model.
     let body = request_body(&m, &gemini_context(&m), &StreamOptions::default()).unwrap();
+    assert_eq!(
+        body["tools"],
+        json!([{"functionDeclarations":[{"name":"read","description":"Read",
+           "parametersJsonSchema":{"type":"object","properties":{"path":{"type":"string"},
+             "n":{"anyOf":[{"type":"number"},{"type":"null"}]}},"required":["path","n"],"additionalProperties":false}}]}])
+    );
+    assert_eq!(
+        body["toolConfig"],
+        json!({"functionCallingConfig":{"mode":"VALIDATED"}})
+    );
+    // The REST body orders keys as the API documents them.
     assert_bytes(
         &body["contents"][1],
         &json!({"parts":[{"functionCall":{"args":{"path":"p"},"id":"c1","name":"read"}}],"role":"model"}),
@@ -386,17 +383,17 @@ fn require_fails_before_the_network_spec_7_2() {
     };
     assert_eq!(
         request_body(&m, &context, &StreamOptions::default()),
-        Err("Tool \"t\" requires JSON-schema constrained sampling, but strict tools are unsupported.".into())
+        Err(RequestError::Invalid("Tool \"t\" requires JSON-schema constrained sampling, but strict tools are unsupported.".into()))
     );
     m.compat.supports_strict_mode = Some(true);
     assert_eq!(
         request_body(&m, &context, &StreamOptions::default()),
-        Err("Tool \"t\" requires JSON-schema constrained sampling, but tuple schemas are unsupported.".into())
+        Err(RequestError::Invalid("Tool \"t\" requires JSON-schema constrained sampling, but tuple schemas are unsupported.".into()))
     );
     let gemini = model(Api::GoogleGenerativeAi, "google", "gemini-3-flash");
     assert_eq!(
         request_body(&gemini, &context, &StreamOptions::default()),
-        Err("Tool \"t\" requires JSON-schema constrained sampling, but tuple schemas are unsupported.".into())
+        Err(RequestError::Invalid("Tool \"t\" requires JSON-schema constrained sampling, but tuple schemas are unsupported.".into()))
     );
     let mut claude = model(Api::AnthropicMessages, "anthropic", "claude-x");
     claude.compat.supports_strict_tools = Some(true);
@@ -411,7 +408,7 @@ fn require_fails_before_the_network_spec_7_2() {
     };
     assert_eq!(
         request_body(&claude, &context, &StreamOptions::default()),
-        Err("Tool \"n\" requires JSON-schema constrained sampling, but minimum: 1.5 is unsupported.".into())
+        Err(RequestError::Invalid("Tool \"n\" requires JSON-schema constrained sampling, but minimum: 1.5 is unsupported.".into()))
     );
 }
 

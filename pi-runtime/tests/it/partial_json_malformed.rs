@@ -67,10 +67,14 @@ fn a_ten_megabyte_string() {
     let text = format!("{{\"content\":\"{body}\"}}");
     let decoded = "fn main() { println!(\"hi\"); }\n".repeat(10 * 1024 * 1024 / 34);
     let mut parser = PartialJsonParser::new();
+    let mut arguments = json!({});
     for chunk in text.as_bytes().chunks(4096) {
-        parser.push(std::str::from_utf8(chunk).unwrap_or_default());
+        parser.push(
+            std::str::from_utf8(chunk).unwrap_or_default(),
+            &mut arguments,
+        );
     }
-    assert_eq!(parser.value(), &json!({"content": decoded}));
+    assert_eq!(arguments, json!({"content": decoded}));
     assert_eq!(
         parse_tool_call_arguments(&text),
         (json!({"content": decoded}), None)
@@ -81,14 +85,15 @@ fn a_ten_megabyte_string() {
 fn a_long_number_streamed_digit_by_digit() {
     let digits = "7".repeat(50_000);
     let mut parser = PartialJsonParser::new();
-    parser.push("{\"n\":1.");
+    let mut arguments = json!({});
+    parser.push("{\"n\":1.", &mut arguments);
     for _ in 0..digits.len() {
-        parser.push("7");
+        parser.push("7", &mut arguments);
     }
     let expected: Value = serde_json::from_str(&format!("1.{digits}")).unwrap_or_default();
-    assert_eq!(parser.value(), &json!({"n": expected}));
-    parser.push("}");
-    assert_eq!(parser.value(), &json!({"n": expected}));
+    assert_eq!(arguments, json!({"n": expected}));
+    parser.push("}", &mut arguments);
+    assert_eq!(arguments, json!({"n": expected}));
 }
 
 #[test]
@@ -104,17 +109,18 @@ fn the_depth_limit_matches_the_final_parse() {
     let at_limit = format!("{{\"a\":{}}}", nested(MAX_DEPTH));
     assert!(serde_json::from_str::<Value>(&at_limit).is_ok());
     let mut parser = PartialJsonParser::new();
-    parser.push(&at_limit);
+    let mut arguments = json!({});
+    parser.push(&at_limit, &mut arguments);
     assert_eq!(parser.error(), None);
     assert_eq!(
-        parser.value(),
-        &serde_json::from_str::<Value>(&at_limit).unwrap_or_default()
+        arguments,
+        serde_json::from_str::<Value>(&at_limit).unwrap_or_default()
     );
 
     let beyond = format!("{{\"a\":{}}}", nested(MAX_DEPTH + 1));
     assert!(serde_json::from_str::<Value>(&beyond).is_err());
     let mut parser = PartialJsonParser::new();
-    parser.push(&beyond);
+    parser.push(&beyond, &mut json!({}));
     assert_eq!(
         parser.error(),
         Some(&PartialJsonError::TooDeep { limit: MAX_DEPTH })
@@ -126,18 +132,19 @@ fn a_hundred_thousand_levels_of_nesting() {
     // Live containers: the value keeps what was read before the level that went too deep.
     let text = format!("{{\"a\":\"b\",\"c\":{}", "[".repeat(100_000));
     let mut parser = PartialJsonParser::new();
-    parser.push(&text);
+    let mut arguments = json!({});
+    parser.push(&text, &mut arguments);
     let mut expected = json!([]);
     for _ in 0..MAX_DEPTH - 2 {
         expected = json!([expected]);
     }
-    assert_eq!(parser.value(), &json!({"a": "b", "c": expected}));
+    assert_eq!(arguments, json!({"a": "b", "c": expected}));
     assert_eq!(
         parser.error().map(ToString::to_string).as_deref(),
         Some("the arguments nest more than 127 levels deep; the text from there on is not shown")
     );
     // Later deltas are kept for the final parse, which reports the depth.
-    parser.push("]]");
+    parser.push("]]", &mut arguments);
     assert_eq!(parser.text().len(), text.len() + 2);
     let (arguments, error) = parser.finish();
     assert_eq!(arguments, json!({}));
@@ -145,8 +152,9 @@ fn a_hundred_thousand_levels_of_nesting() {
 
     // Skipped containers (a root that is not an object) stop at the same depth.
     let mut parser = PartialJsonParser::new();
-    parser.push(&"[{\"a\":".repeat(100_000));
-    assert_eq!(parser.value(), &json!({}));
+    let mut arguments = json!({});
+    parser.push(&"[{\"a\":".repeat(100_000), &mut arguments);
+    assert_eq!(arguments, json!({}));
     assert_eq!(
         parser.error(),
         Some(&PartialJsonError::TooDeep { limit: MAX_DEPTH })
@@ -154,8 +162,9 @@ fn a_hundred_thousand_levels_of_nesting() {
 
     // Objects, one character at a time.
     let mut parser = PartialJsonParser::new();
+    let mut arguments = json!({});
     for _ in 0..100_000 {
-        parser.push("{\"k\":");
+        parser.push("{\"k\":", &mut arguments);
     }
     assert!(parser.error().is_some());
 }
@@ -163,8 +172,9 @@ fn a_hundred_thousand_levels_of_nesting() {
 #[test]
 fn text_after_the_root_is_ignored_but_kept() {
     let mut parser = PartialJsonParser::new();
-    parser.push(r#"{"a":1} {"b":"#);
-    parser.push(r#"2}"#);
-    assert_eq!(parser.value(), &json!({"a": 1}));
+    let mut arguments = json!({});
+    parser.push(r#"{"a":1} {"b":"#, &mut arguments);
+    parser.push(r#"2}"#, &mut arguments);
+    assert_eq!(arguments, json!({"a": 1}));
     assert_eq!(parser.text(), r#"{"a":1} {"b":2}"#);
 }

@@ -1,22 +1,29 @@
 //! Every example of SPEC §6.2 (partial arguments) and §6.4 (the final parse).
 
-use pi_runtime::json::{
-    ArgumentChange, ArgumentsStream, PartialJsonParser, PathSegment, apply_changes, parse_partial,
-    parse_tool_call_arguments,
-};
+use pi_runtime::json::{PartialJsonParser, parse_partial, parse_tool_call_arguments};
 use serde_json::{Value, json};
 
 /// `parse_partial` of `text`, and the same text fed one character at a time.
 fn check(text: &str, expected: Value) {
     assert_eq!(parse_partial(text), expected, "whole text {text:?}");
     let mut parser = PartialJsonParser::new();
-    let mut copy = json!({});
+    let mut arguments = json!({});
     let mut buffer = [0; 4];
     for character in text.chars() {
-        apply_changes(&mut copy, parser.push(character.encode_utf8(&mut buffer)));
+        parser.push(character.encode_utf8(&mut buffer), &mut arguments);
     }
-    assert_eq!(parser.value(), &expected, "per character {text:?}");
-    assert_eq!(copy, expected, "changes {text:?}");
+    assert_eq!(arguments, expected, "per character {text:?}");
+}
+
+/// Feed `deltas` to one parser; after each, the arguments are the matching `expected`.
+fn check_deltas(deltas: &[&str], expected: &[Value]) {
+    let mut parser = PartialJsonParser::new();
+    let mut arguments = json!({});
+    for (delta, expected) in deltas.iter().zip(expected) {
+        parser.push(delta, &mut arguments);
+        assert_eq!(&arguments, expected, "after {delta:?}");
+    }
+    assert_eq!(deltas.len(), expected.len());
 }
 
 #[test]
@@ -142,83 +149,89 @@ fn duplicate_keys_keep_the_first_position() {
 #[test]
 fn an_invalid_number_disappears_at_its_delimiter() {
     // SPEC §6.2 [RUST]: no stale preview.
-    let mut parser = PartialJsonParser::new();
-    parser.push(r#"{"d":1,"e":1e"#);
-    assert_eq!(parser.value(), &json!({"d": 1, "e": 1}));
-    assert_eq!(
-        parser.push(","),
-        [ArgumentChange::Remove {
-            path: vec![PathSegment::Key("e".into())]
-        }]
+    check_deltas(
+        &[r#"{"d":1,"e":1e"#, ","],
+        &[json!({"d": 1, "e": 1}), json!({"d": 1})],
     );
-    assert_eq!(parser.value(), &json!({"d": 1}));
 }
 
 #[test]
-fn change_lists_are_small_and_exact() {
-    let mut parser = PartialJsonParser::new();
-    let key = |name: &str| PathSegment::Key(name.into());
-    assert_eq!(
-        parser.push(r#"{"edits":[{"new"#),
-        [
-            ArgumentChange::Set {
-                path: vec![key("edits")],
-                value: json!([]),
-            },
-            ArgumentChange::Set {
-                path: vec![key("edits"), PathSegment::Index(0)],
-                value: json!({}),
-            },
-        ]
+fn each_delta_changes_what_it_read() {
+    check_deltas(
+        &[
+            r#"{"edits":[{"new"#,
+            r#"Text":"fn ma"#,
+            r#"in() {\n"#,
+            "",
+            "  ",
+            "",
+            r#"}"}],"n":4"#,
+            "2",
+            "}",
+        ],
+        &[
+            json!({"edits": [{}]}),
+            json!({"edits": [{"newText": "fn ma"}]}),
+            json!({"edits": [{"newText": "fn main() {\n"}]}),
+            json!({"edits": [{"newText": "fn main() {\n"}]}),
+            json!({"edits": [{"newText": "fn main() {\n  "}]}),
+            json!({"edits": [{"newText": "fn main() {\n  "}]}),
+            json!({"edits": [{"newText": "fn main() {\n  }"}], "n": 4}),
+            json!({"edits": [{"newText": "fn main() {\n  }"}], "n": 42}),
+            json!({"edits": [{"newText": "fn main() {\n  }"}], "n": 42}),
+        ],
     );
-    assert_eq!(
-        parser.push(r#"Text":"fn ma"#),
-        [ArgumentChange::Set {
-            path: vec![key("edits"), PathSegment::Index(0), key("newText")],
-            value: json!("fn ma"),
-        }]
+}
+
+#[test]
+fn duplicate_keys_across_deltas() {
+    check_deltas(
+        &[
+            r#"{"path":"a"#,
+            r#"b","n":1"#,
+            r#"2,"n":-"#,
+            r#"7,"path":"c"#,
+            r#"d","list":[tr"#,
+            r#"ue,{"k":"v"}],"n":"x"}"#,
+        ],
+        &[
+            json!({"path": "a"}),
+            json!({"path": "ab", "n": 1}),
+            // `-` is no number yet: the duplicate `n` shows its old value.
+            json!({"path": "ab", "n": 12}),
+            // A duplicate key keeps its first position.
+            json!({"path": "c", "n": -7}),
+            json!({"path": "cd", "n": -7, "list": [true]}),
+            json!({"path": "cd", "n": "x", "list": [true, {"k": "v"}]}),
+        ],
     );
-    assert_eq!(
-        parser.push(r#"in() {\n"#),
-        [ArgumentChange::Append {
-            path: vec![key("edits"), PathSegment::Index(0), key("newText")],
-            text: "in() {\n".into(),
-        }]
+}
+
+#[test]
+fn escapes_in_a_string_that_is_already_showing() {
+    check_deltas(
+        &[
+            r#"{"pa"#,
+            r#"th":"src/m"#,
+            r#"ain"#,
+            r#".rs\n"#,
+            r#"x","k\u0065y":"a\"#,
+            r#"tb","n":"#,
+            r#""plain"}"#,
+        ],
+        &[
+            json!({}),
+            json!({"path": "src/m"}),
+            json!({"path": "src/main"}),
+            json!({"path": "src/main.rs\n"}),
+            json!({"path": "src/main.rs\nx", "key": "a"}),
+            json!({"path": "src/main.rs\nx", "key": "a\tb"}),
+            json!({"path": "src/main.rs\nx", "key": "a\tb", "n": "plain"}),
+        ],
     );
-    // Plain text of an open string; an empty delta changes nothing.
-    assert_eq!(parser.push(""), []);
-    assert_eq!(
-        parser.push("  "),
-        [ArgumentChange::Append {
-            path: vec![key("edits"), PathSegment::Index(0), key("newText")],
-            text: "  ".into(),
-        }]
-    );
-    assert_eq!(parser.push(""), []);
-    assert_eq!(
-        parser.push(r#"}"}],"n":4"#),
-        [
-            ArgumentChange::Append {
-                path: vec![key("edits"), PathSegment::Index(0), key("newText")],
-                text: "}".into(),
-            },
-            ArgumentChange::Set {
-                path: vec![key("n")],
-                value: json!(4),
-            },
-        ]
-    );
-    assert_eq!(
-        parser.push("2"),
-        [ArgumentChange::Set {
-            path: vec![key("n")],
-            value: json!(42)
-        }]
-    );
-    assert_eq!(parser.push("}"), []);
-    assert_eq!(
-        parser.value(),
-        &json!({"edits": [{"newText": "fn main() {\n  }"}], "n": 42})
+    check_deltas(
+        &[r#"{"list":["ab"#, r#"c\n","d"#],
+        &[json!({"list": ["ab"]}), json!({"list": ["abc\n", "d"]})],
     );
 }
 
@@ -268,96 +281,11 @@ fn the_final_parse() {
 #[test]
 fn the_parser_offers_the_final_parse() {
     let mut parser = PartialJsonParser::new();
-    parser.push(r#"{"command":"ec"#);
-    assert_eq!(parser.value(), &json!({"command": "ec"}));
+    let mut arguments = json!({});
+    parser.push(r#"{"command":"ec"#, &mut arguments);
+    assert_eq!(arguments, json!({"command": "ec"}));
     assert_eq!(
         parser.finish(),
         parse_tool_call_arguments(r#"{"command":"ec"#)
     );
-}
-
-#[test]
-fn versions_stay_as_they_were() {
-    let mut stream = ArgumentsStream::new();
-    let versions: Vec<_> = [
-        r#"{"path":"a"#,
-        r#"b","n":1"#,
-        r#"2,"n":-"#,
-        r#"7,"path":"c"#,
-        r#"d","list":[tr"#,
-        r#"ue,{"k":"v"}],"n":"x"}"#,
-    ]
-    .iter()
-    .map(|delta| stream.push(delta))
-    .collect();
-    let expected = [
-        json!({"path": "a"}),
-        json!({"path": "ab", "n": 1}),
-        // `-` is no number yet: the duplicate `n` shows its old value.
-        json!({"path": "ab", "n": 12}),
-        // A duplicate key keeps its first position.
-        json!({"path": "c", "n": -7}),
-        json!({"path": "cd", "n": -7, "list": [true]}),
-        json!({"path": "cd", "n": "x", "list": [true, {"k": "v"}]}),
-    ];
-    for (version, expected) in versions.iter().zip(&expected) {
-        assert_eq!(stream.view(*version).to_value(), *expected);
-        assert_eq!(
-            serde_json::to_string(&stream.view(*version)).unwrap(),
-            expected.to_string()
-        );
-    }
-    assert_eq!(stream.finish(), (expected[5].clone(), None));
-}
-
-#[test]
-fn strings_read_in_place_then_escaped_keep_their_versions() {
-    // Text without escapes stays in the raw text until an escape comes; the versions taken
-    // before it must not change when the string is decoded from there on.
-    let mut stream = ArgumentsStream::new();
-    let versions: Vec<_> = [
-        r#"{"pa"#,
-        r#"th":"src/m"#,
-        r#"ain"#,
-        r#".rs\n"#,
-        r#"x","k\u0065y":"a\"#,
-        r#"tb","n":"#,
-        r#""plain"}"#,
-    ]
-    .iter()
-    .map(|delta| stream.push(delta))
-    .collect();
-    let expected = [
-        json!({}),
-        json!({"path": "src/m"}),
-        json!({"path": "src/main"}),
-        json!({"path": "src/main.rs\n"}),
-        json!({"path": "src/main.rs\nx", "key": "a"}),
-        json!({"path": "src/main.rs\nx", "key": "a\tb"}),
-        json!({"path": "src/main.rs\nx", "key": "a\tb", "n": "plain"}),
-    ];
-    for (version, expected) in versions.iter().zip(&expected) {
-        assert_eq!(stream.view(*version), *expected);
-        assert_eq!(
-            serde_json::to_string(&stream.view(*version)).unwrap(),
-            expected.to_string()
-        );
-    }
-
-    // In an array, the decoded string takes the place of the one read in place.
-    let mut stream = ArgumentsStream::new();
-    let before = stream.push(r#"{"list":["ab"#);
-    let after = stream.push(r#"c\n","d"#);
-    assert_eq!(stream.view(before), json!({"list": ["ab"]}));
-    assert_eq!(stream.view(after), json!({"list": ["abc\n", "d"]}));
-}
-
-#[test]
-fn a_version_read_by_another_stream_is_safe() {
-    let mut long = ArgumentsStream::new();
-    let version = long.push(r#"{"a":[1,2,3],"b":{"c":"d"}}"#);
-    let short = ArgumentsStream::new();
-    // Not its own version: the answer is meaningless, but reading it never panics.
-    let _ = short.view(version).to_value();
-    assert_eq!(long.view(version), json!({"a": [1, 2, 3], "b": {"c": "d"}}));
 }

@@ -1,7 +1,7 @@
 //! The `build_request` op: the JSON body a provider request would POST (PROTOCOL.md;
 //! pi-ref D4 model defaults, D5 message defaults, D6 `capture`).
 
-use pi_runtime::provider::{Api, Compat, Model, request_body, request_payload};
+use pi_runtime::provider::{Api, Compat, Model, request_body};
 use pi_runtime::stream::CacheRetention;
 use pi_runtime::{ConstrainedSampling, Context, Message, StreamOptions, ThinkingLevel, Tool};
 use serde_json::{Map, Value, json};
@@ -18,16 +18,49 @@ pub(crate) fn prepare(request: &Map<String, Value>) -> Result<Prepared, String> 
         Some(other) => return Err(format!("unsupported capture {other}")),
     };
     Ok(Box::new(move || {
-        let body = if payload {
-            request_payload(&model, &context, &options)
-        } else {
-            request_body(&model, &context, &options)
-        };
-        match body {
+        match request_body(&model, &context, &options) {
+            Ok(body) if payload && model.api == Api::GoogleGenerativeAi => {
+                Answer::Ok(sdk_parameters(&model, body))
+            }
             Ok(body) => Answer::Ok(body),
-            Err(error) => Answer::Err(error),
+            Err(error) => Answer::Err(error.to_string()),
         }
     }))
+}
+
+/// What pi hands `@google/genai` (D6 `capture: payload`): the REST body before the SDK builds
+/// it, `{model, contents, config}` with the generation settings, the system prompt (as text)
+/// and the tools side by side in one flat `config`. Other APIs' SDKs take the body as is.
+fn sdk_parameters(model: &Model, mut body: Value) -> Value {
+    let mut take = |key: &str| body.as_object_mut().and_then(|body| body.remove(key));
+    let contents = take("contents").unwrap_or_else(|| json!([]));
+    let system = take("systemInstruction");
+    let tools = take("tools");
+    let tool_config = take("toolConfig");
+    let mut generation = match take("generationConfig") {
+        Some(Value::Object(generation)) => generation,
+        _ => Map::new(),
+    };
+    let mut config = Map::new();
+    for key in ["temperature", "maxOutputTokens"] {
+        if let Some(value) = generation.remove(key) {
+            config.insert(key.into(), value);
+        }
+    }
+    if let Some(text) = system.as_ref().and_then(|s| s.pointer("/parts/0/text")) {
+        config.insert("systemInstruction".into(), text.clone());
+    }
+    if let Some(tools) = tools {
+        config.insert("tools".into(), tools);
+    }
+    if let Some(tool_config) = tool_config {
+        config.insert("toolConfig".into(), tool_config);
+    }
+    config.insert("automaticContinuation".into(), Value::Bool(false));
+    if let Some(thinking) = generation.remove("thinkingConfig") {
+        config.insert("thinkingConfig".into(), thinking);
+    }
+    json!({"model": model.id, "contents": contents, "config": config})
 }
 
 /// The request's `api` and `model`, laid over pi-ref's fixed defaults (D4).

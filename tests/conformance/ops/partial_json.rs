@@ -1,10 +1,11 @@
 //! The `partial_json` and `partial_json_stream` ops: the partial arguments of a text, whole
 //! or fed in chunks (PROTOCOL.md; pi-ref D3).
 
-use pi_runtime::json::{ArgumentsStream, parse_partial, parse_streaming_json};
+use pi_runtime::json::{PartialJsonParser, parse_partial};
 use serde_json::{Map, Value};
 
 use crate::protocol::{Answer, Prepared, str_field};
+use crate::seed::parse_streaming_json;
 
 /// Which parser a request names.
 #[derive(Debug, Clone, Copy)]
@@ -46,12 +47,7 @@ pub(crate) fn prepare_stream(request: &Map<String, Value>) -> Result<Prepared, S
     }
     .ok_or("bad request: `chunks` must be an array of strings")?;
     Ok(Box::new(move || match parser {
-        // Like pi's `ToolCallArgumentsStream`: a version that never changes after every chunk.
-        Parser::Incremental => {
-            let mut stream = ArgumentsStream::new();
-            let versions = chunks.iter().map(|chunk| stream.push(chunk)).collect();
-            Answer::Versions(stream, versions)
-        }
+        Parser::Incremental => Answer::Ok(incremental(&chunks)),
         Parser::Seed => {
             let mut text = String::new();
             Answer::Ok(Value::Array(
@@ -65,4 +61,23 @@ pub(crate) fn prepare_stream(request: &Map<String, Value>) -> Result<Prepared, S
             ))
         }
     }))
+}
+
+/// What providers run: one value updated in place by every chunk. Like pi, which answers with
+/// a snapshot after every chunk, the answer holds a copy of the value after each chunk; after
+/// the last one it holds the value itself.
+fn incremental(chunks: &[String]) -> Value {
+    let Some((last, before)) = chunks.split_last() else {
+        return Value::Array(Vec::new());
+    };
+    let mut parser = PartialJsonParser::new();
+    let mut arguments = Value::Object(Map::new());
+    let mut versions = Vec::with_capacity(chunks.len());
+    for chunk in before {
+        parser.push(chunk, &mut arguments);
+        versions.push(arguments.clone());
+    }
+    parser.push(last, &mut arguments);
+    versions.push(arguments);
+    Value::Array(versions)
 }

@@ -37,7 +37,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::provider::output::{StreamParser, output_for};
-use crate::provider::{Api, Model, anthropic, google, openai, openai_responses};
+use crate::provider::{Api, Model, RequestError};
 use crate::stream::{AssistantEventStream, Context, LanguageModel, StreamOptions};
 
 use run::Run;
@@ -164,13 +164,31 @@ pub(crate) trait WireApi: Sync {
     fn parser(&self, model: &Model) -> Box<dyn StreamParser>;
 }
 
-/// The implementation of `api`.
-pub(crate) fn wire_api(api: Api) -> &'static dyn WireApi {
+/// The implementation of `api`, if its feature is on.
+pub(crate) fn wire_api(api: Api) -> Result<&'static dyn WireApi, RequestError> {
+    // Used only by the arms of APIs this build leaves out.
+    #[allow(unused_variables)]
+    let not_built = |feature| RequestError::NotBuilt {
+        api: api.as_str(),
+        feature,
+    };
     match api {
-        Api::OpenAiCompletions => &openai::Completions,
-        Api::OpenAiResponses => &openai_responses::Responses,
-        Api::AnthropicMessages => &anthropic::Messages,
-        Api::GoogleGenerativeAi => &google::GenerateContent,
+        #[cfg(feature = "openai")]
+        Api::OpenAiCompletions => Ok(&super::openai::Completions),
+        #[cfg(not(feature = "openai"))]
+        Api::OpenAiCompletions => Err(not_built("openai")),
+        #[cfg(feature = "openai-responses")]
+        Api::OpenAiResponses => Ok(&super::openai_responses::Responses),
+        #[cfg(not(feature = "openai-responses"))]
+        Api::OpenAiResponses => Err(not_built("openai-responses")),
+        #[cfg(feature = "anthropic")]
+        Api::AnthropicMessages => Ok(&super::anthropic::Messages),
+        #[cfg(not(feature = "anthropic"))]
+        Api::AnthropicMessages => Err(not_built("anthropic")),
+        #[cfg(feature = "google")]
+        Api::GoogleGenerativeAi => Ok(&super::google::GenerateContent),
+        #[cfg(not(feature = "google"))]
+        Api::GoogleGenerativeAi => Err(not_built("google")),
     }
 }
 
@@ -249,7 +267,10 @@ impl HttpModel {
     pub fn replay(&self, body: impl Into<String>) -> AssistantEventStream {
         let mut decoder = SseDecoder::new(self.options.max_event_bytes);
         decoder.push_text(body.into());
-        let parser = wire_api(self.model.api).parser(&self.model);
+        let parser = match wire_api(self.model.api) {
+            Ok(wire) => wire.parser(&self.model),
+            Err(error) => return self.unavailable(&error),
+        };
         Run::replay(
             output_for(&self.model),
             parser,
@@ -257,6 +278,14 @@ impl HttpModel {
             Clock::start(&self.options),
         )
         .events()
+    }
+
+    /// The response of a model whose wire API is not built in: an `error` at once.
+    fn unavailable(&self, error: &RequestError) -> AssistantEventStream {
+        let mut out = output_for(&self.model);
+        out.fail(crate::message::StopReason::Error, error.to_string());
+        let events: Vec<_> = std::iter::from_fn(|| out.pop_event()).collect();
+        futures::StreamExt::boxed(futures::stream::iter(events))
     }
 
     /// The request of one call: everything but the network.
@@ -326,7 +355,10 @@ impl LanguageModel for HttpModel {
     }
 
     fn stream(&self, context: Context, options: StreamOptions) -> AssistantEventStream {
-        let wire = wire_api(self.model.api);
+        let wire = match wire_api(self.model.api) {
+            Ok(wire) => wire,
+            Err(error) => return self.unavailable(&error),
+        };
         let request = self.request(wire, &context, &options);
         Run::send(
             output_for(&self.model),

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use self::wire::{
     Content, FunctionCall, FunctionCallingConfig, FunctionDeclaration, FunctionOutput,
-    FunctionResponse, GenerateContentRequest, GenerationConfig, InlineData, Part, SdkConfig,
-    SdkParameters, SystemInstruction, ThinkingConfig, ToolConfig, ToolDeclarations,
+    FunctionResponse, GenerateContentRequest, GenerationConfig, InlineData, Part,
+    SystemInstruction, ThinkingConfig, ToolConfig, ToolDeclarations,
 };
 use crate::message::{ContentBlock, ImageContent, Message, ToolResultMessage, UserContent};
 use crate::provider::Model;
@@ -54,30 +54,6 @@ pub(crate) fn build_request(
         generation_config: &request.generation,
     };
     serde_json::to_value(&body).map_err(|error| error.to_string())
-}
-
-/// The parameters pi hands `@google/genai` (`model`, `contents`, `config`).
-pub(crate) fn build_payload(
-    model: &Model,
-    context: &Context,
-    options: &StreamOptions,
-) -> Result<Value, String> {
-    let transformed = transform_messages(model, context);
-    let request = convert(model, context, &transformed, options)?;
-    let params = SdkParameters {
-        model: &model.id,
-        contents: &request.contents,
-        config: SdkConfig {
-            temperature: request.generation.temperature,
-            max_output_tokens: request.generation.max_output_tokens,
-            system_instruction: request.system_instruction,
-            tools: request.tools.as_deref(),
-            tool_config: request.tool_config.as_ref(),
-            automatic_continuation: false,
-            thinking_config: request.generation.thinking_config.as_ref(),
-        },
-    };
-    serde_json::to_value(&params).map_err(|error| error.to_string())
 }
 
 fn transform_messages<'a>(model: &Model, context: &'a Context) -> Vec<Cow<'a, Message>> {

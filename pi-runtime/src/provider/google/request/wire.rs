@@ -1,9 +1,7 @@
-//! Gemini API request wire types: the REST body of `generateContent`, and the parameter
-//! object of `@google/genai` that pi builds before the SDK turns it into that body.
+//! Gemini API request wire types: the REST body of `generateContent`.
 
 use std::borrow::Cow;
 
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 /// The REST body POSTed to `models/<id>:streamGenerateContent` (the model is in the URL).
@@ -26,123 +24,6 @@ pub(super) struct GenerateContentRequest<'a> {
 pub(super) struct SystemInstruction<'a> {
     pub(super) parts: [Part<'a>; 1],
     pub(super) role: &'static str,
-}
-
-/// `@google/genai`'s `GenerateContentParameters` as pi builds it.
-#[derive(Debug, serde::Serialize)]
-pub(super) struct SdkParameters<'a> {
-    pub(super) model: &'a str,
-    #[serde(serialize_with = "sdk_contents")]
-    pub(super) contents: &'a [Content<'a>],
-    pub(super) config: SdkConfig<'a>,
-}
-
-/// pi writes `role` before `parts`, and parts in its own key order (the SDK reorders both
-/// for the REST body).
-fn sdk_contents<S: Serializer>(
-    contents: &&[Content<'_>],
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    serializer.collect_seq(contents.iter().map(SdkContent))
-}
-
-struct SdkContent<'a>(&'a Content<'a>);
-
-impl Serialize for SdkContent<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(2))?;
-        map.serialize_entry("role", self.0.role)?;
-        map.serialize_entry("parts", &SdkParts(&self.0.parts))?;
-        map.end()
-    }
-}
-
-struct SdkParts<'a>(&'a [Part<'a>]);
-
-impl Serialize for SdkParts<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(SdkPart))
-    }
-}
-
-struct SdkPart<'a>(&'a Part<'a>);
-
-impl Serialize for SdkPart<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let part = self.0;
-        let mut map = serializer.serialize_map(None)?;
-        if let Some(call) = &part.function_call {
-            map.serialize_entry("functionCall", &SdkFunctionCall(call))?;
-        }
-        if let Some(response) = &part.function_response {
-            map.serialize_entry("functionResponse", &SdkFunctionResponse(response))?;
-        }
-        if let Some(data) = &part.inline_data {
-            map.serialize_entry("inlineData", data)?;
-        }
-        if let Some(thought) = part.thought {
-            map.serialize_entry("thought", &thought)?;
-        }
-        if let Some(text) = &part.text {
-            map.serialize_entry("text", text)?;
-        }
-        if let Some(signature) = part.thought_signature {
-            map.serialize_entry("thoughtSignature", signature)?;
-        }
-        map.end()
-    }
-}
-
-struct SdkFunctionCall<'a>(&'a FunctionCall<'a>);
-
-impl Serialize for SdkFunctionCall<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let call = self.0;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("name", call.name)?;
-        map.serialize_entry("args", call.args)?;
-        if let Some(id) = call.id {
-            map.serialize_entry("id", id)?;
-        }
-        map.end()
-    }
-}
-
-struct SdkFunctionResponse<'a>(&'a FunctionResponse<'a>);
-
-impl Serialize for SdkFunctionResponse<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let response = self.0;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("name", response.name)?;
-        map.serialize_entry("response", &response.response)?;
-        if let Some(parts) = &response.parts {
-            map.serialize_entry("parts", &SdkParts(parts))?;
-        }
-        if let Some(id) = response.id {
-            map.serialize_entry("id", id)?;
-        }
-        map.end()
-    }
-}
-
-/// The SDK's flat `config`: generation settings, system prompt and tools side by side.
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct SdkConfig<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) temperature: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) max_output_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) system_instruction: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) tools: Option<&'a [ToolDeclarations<'a>]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) tool_config: Option<&'a ToolConfig>,
-    pub(super) automatic_continuation: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) thinking_config: Option<&'a ThinkingConfig>,
 }
 
 #[derive(Debug, Default, serde::Serialize)]

@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
-use super::Model;
 use crate::message::{ContentBlock, Message, UserContent};
+use crate::provider::Model;
 use crate::stream::{Context, StreamOptions};
 use crate::tool::ConstrainedSampling;
 

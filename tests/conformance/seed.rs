@@ -1,7 +1,7 @@
 //! The seed's `parseStreamingJson` (SPEC §6.3): re-parse the whole text after every delta.
 //!
-//! Kept for the conformance runner's `parser: "parseStreamingJson"` option and for
-//! comparison; providers use [`PartialJsonParser`](super::PartialJsonParser). Its lenient step
+//! Only the conformance runner's `parser: "parseStreamingJson"` option uses it; providers
+//! use `pi_runtime::json::PartialJsonParser` (SPEC §6.2). Its lenient step
 //! reproduces the `partial-json` 0.1.7 package pi calls, quirks included (it works on UTF-16
 //! code units and JavaScript's `substring`), except where Rust cannot hold the value: `NaN`
 //! and `Infinity` become `null` (what `JSON.stringify` writes for them) and lone surrogates
@@ -9,20 +9,12 @@
 
 use serde_json::{Map, Value};
 
-use super::finish::{Repair, parse_with_repair, repair, repair_strings};
+use pi_runtime::json::{parse_with_repair, repair};
 
 /// The seed's helper: blank → `{}`; the strict parse, with repair; else a lenient parse of
 /// the text, then of the repaired text; else `{}`. A root that is not an object is returned
 /// as it is.
-///
-/// ```
-/// use pi_runtime::json::parse_streaming_json;
-/// use serde_json::json;
-///
-/// assert_eq!(parse_streaming_json(r#"{"path":"REA "#), json!({"path": "REA"}));
-/// assert_eq!(parse_streaming_json(r#"[1,2,"thr"#), json!([1, 2, "thr"]));
-/// ```
-pub fn parse_streaming_json(text: &str) -> Value {
+pub(crate) fn parse_streaming_json(text: &str) -> Value {
     if text.trim().is_empty() {
         return Value::Object(Map::new());
     }
@@ -261,7 +253,57 @@ impl Lenient<'_> {
 fn js_parse(text: &str) -> Option<Value> {
     serde_json::from_str(text)
         .ok()
-        .or_else(|| serde_json::from_str(&repair_strings(text, Repair::Surrogates)?).ok())
+        .or_else(|| serde_json::from_str(&replace_lone_surrogates(text)?).ok())
+}
+
+/// `text` with every lone surrogate escape inside a string replaced by `\ufffd`; `None`
+/// when it has none.
+fn replace_lone_surrogates(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    // `text[copied..at]` is still to be copied; edits sit at ASCII bytes (char boundaries).
+    let mut copied = 0;
+    let mut in_string = false;
+    let mut at = 0;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        if !in_string || byte != b'\\' {
+            in_string ^= byte == b'"';
+            at += 1;
+            continue;
+        }
+        let code = match bytes.get(at + 1) {
+            Some(b'u') => hex4(bytes, at + 2),
+            _ => None,
+        };
+        let low_follows = bytes.get(at + 6..at + 8) == Some(b"\\u")
+            && hex4(bytes, at + 8).is_some_and(|low| (0xDC00..=0xDFFF).contains(&low));
+        at += match code {
+            Some(0xD800..=0xDBFF) if low_follows => 12,
+            Some(0xD800..=0xDFFF) => {
+                out.push_str(text.get(copied..at).unwrap_or_default());
+                out.push_str("\\ufffd");
+                copied = at + 6;
+                6
+            }
+            Some(_) => 6,
+            // Any other escape is two bytes.
+            None => 2,
+        };
+    }
+    if copied == 0 {
+        return None;
+    }
+    out.push_str(text.get(copied..).unwrap_or_default());
+    Some(out)
+}
+
+/// The code unit of four hex digits at `at`.
+fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
+    let digits = bytes.get(at..at + 4)?;
+    digits.iter().try_fold(0, |code, &digit| {
+        Some(code << 4 | char::from(digit).to_digit(16)?)
+    })
 }
 
 #[cfg(test)]
@@ -285,6 +327,13 @@ mod tests {
             ("[1,2", json!([1, 2])),
             ("nul", json!({})),
             ("", json!({})),
+            // `JSON.parse` takes lone surrogates, which Rust shows as U+FFFD.
+            (r#"{"s":"\ud83dx"#, json!({"s": "\u{fffd}x"})),
+            (
+                r#"{"s":"a\\ud83d\ude00\udc00b"#,
+                json!({"s": "a\\ud83d\u{fffd}\u{fffd}b"}),
+            ),
+            (r#"{"s":"\ud83d\ude00x"#, json!({"s": "😀x"})),
         ];
         for (text, expected) in cases {
             assert_eq!(parse_streaming_json(text), expected, "{text}");

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::Model;
+use crate::provider::Model;
 use crate::stream::{StreamOptions, ThinkingLevel};
 
 /// Every level, weakest first: clamping walks this order.

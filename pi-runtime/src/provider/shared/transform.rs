@@ -5,10 +5,10 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use super::Model;
 use crate::message::{
     AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage, UserContent,
 };
+use crate::provider::Model;
 
 /// Shown in a user message instead of images the model cannot see.
 const USER_IMAGE_PLACEHOLDER: &str = "(image omitted: model does not support images)";

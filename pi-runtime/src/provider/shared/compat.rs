@@ -1,7 +1,7 @@
 //! Compatibility detection from the provider and base URL (SPEC §7.3, §7.4): every
 //! `Option` of [`Compat`](super::Compat) resolved into the value a request uses.
 
-use super::Model;
+use crate::provider::Model;
 
 /// Where an OpenAI-compatible server takes its output token limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
