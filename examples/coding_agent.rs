@@ -14,9 +14,11 @@
 //! last argument (`server-everything` above), an HTTP one after its host and port.
 //!
 //! The model: `--base-url URL` (with optional `--model ID` and `--api-key KEY`) talks to any
-//! OpenAI-compatible server; otherwise the first of `OPENAI_API_KEY`, `DEEPSEEK_API_KEY`,
-//! `ANTHROPIC_API_KEY` and `GEMINI_API_KEY` that is set picks the provider; with none, a faux
-//! model shows one scripted tool call.
+//! OpenAI-compatible server (Chat Completions); otherwise the first of `OPENAI_API_KEY`,
+//! `DEEPSEEK_API_KEY`, `ANTHROPIC_API_KEY` and `GEMINI_API_KEY` that is set picks the
+//! provider; with none, a faux model shows one scripted tool call. OpenAI is reached over the
+//! Responses API (default `gpt-5-mini`, reasoning at medium effort): its reasoning is kept
+//! from one tool call to the next.
 //!
 //! The answer streams as it arrives and tool output shows while the tool runs. `bash` and
 //! `write` ask for a `y` first (a `before_tool_call` hook; anything else blocks the call and
@@ -34,7 +36,8 @@ use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::provider::presets;
 use pi_runtime::tools::{Bash, Edit, Read, WorkingDir, Write};
 use pi_runtime::{
-    AssistantMessageEvent, Context, LanguageModel, Message, StopReason, ToolDefinition, ToolError,
+    AssistantMessageEvent, Context, LanguageModel, Message, StopReason, ThinkingLevel,
+    ToolDefinition, ToolError,
 };
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -65,12 +68,13 @@ async fn run() -> Result<(), String> {
     .await?;
     let mcp_tools: Vec<Arc<dyn ToolDefinition>> =
         servers.iter().flat_map(McpClient::tools).collect();
-    let (model, about) = choose_model(options);
+    let (model, about, thinking) = choose_model(options);
 
     let lines = Lines::from_stdin();
     let confirm_lines = lines.clone();
     let agent = Agent::builder()
         .shared_model(model)
+        .thinking_level(thinking)
         .system_prompt("You are a coding assistant working in the user's project directory.")
         .tools((
             Read::new(cwd.clone()),
@@ -265,23 +269,24 @@ async fn connect_mcp(commands: Vec<String>, urls: Vec<String>) -> Result<Vec<Mcp
     Ok(clients)
 }
 
-/// The model to talk to and a line saying which it is.
-fn choose_model(options: Options) -> (Arc<dyn LanguageModel>, String) {
+/// The model to talk to, a line saying which it is, and the reasoning level to ask of it.
+fn choose_model(options: Options) -> (Arc<dyn LanguageModel>, String, ThinkingLevel) {
     let set = |var: &str| std::env::var(var).is_ok_and(|value| !value.is_empty());
     if let Some(url) = options.base_url {
         let id = options.model.unwrap_or_else(|| "default".to_owned());
-        let preset = presets::openai(&id).base_url(&url);
+        let preset = presets::openai_completions(&id).base_url(&url);
         // A local server usually wants no key; the preset already took OPENAI_API_KEY.
         let preset = match options.api_key {
             Some(key) => preset.api_key(key),
             None if set("OPENAI_API_KEY") => preset,
             None => preset.no_api_key(),
         };
-        return (preset.build(), format!("model {id} at {url}"));
+        let about = format!("model {id} at {url}");
+        return (preset.build(), about, ThinkingLevel::Off);
     }
     let model = |default: &str| options.model.clone().unwrap_or_else(|| default.to_owned());
     let preset = if set("OPENAI_API_KEY") {
-        presets::openai(&model("gpt-4o-mini"))
+        presets::openai(&model("gpt-5-mini"))
     } else if set("DEEPSEEK_API_KEY") {
         presets::deepseek(&model("deepseek-chat"))
     } else if set("ANTHROPIC_API_KEY") {
@@ -290,14 +295,21 @@ fn choose_model(options: Options) -> (Arc<dyn LanguageModel>, String) {
         presets::google(&model("gemini-2.5-flash"))
     } else {
         let about = "the faux model (set OPENAI_API_KEY or another key for a real one)";
-        return (Arc::new(faux_model()), about.to_owned());
+        return (Arc::new(faux_model()), about.to_owned(), ThinkingLevel::Off);
     };
     let preset = match options.api_key {
         Some(key) => preset.api_key(key),
         None => preset,
     };
     let about = format!("{} model {}", preset.model.provider, preset.model.id);
-    (preset.build(), about)
+    // A reasoning model reasons (and, over Responses, keeps its reasoning across calls)
+    // only when asked for a level.
+    let thinking = if preset.model.reasoning {
+        ThinkingLevel::Medium
+    } else {
+        ThinkingLevel::Off
+    };
+    (preset.build(), about, thinking)
 }
 
 /// A scripted model: it lists the directory with `bash`, then counts what it saw.

@@ -217,7 +217,7 @@ fn choose_model(cli: &Cli) -> Arc<dyn LanguageModel> {
     }
     let model = |default: &str| cli.model.clone().unwrap_or_else(|| default.to_owned());
     if let Some(url) = &cli.base_url {
-        let preset = presets::openai(&model("gpt-4o-mini")).base_url(url);
+        let preset = presets::openai_completions(&model("gpt-4o-mini")).base_url(url);
         // A local server usually takes no key; send one only if it is set.
         let preset = if preset.options.api_key.is_some() {
             preset

@@ -59,7 +59,12 @@
 //!
 //! Register tools in one builder call, give the agent a model, prompt it. The faux model
 //! below replays a script (one invalid call, the corrected call, a final answer), so this
-//! runs offline; swap in a real provider from [`provider::presets`] to talk to a server.
+//! runs offline; swap in a real provider from [`provider::presets`] to talk to a server
+//! (for OpenAI, [`presets::openai`](provider::presets::openai) speaks the Responses API,
+//! where a reasoning model keeps its reasoning across tool calls;
+//! [`presets::openai_completions`](provider::presets::openai_completions) speaks Chat
+//! Completions, for DeepSeek and every compatible server; see
+//! [`presets`](provider::presets#openai-responses-or-chat-completions)).
 //!
 //! ```
 //! use pi_runtime::agent::Agent;
@@ -253,6 +258,7 @@
 //! | feature | default | brings |
 //! |---|---|---|
 //! | `openai` | yes | [`provider::openai`]: OpenAI Chat Completions, DeepSeek, compatible servers |
+//! | `openai-responses` | yes | [`provider::openai_responses`]: the OpenAI Responses API, which [`provider::presets::openai`] speaks |
 //! | `anthropic` | yes | [`provider::anthropic`]: Anthropic Messages |
 //! | `google` | yes | [`provider::google`]: Google Gemini |
 //! | `http` | with any provider | [`provider::HttpModel`], [`provider::presets`], SSE, retries, deadlines |

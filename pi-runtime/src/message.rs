@@ -202,8 +202,17 @@ pub struct Usage {
     pub cache_write: u64,
     /// All tokens.
     pub total_tokens: u64,
+    /// Output tokens spent on reasoning, already counted in `output` (OpenAI Responses;
+    /// 0 where the provider does not say).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning: u64,
     /// Cost in dollars.
     pub cost: Cost,
+}
+
+/// Takes a reference because serde's `skip_serializing_if` passes one.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The content of a user message: a plain string or blocks.

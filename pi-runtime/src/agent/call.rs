@@ -97,6 +97,10 @@ pub(crate) struct Ready {
 }
 
 /// The result of preparation.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "made once per call and matched at once; boxing would allocate for each call that stops early"
+)]
 pub(crate) enum Preflight {
     Immediate(Outcome),
     Ready(Ready),

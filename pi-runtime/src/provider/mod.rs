@@ -1,6 +1,13 @@
 //! Model providers: one [`HttpModel`] for every wire API, one folder per wire API (wire
 //! types, request conversion, stream parsing), presets, and the faux model used by tests
 //! and examples.
+//!
+//! | [`Api`] | folder | servers |
+//! |---|---|---|
+//! | `openai-responses` | [`openai_responses`] | OpenAI (the [`presets::openai`] default: reasoning survives tool calls) |
+//! | `openai-completions` | [`openai`] | OpenAI Chat Completions, DeepSeek, every compatible server ([`presets::openai_completions`]) |
+//! | `anthropic-messages` | [`anthropic`] | Anthropic |
+//! | `google-generative-ai` | [`google`] | the Gemini API |
 
 mod model;
 
@@ -15,12 +22,20 @@ pub mod google;
 #[cfg(feature = "openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub mod openai;
+#[cfg(feature = "openai-responses")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai-responses")))]
+pub mod openai_responses;
 
 // What the wire APIs share: only built with the HTTP model. A build with only some of the
 // APIs leaves parts of these unused; that is expected, not dead code to remove.
 #[cfg(feature = "http")]
 #[cfg_attr(
-    not(all(feature = "openai", feature = "anthropic", feature = "google")),
+    not(all(
+        feature = "openai",
+        feature = "openai-responses",
+        feature = "anthropic",
+        feature = "google"
+    )),
     allow(dead_code, unused_imports)
 )]
 mod shared;
@@ -28,7 +43,12 @@ mod shared;
 pub(crate) use crate::excerpt;
 #[cfg(feature = "http")]
 #[cfg_attr(
-    not(all(feature = "openai", feature = "anthropic", feature = "google")),
+    not(all(
+        feature = "openai",
+        feature = "openai-responses",
+        feature = "anthropic",
+        feature = "google"
+    )),
     allow(unused_imports)
 )]
 pub(crate) use shared::{compat, ids, strict, thinking, tokens, transform};

@@ -11,6 +11,10 @@ pub enum Api {
     /// Ollama).
     #[serde(rename = "openai-completions")]
     OpenAiCompletions,
+    /// The OpenAI Responses API (`POST /responses`): OpenAI's own models, whose reasoning
+    /// is carried from one tool call to the next (SPEC §7.7).
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
     /// Anthropic Messages.
     #[serde(rename = "anthropic-messages")]
     AnthropicMessages,
@@ -24,6 +28,7 @@ impl Api {
     pub fn as_str(self) -> &'static str {
         match self {
             Api::OpenAiCompletions => "openai-completions",
+            Api::OpenAiResponses => "openai-responses",
             Api::AnthropicMessages => "anthropic-messages",
             Api::GoogleGenerativeAi => "google-generative-ai",
         }

@@ -192,6 +192,10 @@ pub struct StreamOptions {
     /// Prompt caching of providers that mark cache breakpoints (Anthropic); `None` means
     /// [`CacheRetention::Short`].
     pub cache_retention: Option<CacheRetention>,
+    /// A conversation id for providers that route requests of one conversation to the same
+    /// prompt cache (OpenAI Responses' `prompt_cache_key`, cut to 64 characters). Not sent
+    /// with [`CacheRetention::None`].
+    pub session_id: Option<String>,
 }
 
 /// How long a provider should keep the request's prompt prefix cached.

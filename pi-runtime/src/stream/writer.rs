@@ -172,6 +172,19 @@ impl MessageWriter {
             });
     }
 
+    /// Replace a text or thinking block's text without an event. For an API that ends a
+    /// block with its whole text, which may differ from the deltas (OpenAI Responses joins
+    /// reasoning summary parts without the separators it streamed between them): the final
+    /// copy wins, and the `*_end` event from [`close`](Self::close) reports it.
+    pub fn set_text(&mut self, index: usize, text: &str) {
+        self.live
+            .write(|message| match message.content.get_mut(index) {
+                Some(ContentBlock::Text(block)) => text.clone_into(&mut block.text),
+                Some(ContentBlock::Thinking(block)) => text.clone_into(&mut block.thinking),
+                _ => {}
+            });
+    }
+
     /// A text or thinking block is final (`text_end` / `thinking_end`).
     pub fn close(&mut self, index: usize) {
         let event = self.live.read(|message| match message.content.get(index) {

@@ -1,4 +1,5 @@
-//! Seed 2's extraction against the loopback OpenAI and Anthropic servers (SSE): the model
+//! Seed 2's extraction against the loopback OpenAI (Chat Completions and Responses) and
+//! Anthropic servers (SSE): the model
 //! sends `evidence: 42`, reads the validation error, corrects itself, and the accepted
 //! submission ends the run. The request bodies show the submit tool, `strict` where the
 //! model supports it, and `tool_choice` when forcing is on.
@@ -11,7 +12,9 @@ use serde_json::{Value, json};
 use crate::agent_extract::{
     EVIDENCE_42, FunctionAnalysis, PROMPT, TOOL, accepted_value, analysis, quoted, valid,
 };
-use crate::provider_support::{Recorded, Reply, Server, anthropic_tool_call, openai_tool_call};
+use crate::provider_support::{
+    Recorded, Reply, Server, anthropic_tool_call, openai_tool_call, responses_tool_call,
+};
 
 const DESCRIPTION: &str = "Submit your final result. Call this once, when you are done: the \
                            result is only accepted through this tool, never as text.";
@@ -95,7 +98,7 @@ async fn openai_strict_and_forced() {
         Reply::Sse(openai_tool_call("call_2", TOOL, &right_args())),
     ])
     .await;
-    let mut preset = presets::openai("gpt-4o").no_api_key();
+    let mut preset = presets::openai_completions("gpt-4o").no_api_key();
     preset.model.compat.supports_strict_mode = Some(true);
     let extractor = extractor(preset, &server, true);
 
@@ -133,6 +136,44 @@ async fn openai_strict_and_forced() {
 }
 
 #[tokio::test]
+async fn openai_responses_strict_and_forced() {
+    let server = Server::start(vec![
+        Reply::Sse(responses_tool_call("call_1", "fc_1", TOOL, &wrong_args())),
+        Reply::Sse(responses_tool_call("call_2", "fc_2", TOOL, &right_args())),
+    ])
+    .await;
+    // The OpenAI preset: Responses, strict mode supported.
+    let extractor = extractor(presets::openai("gpt-4.1").no_api_key(), &server, true);
+
+    let extracted = extractor.extract(PROMPT).await.expect("accepted");
+
+    assert_eq!(extracted.value, accepted_value());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "the accepted submission ends the run");
+    for request in &requests {
+        assert_eq!(request.path_and_query, "/responses");
+        assert_eq!(
+            request.body["tools"],
+            json!([{"type": "function", "name": TOOL, "description": DESCRIPTION,
+                    "parameters": strict_schema(), "strict": true}])
+        );
+        assert_eq!(
+            request.body["tool_choice"],
+            json!({"type": "function", "name": TOOL})
+        );
+    }
+    let input = requests[1].body["input"].as_array().cloned();
+    assert_eq!(
+        input.expect("input")[2..],
+        [
+            json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": TOOL,
+                   "arguments": wrong_args()}),
+            json!({"type": "function_call_output", "call_id": "call_1", "output": EVIDENCE_42}),
+        ]
+    );
+}
+
+#[tokio::test]
 async fn openai_without_forcing_sends_no_tool_choice() {
     let server = Server::start(vec![Reply::Sse(openai_tool_call(
         "call_1",
@@ -142,7 +183,11 @@ async fn openai_without_forcing_sends_no_tool_choice() {
     .await;
     // A server without strict mode (the default for OpenAI-compatible hosts): `prefer`
     // falls back silently, and no `strict` key is sent.
-    let extractor = extractor(presets::openai("gpt-4o").no_api_key(), &server, false);
+    let extractor = extractor(
+        presets::openai_completions("gpt-4o").no_api_key(),
+        &server,
+        false,
+    );
 
     let extracted = extractor.extract(PROMPT).await.expect("accepted");
 

@@ -33,7 +33,7 @@ const HTTP_500: &str = r#"HTTP 500 Internal Server Error: {"error":{"message":"T
 const HANG: Duration = Duration::from_secs(60);
 
 fn openai(server: &Server, retry: RetryPolicy) -> Preset {
-    presets::openai("gpt-4o")
+    presets::openai_completions("gpt-4o")
         .no_api_key()
         .base_url(&server.base_url)
         .retry(retry)

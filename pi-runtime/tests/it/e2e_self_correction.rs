@@ -162,7 +162,7 @@ async fn openai_self_correction_through_the_agent() {
         Reply::Sse(openai_text(ANSWER)),
     ])
     .await;
-    let agent = agent(presets::openai("gpt-4o").no_api_key(), &server);
+    let agent = agent(presets::openai_completions("gpt-4o").no_api_key(), &server);
     let trace = record_agent(&agent);
 
     let added = agent.prompt(QUESTION).await.expect("idle agent");
@@ -408,7 +408,7 @@ async fn a_call_in_a_stop_response_still_runs() {
         Reply::Sse(openai_text(ANSWER)),
     ])
     .await;
-    let agent = agent(presets::openai("gpt-4o").no_api_key(), &server);
+    let agent = agent(presets::openai_completions("gpt-4o").no_api_key(), &server);
     let added = agent.prompt(QUESTION).await.expect("idle agent");
     let Some(Message::ToolResult(result)) = added.get(2) else {
         panic!("no tool result: {added:?}");

@@ -8,7 +8,12 @@ mod validate_support;
 
 mod agent_api;
 mod agent_extract;
-#[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
+#[cfg(all(
+    feature = "openai",
+    feature = "openai-responses",
+    feature = "anthropic",
+    feature = "google"
+))]
 mod agent_extract_wire;
 mod agent_failures;
 mod agent_ordering;
@@ -36,12 +41,31 @@ mod prompt_tool_section;
 mod provider_failures;
 #[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
 mod provider_fixtures;
-#[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
+#[cfg(all(
+    feature = "openai",
+    feature = "openai-responses",
+    feature = "anthropic",
+    feature = "google"
+))]
 mod provider_hostile;
 #[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
 mod provider_parsing;
 #[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
 mod provider_turns;
+#[cfg(all(
+    feature = "openai",
+    feature = "openai-responses",
+    feature = "anthropic",
+    feature = "google"
+))]
+mod responses_e2e;
+#[cfg(all(
+    feature = "openai",
+    feature = "openai-responses",
+    feature = "anthropic",
+    feature = "google"
+))]
+mod responses_fixtures;
 mod schema_tool;
 #[cfg(feature = "tools")]
 mod tools_bash;

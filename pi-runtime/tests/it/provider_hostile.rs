@@ -198,7 +198,11 @@ async fn keep_alive_comments_do_not_extend_the_response_deadline() {
         response_timeout: Duration::from_secs(1),
         ..options()
     };
-    for api in [Api::OpenAiCompletions, Api::AnthropicMessages] {
+    for api in [
+        Api::OpenAiCompletions,
+        Api::OpenAiResponses,
+        Api::AnthropicMessages,
+    ] {
         let mut model = openai_at(&server.base_url, custom.clone()).model().clone();
         model.api = api;
         let model = HttpModel::new(model, custom.clone());

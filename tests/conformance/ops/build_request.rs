@@ -67,6 +67,7 @@ fn sdk_parameters(model: &Model, mut body: Value) -> Value {
 pub(crate) fn parse_model(request: &Map<String, Value>) -> Result<Model, String> {
     let api = match request.get("api").and_then(Value::as_str) {
         Some("openai-completions") => Api::OpenAiCompletions,
+        Some("openai-responses") => Api::OpenAiResponses,
         Some("anthropic-messages") => Api::AnthropicMessages,
         Some("google-generative-ai") => Api::GoogleGenerativeAi,
         Some(other) => return Err(format!("unsupported api {other:?}")),
@@ -240,6 +241,9 @@ fn parse_options(options: Option<&Value>) -> Result<StreamOptions, String> {
         max_tokens,
         temperature: field("temperature").and_then(Value::as_f64),
         cache_retention,
+        session_id: field("sessionId")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         ..StreamOptions::default()
     })
 }

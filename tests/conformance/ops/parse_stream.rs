@@ -58,6 +58,7 @@ fn answer(events: &[AssistantMessageEvent], api: Api, raw_errors: bool) -> Answe
     };
     let shown = Shown {
         google: api == Api::GoogleGenerativeAi,
+        signatures: api == Api::OpenAiResponses,
         raw_errors,
     };
     let events: Vec<Value> = events.iter().map(|event| shown.event(event)).collect();
@@ -67,6 +68,8 @@ fn answer(events: &[AssistantMessageEvent], api: Api, raw_errors: bool) -> Answe
 /// How D7 reduces what the runner shows.
 struct Shown {
     google: bool,
+    /// Text and thinking signatures, the state `openai-responses` replays (D16).
+    signatures: bool,
     raw_errors: bool,
 }
 
@@ -95,9 +98,25 @@ impl Shown {
             .content
             .iter()
             .map(|block| match block {
-                ContentBlock::Text(text) => json!({"type": "text", "text": text.text}),
+                ContentBlock::Text(text) => {
+                    let mut shown = json!({"type": "text", "text": text.text});
+                    if let Some(signature) =
+                        text.text_signature.as_ref().filter(|_| self.signatures)
+                    {
+                        shown["textSignature"] = json!(signature);
+                    }
+                    shown
+                }
                 ContentBlock::Thinking(thinking) => {
-                    json!({"type": "thinking", "thinking": thinking.thinking})
+                    let mut shown = json!({"type": "thinking", "thinking": thinking.thinking});
+                    if let Some(signature) = thinking
+                        .thinking_signature
+                        .as_ref()
+                        .filter(|_| self.signatures)
+                    {
+                        shown["thinkingSignature"] = json!(signature);
+                    }
+                    shown
                 }
                 ContentBlock::ToolCall(call) => {
                     let mut shown = json!({"type": "toolCall"});

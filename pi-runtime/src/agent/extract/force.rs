@@ -15,12 +15,14 @@ use crate::stream::{AssistantEventStream, Context, LanguageModel, StreamOptions}
 /// | api | `tool_choice` | forces |
 /// |---|---|---|
 /// | `openai-completions` | `{"type":"function","function":{"name":tool}}` | this tool |
+/// | `openai-responses` | `{"type":"function","name":tool}` | this tool |
 /// | `anthropic-messages` | `{"type":"tool","name":tool}` | this tool |
 /// | `google-generative-ai` | `"any"` (`functionCallingConfig.mode: ANY`) | a call of some active tool |
 /// | anything else (`faux`, a user's model) | none | nothing |
 pub(super) fn tool_choice(api: &str, tool: &str) -> Option<Value> {
     match api {
         "openai-completions" => Some(json!({"type": "function", "function": {"name": tool}})),
+        "openai-responses" => Some(json!({"type": "function", "name": tool})),
         "anthropic-messages" => Some(json!({"type": "tool", "name": tool})),
         // The Gemini request has no `allowedFunctionNames`: ANY is as close as it gets.
         "google-generative-ai" => Some(json!("any")),
@@ -98,6 +100,10 @@ mod tests {
         assert_eq!(
             tool_choice("openai-completions", "submit"),
             Some(json!({"type": "function", "function": {"name": "submit"}}))
+        );
+        assert_eq!(
+            tool_choice("openai-responses", "submit"),
+            Some(json!({"type": "function", "name": "submit"}))
         );
         assert_eq!(
             tool_choice("anthropic-messages", "submit"),

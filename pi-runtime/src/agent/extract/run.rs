@@ -294,6 +294,7 @@ fn total_usage(messages: &[Message]) -> Usage {
             total.cache_read += usage.cache_read;
             total.cache_write += usage.cache_write;
             total.total_tokens += usage.total_tokens;
+            total.reasoning += usage.reasoning;
             total.cost.input += usage.cost.input;
             total.cost.output += usage.cost.output;
             total.cost.cache_read += usage.cost.cache_read;

@@ -177,6 +177,10 @@ pub(crate) fn wire_api(api: Api) -> Result<&'static dyn WireApi, RequestError> {
         Api::OpenAiCompletions => Ok(&super::openai::Completions),
         #[cfg(not(feature = "openai"))]
         Api::OpenAiCompletions => Err(not_built("openai")),
+        #[cfg(feature = "openai-responses")]
+        Api::OpenAiResponses => Ok(&super::openai_responses::Responses),
+        #[cfg(not(feature = "openai-responses"))]
+        Api::OpenAiResponses => Err(not_built("openai-responses")),
         #[cfg(feature = "anthropic")]
         Api::AnthropicMessages => Ok(&super::anthropic::Messages),
         #[cfg(not(feature = "anthropic"))]
@@ -188,9 +192,9 @@ pub(crate) fn wire_api(api: Api) -> Result<&'static dyn WireApi, RequestError> {
     }
 }
 
-/// A model behind an HTTP API: OpenAI Chat Completions (and every compatible server:
-/// DeepSeek, vLLM, llama.cpp, Ollama), Anthropic Messages or the Gemini API, as
-/// `model.api` says, at `model.base_url`.
+/// A model behind an HTTP API: the OpenAI Responses API, OpenAI Chat Completions (and every
+/// compatible server: DeepSeek, vLLM, llama.cpp, Ollama), Anthropic Messages or the Gemini
+/// API, as `model.api` says, at `model.base_url`.
 ///
 /// ```
 /// use pi_runtime::LanguageModel;

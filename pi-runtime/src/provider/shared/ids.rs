@@ -23,9 +23,16 @@ pub(crate) fn sanitize_to(id: &str, max: usize) -> String {
     out
 }
 
-/// Eight base-36 characters identifying `text`: pi's `shortHash` (53-bit cyrb53 over the
-/// UTF-16 code units), so replayed ids match the ones pi would send.
+/// Eight base-36 characters identifying `text`: the start of [`full_hash`].
 pub(crate) fn short_hash(text: &str) -> String {
+    let mut out = full_hash(text);
+    out.truncate(8);
+    out
+}
+
+/// pi's `shortHash` whole (cyrb53 over the UTF-16 code units, two 32-bit halves in base 36,
+/// up to 14 characters), so replayed ids match the ones pi would send.
+pub(crate) fn full_hash(text: &str) -> String {
     let mut h1: u32 = 0xdead_beef;
     let mut h2: u32 = 0x41c6_ce57;
     for unit in text.encode_utf16() {
@@ -39,7 +46,6 @@ pub(crate) fn short_hash(text: &str) -> String {
         ^ (h1 ^ (h1 >> 13)).wrapping_mul(3_266_489_909);
     let mut out = base36(h2);
     out.push_str(&base36(h1));
-    out.truncate(8);
     out
 }
 

@@ -27,12 +27,12 @@ pub(crate) fn is_same_model(message: &AssistantMessage, model: &Model) -> bool {
 
 /// The transcript as a provider should see it. Unchanged messages are borrowed.
 ///
-/// `normalize_id` rewrites the call ids of other models' messages into the target's id
-/// alphabet; the matching results follow.
+/// `normalize_id` rewrites the call ids of other models' messages (given with the message
+/// that holds them) into the target's id alphabet; the matching results follow.
 pub(crate) fn transform_messages<'a>(
     messages: &'a [Message],
     model: &Model,
-    normalize_id: impl Fn(&str) -> String,
+    normalize_id: impl Fn(&str, &AssistantMessage) -> String,
 ) -> Vec<Cow<'a, Message>> {
     let mut renamed: HashMap<&'a str, String> = HashMap::new();
     let mut out: Vec<Cow<'a, Message>> = Vec::with_capacity(messages.len());
@@ -125,7 +125,7 @@ fn close_pending<'a>(
 fn convert_assistant<'a>(
     message: &'a AssistantMessage,
     model: &Model,
-    normalize_id: &impl Fn(&str) -> String,
+    normalize_id: &impl Fn(&str, &AssistantMessage) -> String,
     renamed: &mut HashMap<&'a str, String>,
 ) -> Option<AssistantMessage> {
     let same = is_same_model(message, model);
@@ -140,7 +140,7 @@ fn convert_assistant<'a>(
     let changes = |block: &ContentBlock| match block {
         ContentBlock::Text(t) => !same && t.text_signature.is_some(),
         ContentBlock::ToolCall(c) => {
-            !same && (c.thought_signature.is_some() || normalize_id(&c.id) != c.id)
+            !same && (c.thought_signature.is_some() || normalize_id(&c.id, message) != c.id)
         }
         _ => false,
     };
@@ -155,7 +155,7 @@ fn convert_assistant<'a>(
         content.push(match block {
             ContentBlock::Text(t) if !same => ContentBlock::text(t.text.clone()),
             ContentBlock::ToolCall(call) if !same => {
-                let id = normalize_id(&call.id);
+                let id = normalize_id(&call.id, message);
                 if id != call.id {
                     renamed.insert(&call.id, id.clone());
                 }
@@ -323,7 +323,7 @@ mod tests {
             result("call_2"),
             user("next"),
         ];
-        let out = transform_messages(&messages, &model(), str::to_owned);
+        let out = transform_messages(&messages, &model(), |id, _| id.to_owned());
         assert_eq!(
             summary(&out),
             [
@@ -344,7 +344,7 @@ mod tests {
             assistant("p", vec![call("a")], StopReason::Error),
             assistant("p", vec![call("b")], StopReason::ToolUse),
         ];
-        let out = transform_messages(&messages, &model(), str::to_owned);
+        let out = transform_messages(&messages, &model(), |id, _| id.to_owned());
         assert_eq!(
             summary(&out),
             [
@@ -371,7 +371,7 @@ mod tests {
             result("a|b"),
             assistant("p", vec![thinking.clone()], StopReason::Stop),
         ];
-        let out = transform_messages(&messages, &model(), |id| id.replace('|', "_"));
+        let out = transform_messages(&messages, &model(), |id, _| id.replace('|', "_"));
         assert_eq!(
             summary(&out),
             ["assistant[\"a_b\"]", "result a_b false ", "assistant[]"]

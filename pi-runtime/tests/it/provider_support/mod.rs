@@ -326,6 +326,43 @@ pub(crate) fn openai_text(text: &str) -> String {
     )])
 }
 
+/// OpenAI Responses SSE: each event as an `event:` line named by its `type`, then its
+/// `data:`.
+pub(crate) fn responses_sse(events: &[Value]) -> String {
+    events
+        .iter()
+        .map(|event| {
+            let name = event["type"].as_str().unwrap_or_default();
+            format!("event: {name}\ndata: {event}\n\n")
+        })
+        .collect()
+}
+
+/// An OpenAI Responses response that calls `name` (id `call_id|item_id`), its arguments
+/// streamed as one delta, completed.
+pub(crate) fn responses_tool_call(
+    call_id: &str,
+    item_id: &str,
+    name: &str,
+    arguments: &str,
+) -> String {
+    let item = |status: &str, arguments: &str| {
+        json!({"id": item_id, "type": "function_call", "status": status,
+               "arguments": arguments, "call_id": call_id, "name": name})
+    };
+    responses_sse(&[
+        json!({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}}),
+        json!({"type": "response.output_item.added", "output_index": 0,
+               "item": item("in_progress", "")}),
+        json!({"type": "response.function_call_arguments.delta", "output_index": 0,
+               "item_id": item_id, "delta": arguments}),
+        json!({"type": "response.output_item.done", "output_index": 0,
+               "item": item("completed", arguments)}),
+        json!({"type": "response.completed", "response": {"id": "resp_1", "status": "completed",
+               "output": [item("completed", arguments)]}}),
+    ])
+}
+
 /// Anthropic SSE: each event as an `event:` line named by its `type`, then its `data:`.
 pub(crate) fn anthropic_sse(events: &[Value]) -> String {
     events

@@ -46,7 +46,7 @@ pub(crate) fn build_request(
             ttl: Some("1h"),
         }),
     };
-    let transformed = transform::transform_messages(&context.messages, model, |id| {
+    let transformed = transform::transform_messages(&context.messages, model, |id, _| {
         ids::sanitize_to(id, MAX_ID_LEN)
     });
     let messages = convert_messages(&transformed, cache_control);

@@ -58,7 +58,7 @@ pub(crate) fn build_request(
 
 fn transform_messages<'a>(model: &Model, context: &'a Context) -> Vec<Cow<'a, Message>> {
     let keep_ids = requires_tool_call_id(&model.id);
-    transform::transform_messages(&context.messages, model, |id| {
+    transform::transform_messages(&context.messages, model, |id, _| {
         if keep_ids {
             ids::sanitize_to(id, 64)
         } else {

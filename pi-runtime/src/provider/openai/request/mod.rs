@@ -37,8 +37,9 @@ pub(crate) fn build_request(
 ) -> Result<Value, String> {
     let compat = OpenAiCompat::resolve(model);
     let grammar_inputs = grammar_input_properties(&context.tools, &compat)?;
-    let transformed =
-        transform::transform_messages(&context.messages, model, |id| normalize_call_id(id, model));
+    let transformed = transform::transform_messages(&context.messages, model, |id, _| {
+        normalize_call_id(id, model)
+    });
     let messages = convert_messages(model, context, &transformed, &compat, &grammar_inputs)?;
     let tools = if context.tools.is_empty() {
         (compat.requires_tools_with_tool_history && has_tool_history(&context.messages))
