@@ -3,6 +3,8 @@
 //! Field names on the wire follow pi's camelCase spelling; key order of every JSON value a
 //! model sent is preserved (`serde_json` with `preserve_order`).
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -359,16 +361,32 @@ pub fn join_text(content: &[ContentBlock]) -> String {
 }
 
 /// One message of the transcript.
+///
+/// Each variant holds its message behind an [`Arc`]: the same message is in the transcript,
+/// in the agent's state, in every event that reports it and in each request's [`Context`](crate::Context),
+/// and cloning a `Message` only counts a reference. Build one with
+/// `.into()` from a [`UserMessage`], [`AssistantMessage`] or [`ToolResultMessage`]; read it
+/// through the `Arc` as through a reference; change one in place with [`Arc::make_mut`],
+/// which copies it only if it is shared.
+///
+/// ```
+/// use pi_runtime::{Message, UserMessage};
+///
+/// let message: Message = UserMessage::text("hi").into();
+/// let copy = message.clone(); // counts a reference; the text is not copied
+/// assert_eq!(copy, message);
+/// assert_eq!(copy.role(), "user");
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum Message {
     /// From the user.
-    User(UserMessage),
+    User(Arc<UserMessage>),
     /// From the model.
-    Assistant(AssistantMessage),
+    Assistant(Arc<AssistantMessage>),
     /// The result of a tool call.
-    ToolResult(ToolResultMessage),
+    ToolResult(Arc<ToolResultMessage>),
 }
 
 impl Message {
@@ -380,22 +398,50 @@ impl Message {
             Message::ToolResult(_) => "toolResult",
         }
     }
+
+    /// The assistant message, if this is one.
+    pub fn as_assistant(&self) -> Option<&AssistantMessage> {
+        match self {
+            Message::Assistant(message) => Some(message),
+            _ => None,
+        }
+    }
+
+    /// The tool result, if this is one.
+    pub fn as_tool_result(&self) -> Option<&ToolResultMessage> {
+        match self {
+            Message::ToolResult(message) => Some(message),
+            _ => None,
+        }
+    }
 }
 
 impl From<UserMessage> for Message {
     fn from(m: UserMessage) -> Self {
-        Message::User(m)
+        Message::User(Arc::new(m))
     }
 }
 
 impl From<AssistantMessage> for Message {
     fn from(m: AssistantMessage) -> Self {
+        Message::Assistant(Arc::new(m))
+    }
+}
+
+impl From<Arc<AssistantMessage>> for Message {
+    fn from(m: Arc<AssistantMessage>) -> Self {
         Message::Assistant(m)
+    }
+}
+
+impl From<Arc<ToolResultMessage>> for Message {
+    fn from(m: Arc<ToolResultMessage>) -> Self {
+        Message::ToolResult(m)
     }
 }
 
 impl From<ToolResultMessage> for Message {
     fn from(m: ToolResultMessage) -> Self {
-        Message::ToolResult(m)
+        Message::ToolResult(Arc::new(m))
     }
 }

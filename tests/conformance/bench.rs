@@ -3,12 +3,12 @@
 
 use std::time::Instant;
 
+use crate::protocol::Runtime;
 use serde_json::{Map, Value, json};
-use tokio::runtime::Handle;
 
 use crate::protocol::{self, Answer, Prepared};
 
-pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Handle) -> Result<Prepared, String> {
+pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Runtime) -> Result<Prepared, String> {
     let inner = match request.get("request") {
         Some(Value::Object(inner)) => inner,
         _ => return Err("bad request: `request` must be an object".into()),

@@ -15,12 +15,13 @@ use std::io::{self, BufRead, Write};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> io::Result<()> {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread, as the reference's event loop: a scenario's tools then run on the thread
+    // that drives the agent, and no timing includes waking another thread.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime,
+        Ok(runtime) => std::sync::Arc::new(runtime),
         Err(error) => {
             eprintln!("conformance: cannot start the async runtime: {error}");
             return Err(error);
@@ -34,7 +35,7 @@ fn main() -> io::Result<()> {
         if line.trim().is_empty() {
             continue;
         }
-        let answer = protocol::answer_line(&line, runtime.handle());
+        let answer = protocol::answer_line(&line, &runtime);
         writeln!(out, "{answer}")?;
         out.flush()?;
     }

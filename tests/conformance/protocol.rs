@@ -1,16 +1,34 @@
 //! Transport: parse one request line, dispatch it to its op, shape the answer.
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
-use tokio::runtime::Handle;
 
 use crate::ops;
 
+/// The runner's one async runtime, shared by the ops that drive futures.
+pub(crate) type Runtime = std::sync::Arc<tokio::runtime::Runtime>;
+
 /// What an op answers.
-#[derive(Debug)]
 pub(crate) enum Answer {
     Ok(Value),
+    /// An `ok` built as typed data, as a Rust program keeps its results; it becomes JSON
+    /// only when the answer is written (never inside a `bench` timing, like every answer).
+    Typed(Box<dyn Reply>),
     Err(String),
     Unsupported(String),
+}
+
+/// A typed `ok` value.
+pub(crate) trait Reply {
+    fn into_json(self: Box<Self>) -> Value;
+}
+
+impl<T: Serialize> Reply for T {
+    fn into_json(self: Box<Self>) -> Value {
+        serde_json::to_value(&*self).unwrap_or_else(
+            |error| json!({"runnerError": format!("answer not serializable: {error}")}),
+        )
+    }
 }
 
 /// A request parsed once and ready to run (possibly many times, for `bench`).
@@ -18,7 +36,7 @@ pub(crate) type Prepared = Box<dyn FnMut() -> Answer>;
 
 /// Parse the op's fields. `Err` is the `unsupported` text (`bad request: ...` for a wrong
 /// shape).
-pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Handle) -> Result<Prepared, String> {
+pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Runtime) -> Result<Prepared, String> {
     let op = request.get("op").and_then(Value::as_str).unwrap_or("");
     match op {
         "validate" => ops::validate::prepare(request),
@@ -36,7 +54,7 @@ pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Handle) -> Result<
 }
 
 /// Answer one line of input.
-pub(crate) fn answer_line(line: &str, runtime: &Handle) -> Value {
+pub(crate) fn answer_line(line: &str, runtime: &Runtime) -> Value {
     let request = match serde_json::from_str::<Value>(line) {
         Ok(Value::Object(request)) => request,
         Ok(_) => return json!({"unsupported": "request is not a JSON object"}),
@@ -55,6 +73,7 @@ pub(crate) fn answer_line(line: &str, runtime: &Handle) -> Value {
     out.insert("id".into(), id);
     match answer {
         Answer::Ok(value) => out.insert("ok".into(), value),
+        Answer::Typed(reply) => out.insert("ok".into(), reply.into_json()),
         Answer::Err(text) => out.insert("err".into(), Value::String(text)),
         Answer::Unsupported(text) => out.insert("unsupported".into(), Value::String(text)),
     };

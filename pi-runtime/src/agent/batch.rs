@@ -3,6 +3,7 @@
 //! messages in the orders §5.5 guarantees.
 
 use std::pin::pin;
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -21,7 +22,7 @@ use crate::tool::{ExecutionMode, ToolRegistry, ToolResult};
 /// The results of a batch, in source order, and whether the run should stop after it.
 #[derive(Debug)]
 pub(crate) struct BatchOutcome {
-    pub(crate) results: Vec<ToolResultMessage>,
+    pub(crate) results: Vec<Arc<ToolResultMessage>>,
     pub(crate) terminate: bool,
 }
 
@@ -58,7 +59,7 @@ fn is_sequential(tools: &ToolRegistry, mode: ExecutionMode, calls: &[&ToolCall])
         })
 }
 
-type Finished = (ToolResultMessage, bool);
+type Finished = (Arc<ToolResultMessage>, bool);
 
 /// A `length` response: no call runs; each gets the truncation error (SPEC §5.7).
 async fn truncated(calls: &[&ToolCall], scope: &CallScope, bus: &Bus) -> Vec<Finished> {
@@ -276,13 +277,13 @@ async fn emit_end(call: &ToolCall, outcome: &Outcome, span: &Span, scope: &CallS
 
 async fn emit_result(call: &ToolCall, outcome: Outcome, bus: &Bus) -> Finished {
     let terminate = outcome.result.terminate;
-    let message = outcome.into_message(call);
+    let message = Arc::new(outcome.into_message(call));
     bus.emit(AgentEvent::MessageStart {
-        message: message.clone().into(),
+        message: Arc::clone(&message).into(),
     })
     .await;
     bus.emit(AgentEvent::MessageEnd {
-        message: message.clone().into(),
+        message: Arc::clone(&message).into(),
     })
     .await;
     (message, terminate)

@@ -1,5 +1,7 @@
 //! Agent events (SPEC §2.5): what a run reports, in the order it happens.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
@@ -82,11 +84,11 @@ pub enum AgentEvent {
     },
     /// A turn is finished.
     TurnEnd {
-        /// The turn's assistant message.
-        #[serde(serialize_with = "as_assistant_message")]
-        message: AssistantMessage,
+        /// The turn's assistant message (the one the transcript holds).
+        #[serde(serialize_with = "as_shared_assistant_message")]
+        message: Arc<AssistantMessage>,
         /// The batch's result messages, in source order.
-        tool_results: Vec<ToolResultMessage>,
+        tool_results: Vec<Arc<ToolResultMessage>>,
     },
     /// The run is finished.
     AgentEnd {
@@ -129,6 +131,13 @@ fn as_assistant_message<S: Serializer>(
         message,
     }
     .serialize(serializer)
+}
+
+fn as_shared_assistant_message<S: Serializer>(
+    message: &Arc<AssistantMessage>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    as_assistant_message(message, serializer)
 }
 
 fn as_live_assistant_message<S: Serializer>(
@@ -225,7 +234,7 @@ mod tests {
         let mut message = AssistantMessage::empty("faux", "faux", "faux-1");
         message.stop_reason = crate::StopReason::Stop;
         let value = serde_json::to_value(AgentEvent::TurnEnd {
-            message,
+            message: Arc::new(message),
             tool_results: Vec::new(),
         })
         .unwrap();

@@ -33,7 +33,7 @@ impl Prompt {
     pub fn with_images(text: impl Into<String>, images: Vec<ContentBlock>) -> Self {
         let mut content = vec![ContentBlock::text(text)];
         content.extend(images);
-        Prompt(vec![Message::User(UserMessage {
+        Prompt(vec![Message::from(UserMessage {
             content: UserContent::Blocks(content),
             timestamp: now_ms(),
         })])

@@ -131,9 +131,9 @@ impl ToolResultPatch {
 #[derive(Debug, Clone)]
 pub struct FinishedTurn {
     /// The turn's assistant message.
-    pub message: AssistantMessage,
+    pub message: Arc<AssistantMessage>,
     /// The batch's result messages, in source order.
-    pub tool_results: Vec<ToolResultMessage>,
+    pub tool_results: Vec<Arc<ToolResultMessage>>,
     /// How many messages the run has added so far.
     pub new_messages: usize,
     /// The run's cancellation signal.

@@ -93,12 +93,8 @@ pub(crate) async fn run(
             }
             let mut results = Vec::new();
             more_tool_calls = false;
-            let mut message = message;
             if message.tool_calls().next().is_some() {
-                let assistant = Arc::new(message);
-                let batch = run.run_batch(&config, Arc::clone(&assistant)).await;
-                // The batch's hooks are done with it: this is the last handle, no copy.
-                message = Arc::unwrap_or_clone(assistant);
+                let batch = run.run_batch(&config, Arc::clone(&message)).await;
                 more_tool_calls = !batch.terminate;
                 run.context
                     .extend(batch.results.iter().cloned().map(Message::from));
@@ -164,8 +160,8 @@ impl Run<'_> {
     }
 
     /// Ask the model and stream its response into events; the final message joins the
-    /// transcript.
-    async fn respond(&mut self, config: &Config) -> AssistantMessage {
+    /// transcript (which shares it with the events and the caller).
+    async fn respond(&mut self, config: &Config) -> Arc<AssistantMessage> {
         let model = self
             .model
             .clone()
@@ -187,11 +183,12 @@ impl Run<'_> {
             telemetry::record_response(&span, &message, config.capture_content);
             message
         };
+        let message = Arc::new(message);
         self.emit(AgentEvent::MessageEnd {
-            message: message.clone().into(),
+            message: Arc::clone(&message).into(),
         })
         .await;
-        self.context.push(message.clone().into());
+        self.context.push(Arc::clone(&message).into());
         message
     }
 
@@ -354,14 +351,14 @@ impl Run<'_> {
     async fn finish_turn(
         &self,
         config: &Config,
-        message: &AssistantMessage,
-        results: &[ToolResultMessage],
+        message: &Arc<AssistantMessage>,
+        results: &[Arc<ToolResultMessage>],
     ) -> TurnControl {
         let Some(finish) = &config.hooks.finish_turn else {
             return TurnControl::Proceed;
         };
         let turn = FinishedTurn {
-            message: message.clone(),
+            message: Arc::clone(message),
             tool_results: results.to_vec(),
             new_messages: self.context.len() - self.first_new,
             signal: self.signal.clone(),

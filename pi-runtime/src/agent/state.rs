@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use tokio_util::sync::CancellationToken;
 
 use super::AgentEvent;
-use crate::message::Message;
+use crate::message::{AssistantMessage, Message};
 use crate::stream::LiveMessage;
 
 /// How many queued messages one drain point delivers (SPEC §5.11).
@@ -54,7 +54,7 @@ impl Inner {
         match event {
             AgentEvent::MessageStart {
                 message: Message::Assistant(message),
-            } => view.streaming_message = Some(LiveMessage::new(message.clone())),
+            } => view.streaming_message = Some(LiveMessage::new(AssistantMessage::clone(message))),
             // The first update replaces the start's copy with the live handle; later ones
             // carry the same handle.
             AgentEvent::MessageUpdate { message, .. }

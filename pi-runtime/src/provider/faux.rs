@@ -378,15 +378,26 @@ fn chunks(text: &str, size: usize) -> Vec<&str> {
         return vec![""];
     }
     let mut pieces = Vec::with_capacity(text.len() / size + 1);
-    let mut start = 0;
-    for (count, (offset, _)) in text.char_indices().enumerate() {
-        if count > 0 && count % size == 0 {
-            pieces.push(&text[start..offset]);
-            start = offset;
-        }
+    let mut rest = text;
+    while !rest.is_empty() {
+        let (piece, tail) = rest.split_at(chars_len(rest, size));
+        pieces.push(piece);
+        rest = tail;
     }
-    pieces.push(&text[start..]);
     pieces
+}
+
+/// The length in bytes of the first `count` characters of `text` (all of it if shorter).
+fn chars_len(text: &str, count: usize) -> usize {
+    // Mostly ASCII, where a character is a byte: checking that is a fast scan, where
+    // walking characters costs a decode each.
+    match text.as_bytes().get(..count) {
+        Some(head) if head.is_ascii() => count,
+        _ => text
+            .char_indices()
+            .nth(count)
+            .map_or(text.len(), |(at, _)| at),
+    }
 }
 
 /// The state of a replayed response.
@@ -497,6 +508,9 @@ mod tests {
         assert_eq!(chunks("", 3), [""]);
         assert_eq!(chunks("abcdefg", 3), ["abc", "def", "g"]);
         assert_eq!(chunks("äöüß", 2), ["äö", "üß"]);
+        assert_eq!(chunks("abä", 2), ["ab", "ä"]);
+        assert_eq!(chunks("aäbc", 2), ["aä", "bc"]);
+        assert_eq!(chunks("ab", 5), ["ab"]);
     }
 
     #[tokio::test]

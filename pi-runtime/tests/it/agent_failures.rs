@@ -31,7 +31,7 @@ fn results(agent: &Agent) -> Vec<(String, bool, String)> {
         .collect()
 }
 
-fn last_assistant(agent: &Agent) -> pi_runtime::AssistantMessage {
+fn last_assistant(agent: &Agent) -> std::sync::Arc<pi_runtime::AssistantMessage> {
     agent
         .messages()
         .into_iter()

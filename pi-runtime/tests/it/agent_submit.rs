@@ -54,6 +54,7 @@ async fn run_task(agent: &Agent, accepted: &Mutex<Option<Value>>) -> Result<Valu
     if let Some(last) = last_assistant.filter(|a| a.stop_reason.is_failure()) {
         return Err(last
             .error_message
+            .clone()
             .unwrap_or_else(|| last.stop_reason.as_str().to_owned()));
     }
     accepted

@@ -26,7 +26,7 @@ fn model(api: Api, provider: &str, id: &str) -> Model {
 }
 
 fn user(text: &str) -> Message {
-    Message::User(UserMessage {
+    Message::from(UserMessage {
         content: pi_runtime::message::UserContent::Text(text.into()),
         timestamp: 1,
     })
@@ -40,7 +40,7 @@ fn assistant(model: &Model, content: Vec<ContentBlock>) -> Message {
         StopReason::Stop
     };
     message.content = content;
-    Message::Assistant(message)
+    message.into()
 }
 
 fn call(id: &str, name: &str, arguments: Value) -> ContentBlock {
@@ -48,7 +48,7 @@ fn call(id: &str, name: &str, arguments: Value) -> ContentBlock {
 }
 
 fn result(id: &str, name: &str, text: &str) -> Message {
-    Message::ToolResult(ToolResultMessage {
+    Message::from(ToolResultMessage {
         tool_call_id: id.into(),
         tool_name: name.into(),
         content: if text.is_empty() {
@@ -165,7 +165,7 @@ fn deepseek_v4_pro_spec_7_4() {
             ),
             result("call_1", "read", "line1\nline2"),
             assistant(&m, vec![call("call_2", "read", json!({"path": "b.txt"}))]),
-            Message::User(UserMessage {
+            Message::from(UserMessage {
                 content: pi_runtime::message::UserContent::Blocks(vec![ContentBlock::text("next")]),
                 timestamp: 1,
             }),

@@ -43,10 +43,7 @@ fn agent(model: FauxModel, cwd: &Path) -> Agent {
 fn results(messages: &[Message]) -> Vec<&ToolResultMessage> {
     messages
         .iter()
-        .filter_map(|message| match message {
-            Message::ToolResult(result) => Some(result),
-            _ => None,
-        })
+        .filter_map(Message::as_tool_result)
         .collect()
 }
 

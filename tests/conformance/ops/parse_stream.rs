@@ -1,12 +1,12 @@
 //! The `parse_stream` op: a recorded provider body replayed through the provider's stream
 //! parser, answered as reduced events and the final message (PROTOCOL.md, pi-ref D7).
 
+use crate::protocol::Runtime;
 use futures::StreamExt;
 use pi_runtime::provider::http::{HttpModel, HttpOptions};
 use pi_runtime::provider::{Api, Model};
 use pi_runtime::{AssistantMessage, AssistantMessageEvent, ContentBlock, ToolCall};
 use serde_json::{Map, Value, json};
-use tokio::runtime::Handle;
 
 use crate::protocol::{Answer, Prepared, str_field};
 
@@ -15,7 +15,7 @@ const RECEIVED: &str = "\n\nReceived arguments:\n";
 /// The one `argumentsError` head every implementation shares.
 const NOT_AN_OBJECT: &str = "Tool arguments must be a JSON object";
 
-pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Handle) -> Result<Prepared, String> {
+pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Runtime) -> Result<Prepared, String> {
     let api: Api = serde_json::from_value(Value::String(str_field(request, "api")?.to_owned()))
         .map_err(|_| "bad request: unknown `api`".to_owned())?;
     let model = model(request, api)?;

@@ -6,15 +6,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use crate::protocol::Runtime;
 use pi_runtime::agent::{Agent, AgentEvent, ToolCallDecision, ToolResultPatch, TurnControl};
 use pi_runtime::message::{UserContent, join_text};
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::{
-    ContentBlock, ExecutionMode, FnTool, Message, StopReason, Tool, ToolDefinition, ToolError,
-    ToolResult,
+    AssistantMessage, ContentBlock, ExecutionMode, FnTool, Message, StopReason, Tool,
+    ToolDefinition, ToolError, ToolResult,
 };
+use serde::Serialize;
 use serde_json::{Map, Value, json};
-use tokio::runtime::Handle;
 
 use crate::protocol::{Answer, Prepared};
 
@@ -22,7 +23,7 @@ use crate::protocol::{Answer, Prepared};
 const CHUNK_CHARS: usize = 256;
 const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 
-pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Handle) -> Result<Prepared, String> {
+pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Runtime) -> Result<Prepared, String> {
     let scenario = Arc::new(Scenario::parse(request)?);
     let runtime = runtime.clone();
     Ok(Box::new(move || {
@@ -164,8 +165,8 @@ impl Scenario {
                 }
             };
         let events = std::mem::take(&mut *events.lock().unwrap_or_else(PoisonError::into_inner));
-        let messages: Vec<Value> = messages.iter().map(reduce_message).collect();
-        Answer::Ok(json!({"events": events, "messages": messages}))
+        let messages = messages.iter().map(reduce_message).collect();
+        Answer::Typed(Box::new(Reduced { events, messages }))
     }
 
     fn agent(&self) -> Result<Agent, String> {
@@ -462,16 +463,48 @@ fn scripted_response(index: usize, response: &Value) -> Result<FauxResponse, Str
     Ok(scripted)
 }
 
-/// An event as the protocol shows it; `message_update` is left out. Built field by field:
-/// `json!` serializes every interpolated value, which made this reduction cost more than the
-/// agent loop it records.
-fn reduce_event(event: &AgentEvent) -> Option<Value> {
-    let mut out = Map::new();
-    out.insert("type".into(), event.kind().into());
-    let text = |s: &str| Value::String(s.to_owned());
+/// The scenario's answer (D11): the reduced events and the run's messages.
+#[derive(Serialize)]
+struct Reduced {
+    events: Vec<EventShown>,
+    messages: Vec<MessageShown>,
+}
+
+/// An event as the protocol shows it (D11). Typed rather than a JSON map: it is built for
+/// every event inside the timed run, as pi-ref builds a plain object.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EventShown {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    is_error: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_results: Option<Vec<String>>,
+}
+
+/// `message_update` is left out.
+fn reduce_event(event: &AgentEvent) -> Option<EventShown> {
+    let mut shown = EventShown {
+        kind: event.kind(),
+        role: None,
+        tool_call_id: None,
+        tool_name: None,
+        is_error: None,
+        text: None,
+        tool_results: None,
+    };
     match event {
         AgentEvent::MessageStart { message } | AgentEvent::MessageEnd { message } => {
-            out.insert("role".into(), message.role().into());
+            shown.role = Some(message.role());
         }
         AgentEvent::MessageUpdate { .. } => return None,
         AgentEvent::ToolExecutionStart {
@@ -479,16 +512,16 @@ fn reduce_event(event: &AgentEvent) -> Option<Value> {
             tool_name,
             ..
         } => {
-            out.insert("toolCallId".into(), text(tool_call_id));
-            out.insert("toolName".into(), text(tool_name));
+            shown.tool_call_id = Some(tool_call_id.clone());
+            shown.tool_name = Some(tool_name.clone());
         }
         AgentEvent::ToolExecutionUpdate {
             tool_call_id,
             partial_result,
             ..
         } => {
-            out.insert("toolCallId".into(), text(tool_call_id));
-            out.insert("text".into(), partial_result.text_content().into());
+            shown.tool_call_id = Some(tool_call_id.clone());
+            shown.text = Some(partial_result.text_content());
         }
         AgentEvent::ToolExecutionEnd {
             tool_call_id,
@@ -497,65 +530,99 @@ fn reduce_event(event: &AgentEvent) -> Option<Value> {
             is_error,
             ..
         } => {
-            out.insert("toolCallId".into(), text(tool_call_id));
-            out.insert("toolName".into(), text(tool_name));
-            out.insert("isError".into(), Value::Bool(*is_error));
-            out.insert("text".into(), result.text_content().into());
+            shown.tool_call_id = Some(tool_call_id.clone());
+            shown.tool_name = Some(tool_name.clone());
+            shown.is_error = Some(*is_error);
+            shown.text = Some(result.text_content());
         }
         AgentEvent::TurnEnd { tool_results, .. } => {
-            let ids = tool_results.iter().map(|r| text(&r.tool_call_id)).collect();
-            out.insert("toolResults".into(), Value::Array(ids));
+            let ids = tool_results
+                .iter()
+                .map(|r| r.tool_call_id.clone())
+                .collect();
+            shown.tool_results = Some(ids);
         }
         _ => {}
     }
-    Some(Value::Object(out))
+    Some(shown)
 }
 
 /// A run message as the protocol shows it (D11).
-fn reduce_message(message: &Message) -> Value {
-    let mut out = Map::new();
-    out.insert("role".into(), message.role().into());
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageShown {
+    role: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    /// The calls of an assistant message, read from the message itself (pi-ref's reduced
+    /// message refers to the same arguments objects).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<CallsShown>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop_reason: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    is_error: Option<bool>,
+}
+
+struct CallsShown(Arc<AssistantMessage>);
+
+impl Serialize for CallsShown {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Call<'a> {
+            id: &'a str,
+            name: &'a str,
+            arguments: &'a Value,
+        }
+        serializer.collect_seq(self.0.tool_calls().map(|call| Call {
+            id: &call.id,
+            name: &call.name,
+            arguments: &call.arguments,
+        }))
+    }
+}
+
+fn reduce_message(message: &Message) -> MessageShown {
+    let mut shown = MessageShown {
+        role: message.role(),
+        text: None,
+        tool_calls: None,
+        stop_reason: None,
+        tool_call_id: None,
+        is_error: None,
+    };
     match message {
         Message::User(user) => match &user.content {
-            UserContent::Text(text) => {
-                out.insert("text".into(), text.as_str().into());
-            }
-            UserContent::Blocks(blocks) => insert_text(&mut out, blocks),
+            UserContent::Text(text) => shown.text = Some(text.clone()),
+            UserContent::Blocks(blocks) => shown.text = text_of(blocks),
             _ => {}
         },
         Message::Assistant(assistant) => {
-            insert_text(&mut out, &assistant.content);
-            let calls: Vec<Value> = assistant
-                .tool_calls()
-                .map(|call| {
-                    let mut shown = Map::new();
-                    shown.insert("id".into(), call.id.as_str().into());
-                    shown.insert("name".into(), call.name.as_str().into());
-                    shown.insert("arguments".into(), call.arguments.clone());
-                    Value::Object(shown)
-                })
-                .collect();
-            if !calls.is_empty() {
-                out.insert("toolCalls".into(), calls.into());
+            shown.text = text_of(&assistant.content);
+            if assistant.tool_calls().next().is_some() {
+                shown.tool_calls = Some(CallsShown(Arc::clone(assistant)));
             }
-            out.insert("stopReason".into(), assistant.stop_reason.as_str().into());
+            shown.stop_reason = Some(assistant.stop_reason.as_str());
         }
         Message::ToolResult(result) => {
-            insert_text(&mut out, &result.content);
-            out.insert("toolCallId".into(), result.tool_call_id.as_str().into());
-            out.insert("isError".into(), result.is_error.into());
+            shown.text = text_of(&result.content);
+            shown.tool_call_id = Some(result.tool_call_id.clone());
+            shown.is_error = Some(result.is_error);
         }
         // A role this runner does not know yet: shown by its role only.
         _ => {}
     }
-    Value::Object(out)
+    shown
 }
 
 /// `text` only when there is at least one text block.
-fn insert_text(out: &mut Map<String, Value>, blocks: &[ContentBlock]) {
-    if blocks.iter().any(|block| block.as_text().is_some()) {
-        out.insert("text".into(), join_text(blocks).into());
-    }
+fn text_of(blocks: &[ContentBlock]) -> Option<String> {
+    blocks
+        .iter()
+        .any(|block| block.as_text().is_some())
+        .then(|| join_text(blocks))
 }
 
 fn object_field(request: &Map<String, Value>, key: &str) -> Result<Map<String, Value>, String> {

@@ -277,10 +277,7 @@ impl<T> Extractor<T> {
 }
 
 fn last_assistant(messages: &[Message]) -> Option<&AssistantMessage> {
-    messages.iter().rev().find_map(|message| match message {
-        Message::Assistant(assistant) => Some(assistant),
-        _ => None,
-    })
+    messages.iter().rev().find_map(Message::as_assistant)
 }
 
 /// The sum of the responses' usage (a tool's own usage is not the model's).

@@ -195,7 +195,7 @@ mod tests {
     fn context(text: &str) -> Context {
         Context {
             system_prompt: "sys".into(),
-            messages: vec![Message::User(UserMessage {
+            messages: vec![Message::from(UserMessage {
                 content: UserContent::Text(text.into()),
                 timestamp: 1,
             })],

@@ -42,28 +42,24 @@ pub(crate) fn transform_messages<'a>(
     for message in messages {
         let message = match message {
             Message::User(user) => downgrade_user_images(user, model)
-                .map_or(Cow::Borrowed(message), |user| {
-                    Cow::Owned(Message::User(user))
-                }),
+                .map_or(Cow::Borrowed(message), |user| Cow::Owned(user.into())),
             Message::ToolResult(result) => {
                 let images = downgrade_result_images(result, model);
                 let id = renamed.get(result.tool_call_id.as_str());
                 match (images, id) {
                     (None, None) => Cow::Borrowed(message),
                     (images, id) => {
-                        let mut result = images.unwrap_or_else(|| result.clone());
+                        let mut result = images.unwrap_or_else(|| ToolResultMessage::clone(result));
                         if let Some(id) = id {
                             result.tool_call_id.clone_from(id);
                         }
-                        Cow::Owned(Message::ToolResult(result))
+                        Cow::Owned(result.into())
                     }
                 }
             }
             Message::Assistant(assistant) => {
                 let converted = convert_assistant(assistant, model, &normalize_id, &mut renamed);
-                converted.map_or(Cow::Borrowed(message), |a| {
-                    Cow::Owned(Message::Assistant(a))
-                })
+                converted.map_or(Cow::Borrowed(message), |a| Cow::Owned(a.into()))
             }
         };
 
@@ -104,7 +100,7 @@ fn close_pending<'a>(
 ) {
     for (id, name) in pending.drain(..) {
         if !answered.contains(&id) {
-            out.push(Cow::Owned(Message::ToolResult(ToolResultMessage {
+            out.push(Cow::Owned(Message::from(ToolResultMessage {
                 tool_call_id: id,
                 tool_name: name,
                 content: vec![ContentBlock::text(NO_RESULT)],
@@ -268,7 +264,7 @@ mod tests {
         let mut m = AssistantMessage::empty("openai-completions", provider, "m");
         m.content = content;
         m.stop_reason = stop;
-        Message::Assistant(m)
+        Message::from(m)
     }
 
     fn call(id: &str) -> ContentBlock {
@@ -276,7 +272,7 @@ mod tests {
     }
 
     fn result(id: &str) -> Message {
-        Message::ToolResult(ToolResultMessage {
+        Message::from(ToolResultMessage {
             tool_call_id: id.into(),
             tool_name: "read".into(),
             content: vec![],
@@ -289,7 +285,7 @@ mod tests {
     }
 
     fn user(text: &str) -> Message {
-        Message::User(UserMessage {
+        Message::from(UserMessage {
             content: UserContent::Text(text.into()),
             timestamp: 0,
         })
