@@ -180,14 +180,23 @@ async fn run_jobs(
     // Dropping the set (if the run itself is dropped) aborts the jobs.
     let mut jobs = JoinSet::new();
     let mut previous_started: Option<oneshot::Receiver<()>> = None;
+    // A job finds its call in the shared assistant message rather than in a copy.
+    let blocks: Vec<usize> = (scope.assistant.content.iter().enumerate())
+        .filter(|(_, block)| block.as_tool_call().is_some())
+        .map(|(at, _)| at)
+        .collect();
     for (index, job) in ready {
-        let call = calls[index].clone();
+        let block = blocks[index];
         let scope = scope.clone();
         let tx = tx.clone();
         let (started, next_may_start) = oneshot::channel();
         let may_start = previous_started.replace(next_may_start);
         let span = spans[index].clone();
         let job = async move {
+            // Always there; a job that reports nothing ends as "the tool task ended early".
+            let Some(call) = scope.assistant.content[block].as_tool_call() else {
+                return;
+            };
             if let Some(mut may_start) = may_start
                 && may_start.try_recv() == Err(oneshot::error::TryRecvError::Empty)
             {
@@ -198,7 +207,7 @@ async fn run_jobs(
             }
             let updates = tx.clone();
             let mut running = pin!(async {
-                call::execute(job, &call, &scope, |update| {
+                call::execute(job, call, &scope, |update| {
                     // The loop is gone only if the run was dropped; nothing to report then.
                     let _ = updates.send(JobReport::Update(index, update));
                     std::future::ready(())
@@ -219,7 +228,8 @@ async fn run_jobs(
             };
             let _ = tx.send(JobReport::Done(index, outcome));
         };
-        jobs.spawn(job.instrument(span));
+        // Boxed: the task then moves a pointer, not the whole state of the call.
+        jobs.spawn(Box::pin(job.instrument(span)));
     }
     drop(tx);
     while let Some(report) = rx.recv().await {

@@ -169,11 +169,7 @@ impl Run<'_> {
         let message = if self.signal.is_cancelled() {
             let mut aborted = failed_message(&*model, StopReason::Aborted, REQUEST_ABORTED);
             aborted.content.clear();
-            self.emit(AgentEvent::MessageStart {
-                message: aborted.clone().into(),
-            })
-            .await;
-            aborted
+            self.started(aborted).await
         } else {
             let span = telemetry::chat_span(&*model);
             let message = self
@@ -183,7 +179,6 @@ impl Run<'_> {
             telemetry::record_response(&span, &message, config.capture_content);
             message
         };
-        let message = Arc::new(message);
         self.emit(AgentEvent::MessageEnd {
             message: Arc::clone(&message).into(),
         })
@@ -197,7 +192,7 @@ impl Run<'_> {
         &mut self,
         config: &Config,
         mut model: Arc<dyn LanguageModel>,
-    ) -> AssistantMessage {
+    ) -> Arc<AssistantMessage> {
         let mut context = Context {
             system_prompt: config.system_prompt(),
             messages: self.context.clone(),
@@ -271,7 +266,7 @@ impl Run<'_> {
                 | AssistantMessageEvent::Error { error: message, .. } => {
                     if partial.is_none() {
                         self.emit(AgentEvent::MessageStart {
-                            message: message.clone().into(),
+                            message: Arc::clone(&message).into(),
                         })
                         .await;
                     }
@@ -297,23 +292,24 @@ impl Run<'_> {
         model: &dyn LanguageModel,
         partial: Option<LiveMessage>,
         error: String,
-    ) -> AssistantMessage {
+    ) -> Arc<AssistantMessage> {
         let reason = self.failure_reason();
         match partial {
             Some(message) => {
                 let mut message = message.snapshot();
                 message.stop_reason = reason;
                 message.error_message = Some(error);
-                message
+                Arc::new(message)
             }
             None => self.started(failed_message(model, reason, &error)).await,
         }
     }
 
     /// Emit `message_start` for a response that never started on its own.
-    async fn started(&self, message: AssistantMessage) -> AssistantMessage {
+    async fn started(&self, message: AssistantMessage) -> Arc<AssistantMessage> {
+        let message = Arc::new(message);
         self.emit(AgentEvent::MessageStart {
-            message: message.clone().into(),
+            message: Arc::clone(&message).into(),
         })
         .await;
         message

@@ -292,7 +292,8 @@ impl LanguageModel for FauxModel {
         let response = self.next_response(context);
         let replay = Replay {
             writer: MessageWriter::new(self.message()),
-            beats: script_beats(response, self.chunk_chars),
+            beats: script_beats(response),
+            chunk_chars: self.chunk_chars,
             parser: PartialJsonParser::new(),
             signal: options.signal,
             delay: self.chunk_delay,
@@ -310,33 +311,43 @@ enum Beat {
     Start,
     OpenText,
     OpenThinking,
-    /// Text or thinking for the block at this index.
-    Append(usize, String),
+    /// Text or thinking for the block at `index`, still to stream from byte `at`: one
+    /// chunk per beat.
+    Text {
+        index: usize,
+        text: String,
+        at: usize,
+    },
     Close(usize),
     OpenToolCall(ToolCall),
-    /// Argument text for the call at this index.
-    Arguments(usize, String),
-    /// The call's final arguments: parsed from the streamed text, or as scripted when the
-    /// script gives an `argumentsError`.
-    FinishToolCall(usize, Option<(Value, String)>),
+    /// Argument text for the call at `index`, still to stream from byte `at`.
+    Arguments {
+        index: usize,
+        text: String,
+        at: usize,
+    },
+    /// The call's final arguments and arguments error, as scripted. Like pi's faux
+    /// provider, an object is taken as it is (the streamed text only showed it growing);
+    /// anything else gets the final parse's verdict on the text (SPEC §6.4).
+    FinishToolCall(usize, Value, Option<String>),
     /// A block that streams no events.
     Silent(ContentBlock),
     End(StopReason, Option<String>),
 }
 
 /// Every step of one scripted response, in order.
-fn script_beats(response: FauxResponse, chunk_chars: usize) -> VecDeque<Beat> {
+fn script_beats(response: FauxResponse) -> VecDeque<Beat> {
     let stop_reason = response.stop_reason();
     let mut steps = VecDeque::from([Beat::Start]);
     for (index, block) in response.content.into_iter().enumerate() {
         match block {
             ContentBlock::Text(text) => {
                 steps.push_back(Beat::OpenText);
-                push_text(&mut steps, index, &text.text, chunk_chars);
+                push_text(&mut steps, index, text.text);
             }
             ContentBlock::Thinking(thinking) => {
                 steps.push_back(Beat::OpenThinking);
-                push_text(&mut steps, index, &thinking.thinking, chunk_chars);
+                push_text(&mut steps, index, thinking.thinking);
             }
             ContentBlock::ToolCall(call) => {
                 let mut start = ToolCall::new(
@@ -346,12 +357,17 @@ fn script_beats(response: FauxResponse, chunk_chars: usize) -> VecDeque<Beat> {
                 );
                 start.thought_signature.clone_from(&call.thought_signature);
                 steps.push_back(Beat::OpenToolCall(start));
-                let text = call.arguments.to_string();
-                for delta in chunks(&text, chunk_chars) {
-                    steps.push_back(Beat::Arguments(index, delta.to_owned()));
-                }
-                let scripted = call.arguments_error.map(|error| (call.arguments, error));
-                steps.push_back(Beat::FinishToolCall(index, scripted));
+                // Even `{}` is streamed, as one delta.
+                steps.push_back(Beat::Arguments {
+                    index,
+                    text: call.arguments.to_string(),
+                    at: 0,
+                });
+                steps.push_back(Beat::FinishToolCall(
+                    index,
+                    call.arguments,
+                    call.arguments_error,
+                ));
             }
             // Assistants do not send images; keep the block without events.
             image @ ContentBlock::Image(_) => steps.push_back(Beat::Silent(image)),
@@ -363,28 +379,11 @@ fn script_beats(response: FauxResponse, chunk_chars: usize) -> VecDeque<Beat> {
 
 /// A block's text in deltas, then its end; pi streams an empty text as one empty delta,
 /// which reports nothing.
-fn push_text(steps: &mut VecDeque<Beat>, index: usize, text: &str, chunk_chars: usize) {
-    for delta in chunks(text, chunk_chars) {
-        if !delta.is_empty() {
-            steps.push_back(Beat::Append(index, delta.to_owned()));
-        }
+fn push_text(steps: &mut VecDeque<Beat>, index: usize, text: String) {
+    if !text.is_empty() {
+        steps.push_back(Beat::Text { index, text, at: 0 });
     }
     steps.push_back(Beat::Close(index));
-}
-
-/// `text` in pieces of `size` characters; one empty piece for empty text (as pi streams).
-fn chunks(text: &str, size: usize) -> Vec<&str> {
-    if text.is_empty() {
-        return vec![""];
-    }
-    let mut pieces = Vec::with_capacity(text.len() / size + 1);
-    let mut rest = text;
-    while !rest.is_empty() {
-        let (piece, tail) = rest.split_at(chars_len(rest, size));
-        pieces.push(piece);
-        rest = tail;
-    }
-    pieces
 }
 
 /// The length in bytes of the first `count` characters of `text` (all of it if shorter).
@@ -404,6 +403,8 @@ fn chars_len(text: &str, count: usize) -> usize {
 struct Replay {
     writer: MessageWriter,
     beats: VecDeque<Beat>,
+    /// Characters per text or argument delta.
+    chunk_chars: usize,
     /// The arguments of the call that is streaming.
     parser: PartialJsonParser,
     signal: CancellationToken,
@@ -451,21 +452,40 @@ impl Replay {
             Beat::OpenThinking => {
                 writer.open_thinking("", None, false);
             }
-            Beat::Append(index, delta) => writer.append(index, &delta),
+            Beat::Text { index, text, at } => {
+                let end = at + chars_len(&text[at..], self.chunk_chars);
+                writer.append(index, &text[at..end]);
+                if end < text.len() {
+                    self.beats.push_front(Beat::Text {
+                        index,
+                        text,
+                        at: end,
+                    });
+                }
+            }
             Beat::Close(index) => writer.close(index),
             Beat::OpenToolCall(call) => {
                 self.parser = PartialJsonParser::new();
                 writer.open_tool_call(call);
             }
-            Beat::Arguments(index, delta) => {
-                writer.tool_call_delta(index, &delta, &mut self.parser);
+            Beat::Arguments { index, text, at } => {
+                let end = at + chars_len(&text[at..], self.chunk_chars);
+                writer.tool_call_delta(index, &text[at..end], &mut self.parser);
+                if end < text.len() {
+                    self.beats.push_front(Beat::Arguments {
+                        index,
+                        text,
+                        at: end,
+                    });
+                }
             }
-            Beat::FinishToolCall(index, None) => {
-                let (arguments, error) = self.parser.finish();
+            Beat::FinishToolCall(index, arguments, error) => {
+                let (arguments, error) = match (arguments, error) {
+                    (arguments @ Value::Object(_), None) => (arguments, None),
+                    (_, None) => self.parser.finish(),
+                    (arguments, error) => (arguments, error),
+                };
                 writer.finish_tool_call_with(index, arguments, error);
-            }
-            Beat::FinishToolCall(index, Some((arguments, error))) => {
-                writer.finish_tool_call_with(index, arguments, Some(error));
             }
             Beat::Silent(block) => {
                 writer.push_silent_block(block);
@@ -504,13 +524,13 @@ mod tests {
     }
 
     #[test]
-    fn chunks_split_at_characters() {
-        assert_eq!(chunks("", 3), [""]);
-        assert_eq!(chunks("abcdefg", 3), ["abc", "def", "g"]);
-        assert_eq!(chunks("äöüß", 2), ["äö", "üß"]);
-        assert_eq!(chunks("abä", 2), ["ab", "ä"]);
-        assert_eq!(chunks("aäbc", 2), ["aä", "bc"]);
-        assert_eq!(chunks("ab", 5), ["ab"]);
+    fn chunks_end_at_characters() {
+        assert_eq!(chars_len("", 3), 0);
+        assert_eq!(chars_len("abcdefg", 3), 3);
+        assert_eq!(chars_len("äöüß", 2), 4);
+        assert_eq!(chars_len("abä", 3), 4);
+        assert_eq!(chars_len("aäbc", 2), 3);
+        assert_eq!(chars_len("ab", 5), 2);
     }
 
     #[tokio::test]

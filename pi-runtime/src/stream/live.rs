@@ -1,6 +1,7 @@
 //! The message a response is building, shared between its one writer and its readers.
 
 use std::fmt;
+use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::message::AssistantMessage;
@@ -28,12 +29,12 @@ use crate::message::AssistantMessage;
 /// assert_eq!(live.snapshot().content.len(), 1);
 /// ```
 #[derive(Clone)]
-pub struct LiveMessage(Arc<Mutex<AssistantMessage>>);
+pub struct LiveMessage(Arc<Mutex<Arc<AssistantMessage>>>);
 
 impl LiveMessage {
     /// A handle to `message`.
     pub fn new(message: AssistantMessage) -> Self {
-        LiveMessage(Arc::new(Mutex::new(message)))
+        LiveMessage(Arc::new(Mutex::new(Arc::new(message))))
     }
 
     /// Look at the message as it stands, without copying it.
@@ -45,7 +46,14 @@ impl LiveMessage {
 
     /// An owned copy of the message as it stands.
     pub fn snapshot(&self) -> AssistantMessage {
-        self.lock().clone()
+        AssistantMessage::clone(&self.lock())
+    }
+
+    /// The message as it stands, shared rather than copied: the writer hands out the final
+    /// message this way, and a later write (there is none once a response is settled) would
+    /// copy it first.
+    pub(crate) fn share(&self) -> Arc<AssistantMessage> {
+        Arc::clone(&self.lock())
     }
 
     /// Whether both handles are the same message.
@@ -55,12 +63,56 @@ impl LiveMessage {
 
     /// Change the message; only its writer does.
     pub(crate) fn write<R>(&self, f: impl FnOnce(&mut AssistantMessage) -> R) -> R {
-        f(&mut self.lock())
+        f(Arc::make_mut(&mut self.lock()))
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, AssistantMessage> {
+    /// The message, held locked until the guard drops.
+    pub(crate) fn guard(&self) -> MessageGuard<'_> {
+        MessageGuard(self.lock())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Arc<AssistantMessage>> {
         // A panic while the lock was held leaves a message, still readable.
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The message of a [`LiveMessage`], locked: readers and the writer wait until it drops.
+/// From [`MessageWriter::message`](super::MessageWriter::message) it only reads; from
+/// [`MessageWriter::message_mut`](super::MessageWriter::message_mut) it also changes the
+/// message.
+#[derive(Debug)]
+pub struct MessageGuard<'a>(MutexGuard<'a, Arc<AssistantMessage>>);
+
+impl Deref for MessageGuard<'_> {
+    type Target = AssistantMessage;
+
+    fn deref(&self) -> &AssistantMessage {
+        &self.0
+    }
+}
+
+/// [`MessageGuard`] that may change the message.
+#[derive(Debug)]
+pub struct MessageGuardMut<'a>(MessageGuard<'a>);
+
+impl<'a> MessageGuardMut<'a> {
+    pub(crate) fn new(guard: MessageGuard<'a>) -> Self {
+        MessageGuardMut(guard)
+    }
+}
+
+impl Deref for MessageGuardMut<'_> {
+    type Target = AssistantMessage;
+
+    fn deref(&self) -> &AssistantMessage {
+        &self.0
+    }
+}
+
+impl DerefMut for MessageGuardMut<'_> {
+    fn deref_mut(&mut self) -> &mut AssistantMessage {
+        Arc::make_mut(&mut self.0.0)
     }
 }
 

@@ -2,6 +2,7 @@
 //! every provider and the faux model implement.
 
 use std::fmt;
+use std::sync::Arc;
 
 use futures::stream::BoxStream;
 use serde_json::Value;
@@ -13,7 +14,7 @@ use crate::tool::Tool;
 mod live;
 mod writer;
 
-pub use live::LiveMessage;
+pub use live::{LiveMessage, MessageGuard, MessageGuardMut};
 pub use writer::MessageWriter;
 
 /// One event of a streaming response, as its [`MessageWriter`] reports it.
@@ -93,15 +94,15 @@ pub enum AssistantMessageEvent {
     Done {
         /// Why it ended.
         reason: StopReason,
-        /// The final message.
-        message: AssistantMessage,
+        /// The final message (the live message's own, shared).
+        message: Arc<AssistantMessage>,
     },
     /// The response failed (`error` or `aborted`); partial content is kept.
     Error {
         /// `error` or `aborted`.
         reason: StopReason,
-        /// The message, with `error_message` set.
-        error: AssistantMessage,
+        /// The message, with `error_message` set (the live message's own, shared).
+        error: Arc<AssistantMessage>,
     },
 }
 

@@ -7,13 +7,12 @@
 //! already shows every change.
 
 use std::collections::VecDeque;
-use std::sync::MutexGuard;
 use std::time::Instant;
 
 use serde_json::Value;
 
 use super::AssistantMessageEvent;
-use super::live::LiveMessage;
+use super::live::{LiveMessage, MessageGuard, MessageGuardMut};
 use crate::json::{PartialJsonParser, parse_tool_call_arguments};
 use crate::message::{AssistantMessage, ContentBlock, StopReason, ThinkingContent, ToolCall};
 
@@ -62,13 +61,13 @@ impl MessageWriter {
     }
 
     /// The message as it stands (held locked until the guard drops).
-    pub fn message(&self) -> MutexGuard<'_, AssistantMessage> {
-        self.live.lock()
+    pub fn message(&self) -> MessageGuard<'_> {
+        self.live.guard()
     }
 
     /// Change what produces no event: usage, the response id.
-    pub fn message_mut(&mut self) -> MutexGuard<'_, AssistantMessage> {
-        self.live.lock()
+    pub fn message_mut(&mut self) -> MessageGuardMut<'_> {
+        MessageGuardMut::new(self.live.guard())
     }
 
     /// The next event to hand out.
@@ -278,11 +277,11 @@ impl MessageWriter {
             return;
         }
         let elapsed = self.elapsed_ms();
-        let message = self.live.write(|message| {
+        self.live.write(|message| {
             message.stop_reason = reason;
             message.duration_ms = Some(elapsed);
-            message.clone()
         });
+        let message = self.live.share();
         self.settled = true;
         self.events
             .push_back(AssistantMessageEvent::Done { reason, message });
@@ -294,12 +293,12 @@ impl MessageWriter {
             return;
         }
         let elapsed = self.elapsed_ms();
-        let error = self.live.write(|message| {
+        self.live.write(|message| {
             message.stop_reason = reason;
             message.error_message = Some(error_message.into());
             message.duration_ms = Some(elapsed);
-            message.clone()
         });
+        let error = self.live.share();
         self.settled = true;
         self.events
             .push_back(AssistantMessageEvent::Error { reason, error });
