@@ -7,6 +7,10 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tracing::{Instrument, Span};
@@ -160,8 +164,10 @@ enum JobReport {
     Done(usize, Outcome),
 }
 
-/// Spawn every prepared call (so CPU-bound tools really run in parallel) and emit their
-/// updates and ends as they arrive: end events follow completion order.
+/// Run every prepared call concurrently and emit their updates and ends as they arrive:
+/// end events follow completion order. On a multi-thread runtime each call is a task of its
+/// own, so CPU-bound tools really run in parallel; elsewhere the calls are futures of the
+/// loop's own task, which gives the same concurrency without a task per call.
 ///
 /// The calls start in source order, as in pi: each job runs its first poll only after the
 /// previous job's first poll returned (or after [`START_GRACE`], so a call that computes
@@ -177,8 +183,7 @@ async fn run_jobs(
     outcomes: &mut [Option<Outcome>],
 ) {
     let (tx, mut rx) = mpsc::unbounded_channel();
-    // Dropping the set (if the run itself is dropped) aborts the jobs.
-    let mut jobs = JoinSet::new();
+    let mut jobs = Jobs::for_this_runtime();
     let mut previous_started: Option<oneshot::Receiver<()>> = None;
     // A job finds its call in the shared assistant message rather than in a copy.
     let blocks: Vec<usize> = (scope.assistant.content.iter().enumerate())
@@ -228,17 +233,60 @@ async fn run_jobs(
             };
             let _ = tx.send(JobReport::Done(index, outcome));
         };
-        // Boxed: the task then moves a pointer, not the whole state of the call.
-        jobs.spawn(Box::pin(job.instrument(span)));
+        jobs.push(job.instrument(span));
     }
     drop(tx);
-    while let Some(report) = rx.recv().await {
+    loop {
+        let report = tokio::select! {
+            biased;
+            report = rx.recv() => report,
+            () = jobs.progress() => continue,
+        };
+        let Some(report) = report else { break };
         match report {
             JobReport::Update(index, partial) => emit_update(calls[index], partial, bus).await,
             JobReport::Done(index, outcome) => {
                 emit_end(calls[index], &outcome, &spans[index], scope, bus).await;
                 outcomes[index] = Some(outcome);
             }
+        }
+    }
+}
+
+/// The running jobs of a batch. Dropping them (when the run itself is dropped) stops them.
+enum Jobs {
+    /// One task per call (multi-thread runtimes).
+    Spawned(JoinSet<()>),
+    /// Futures the loop polls itself.
+    Inline(FuturesUnordered<BoxFuture<'static, ()>>),
+}
+
+impl Jobs {
+    fn for_this_runtime() -> Self {
+        match Handle::try_current().map(|runtime| runtime.runtime_flavor()) {
+            Ok(RuntimeFlavor::CurrentThread) | Err(_) => Jobs::Inline(FuturesUnordered::new()),
+            Ok(_) => Jobs::Spawned(JoinSet::new()),
+        }
+    }
+
+    fn push(&mut self, job: impl Future<Output = ()> + Send + 'static) {
+        match self {
+            // Boxed: the task then moves a pointer, not the whole state of the call.
+            Jobs::Spawned(tasks) => {
+                tasks.spawn(Box::pin(job));
+            }
+            Jobs::Inline(futures) => futures.push(Box::pin(job)),
+        }
+    }
+
+    /// Poll the inline jobs until one finishes; never ready for spawned jobs, which run on
+    /// their own, nor once every inline job is done.
+    async fn progress(&mut self) {
+        match self {
+            Jobs::Inline(futures) if !futures.is_empty() => {
+                futures.next().await;
+            }
+            _ => std::future::pending().await,
         }
     }
 }

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use futures::FutureExt;
+use futures::channel::mpsc;
+use futures::{FutureExt, StreamExt};
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::failure::{self, ABORTED, BLOCKED, CallFailure};
@@ -221,7 +221,7 @@ where
     if scope.signal.is_cancelled() {
         return Outcome::stopped(scope);
     }
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, mut rx) = mpsc::unbounded();
     let context = ToolContext::new(call.id.clone(), scope.signal.clone(), Some(tx));
     // `after_tool_call` needs the arguments too; only then is a copy worth making.
     let kept_args = scope.hooks.after_tool_call.as_ref().map(|_| args.clone());
@@ -232,7 +232,7 @@ where
         tokio::select! {
             biased;
             settled = &mut running => break Some(settled),
-            Some(update) = rx.recv() => on_update(update).await,
+            Some(update) = rx.next() => on_update(update).await,
             () = &mut given_up => break None,
         }
     };

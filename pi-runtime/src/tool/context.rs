@@ -1,7 +1,9 @@
 //! `ToolContext`: what a running tool gets besides its arguments: its call id, the run's
 //! cancellation signal and a progress channel (SPEC §1.2, §5.9, §5.12).
 
-use tokio::sync::mpsc;
+// futures' channel rather than tokio's: it allocates per update, where tokio's allocates a
+// block of 32 results up front, for every call, though most calls send no update at all.
+use futures::channel::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::ToolResult;
@@ -57,7 +59,7 @@ impl ToolContext {
     pub fn update(&self, partial: ToolResult) {
         if let Some(tx) = &self.updates {
             // The receiver is gone once the call settled; late updates are no-ops by design.
-            let _ = tx.send(partial);
+            let _ = tx.unbounded_send(partial);
         }
     }
 }

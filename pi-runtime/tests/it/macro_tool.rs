@@ -4,12 +4,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use futures::StreamExt;
+use futures::channel::mpsc;
 use pi_runtime::{
     AgentTool, ConstrainedSampling, ContentBlock, ExecutionMode, Json, Strictness, ToolContext,
     ToolDefinition, ToolError, ToolRegistry, ToolResult, tool, tool_args,
 };
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 /// Execute a bash command in the working directory.
 #[tool(
@@ -271,7 +272,7 @@ async fn progress(ctx: ToolContext, steps: u32) -> ToolResult {
 
 #[tokio::test]
 async fn tool_context_may_come_first() {
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, mut rx) = mpsc::unbounded();
     let ctx = ToolContext::new(
         "call-7",
         tokio_util::sync::CancellationToken::new(),
@@ -283,8 +284,8 @@ async fn tool_context_may_come_first() {
         .unwrap();
     assert_eq!(text(&result), "call-7 done");
     assert_eq!(result.details, Some(json!({"steps": 2})));
-    assert_eq!(text(&rx.recv().await.unwrap()), "step 1");
-    assert_eq!(text(&rx.recv().await.unwrap()), "step 2");
+    assert_eq!(text(&rx.next().await.unwrap()), "step 1");
+    assert_eq!(text(&rx.next().await.unwrap()), "step 2");
 }
 
 /// Count the calls so far.

@@ -272,16 +272,17 @@ async fn errors_panics_and_json_results_read_the_same_through_mcp() {
 async fn progress_becomes_updates_and_cancellation_reaches_the_tool() {
     let f = fixture().await;
     let slow = tool_of(&f.client, "mcp__local__slow");
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = futures::channel::mpsc::unbounded();
     let signal = CancellationToken::new();
     let ctx = ToolContext::new("c1", signal.clone(), Some(tx));
     let call = tokio::spawn(async move { slow.execute("c1".into(), json!({}), ctx).await });
     let mut updates = Vec::new();
     while updates.len() < 2 {
-        let update = tokio::time::timeout(Duration::from_secs(5), rx.recv())
-            .await
-            .expect("progress arrives")
-            .expect("an update");
+        let update =
+            tokio::time::timeout(Duration::from_secs(5), futures::StreamExt::next(&mut rx))
+                .await
+                .expect("progress arrives")
+                .expect("an update");
         updates.push(update.text_content());
     }
     assert_eq!(updates, ["step 1", "step 2"]);
@@ -355,7 +356,7 @@ async fn the_timeout_restarts_on_every_progress_notification() {
     let f = fixture().await;
     let ticker = tool_of(&f.client, "mcp__local__ticker");
     // 5 ticks of 500 ms: 2.5 s in all, but never 1.5 s without a notification.
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, _rx) = futures::channel::mpsc::unbounded();
     let ctx = ToolContext::new("c1", CancellationToken::new(), Some(tx));
     let result = ticker
         .execute(

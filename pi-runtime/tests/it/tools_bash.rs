@@ -4,10 +4,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
+use futures::channel::mpsc;
 use pi_runtime::tools::{Bash, WorkingDir, bash};
 use pi_runtime::{AgentTool, State, ToolContext, ToolDefinition, ToolError, ToolResult};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 async fn run(cwd: &Path, command: &str, timeout: Option<f64>) -> Result<ToolResult, ToolError> {
@@ -228,7 +229,7 @@ async fn an_aborted_signal_never_starts_the_command() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_updates_are_throttled() {
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, mut rx) = mpsc::unbounded();
     let ctx = ToolContext::new("c1", CancellationToken::new(), Some(tx));
     let command = "for i in $(seq 1 30); do echo $i; sleep 0.02; done";
     let started = Instant::now();
@@ -238,7 +239,7 @@ async fn progress_updates_are_throttled() {
         .unwrap();
     let elapsed = started.elapsed();
     let mut updates = Vec::new();
-    while let Some(update) = rx.recv().await {
+    while let Some(update) = rx.next().await {
         updates.push(update);
     }
     assert_eq!(
