@@ -63,8 +63,37 @@ fn three_calls() -> FauxResponse {
         .and_tool_call("c3", "missing", json!({}))
 }
 
+// The calls are tasks of their own on a multi-thread runtime and futures of the loop's task
+// on a current-thread one: both give the same trace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_batch_follows_the_verified_trace() {
+    parallel_batch_trace().await;
+}
+
+#[tokio::test]
+async fn parallel_batch_follows_the_verified_trace_on_one_thread() {
+    parallel_batch_trace().await;
+}
+
+#[tokio::test]
+async fn parallel_calls_overlap_on_one_thread() {
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call("c1", "a", json!({})).and_tool_call("c2", "b", json!({})));
+    let agent = Agent::builder()
+        .model(model)
+        .tools((sleeper("a", 150), sleeper("b", 150)))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    agent.prompt("go").await.unwrap();
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed < Duration::from_millis(280),
+        "two 150 ms tools took {elapsed:?}: they did not overlap"
+    );
+}
+
+async fn parallel_batch_trace() {
     let model = FauxModel::new().respond(three_calls());
     let agent = Agent::builder()
         .model(model)

@@ -395,32 +395,18 @@ fn a_killed_write_leaves_no_temp_file() {
     assert!(left.is_empty() || left == ["target.txt"], "{left:?}");
 }
 
-/// The peak resident memory of this process, in bytes.
-fn peak_rss() -> u64 {
-    let status = fs::read_to_string("/proc/self/status").unwrap();
-    let line = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .unwrap();
-    line.trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse::<u64>()
-        .unwrap()
-        * 1024
-}
-
 /// Seen before the fix: a 2 GB file with a PNG signature took 44 s and 10.5 GB, base64-ed
 /// whole. The refusal comes from its size, without reading it (the file is sparse: no disk).
 #[tokio::test]
 async fn read_refuses_an_oversized_image_without_reading_it() {
+    let _alone = crate::memory_support::measured().await;
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path();
     let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
     let file = fs::File::create(dir.join("huge.png")).unwrap();
     std::io::Write::write_all(&mut &file, png).unwrap();
     file.set_len(2 * 1024 * 1024 * 1024).unwrap();
-    let (peak, started) = (peak_rss(), Instant::now());
+    let (peak, started) = (crate::memory_support::peak_rss(), Instant::now());
     let result = read_in(dir, "huge.png").await;
     let elapsed = started.elapsed();
     assert_eq!(
@@ -428,7 +414,7 @@ async fn read_refuses_an_oversized_image_without_reading_it() {
         "Err Image huge.png is 2048.0MB, over the 3.4MB limit for images (4.5MB once encoded), so it was not read. Make a smaller copy with bash (for example: convert huge.png -resize 2000x2000 smaller.png) and read that."
     );
     assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
-    let grown = peak_rss().saturating_sub(peak);
+    let grown = crate::memory_support::peak_rss().saturating_sub(peak);
     assert!(
         grown < 256 * 1024 * 1024,
         "peak memory grew by {grown} bytes"

@@ -1,0 +1,23 @@
+//! Peak-memory checks. The tests of this binary share one process, so a test that asserts
+//! how much the peak grew holds [`measured`]'s lock, and every test that allocates a lot on
+//! purpose takes it too: their peaks do not add up.
+
+use tokio::sync::{Mutex, MutexGuard};
+
+static HEAVY: Mutex<()> = Mutex::const_new(());
+
+/// Wait until no other heavy test runs; hold the guard for the whole test.
+pub(crate) async fn measured() -> MutexGuard<'static, ()> {
+    HEAVY.lock().await
+}
+
+/// The peak resident memory of this process, in bytes.
+pub(crate) fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmHWM in /proc/self/status")
+        * 1024
+}
