@@ -7,7 +7,26 @@ use serde_json::{Map, Value};
 /// The error text of arguments that parse but are not an object.
 pub const NOT_AN_OBJECT: &str = "Tool arguments must be a JSON object";
 
-/// The final parse of a finished call (SPEC §6.4): `(arguments, argumentsError)`.
+/// A finished call's arguments (SPEC §6.4): the object, or `{}` and the error the model sees.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ParsedArguments {
+    /// The arguments object; `{}` when the text was not one.
+    pub arguments: Value,
+    /// Why the text is not an arguments object (the call's `argumentsError`), with the text.
+    pub error: Option<String>,
+}
+
+impl ParsedArguments {
+    fn object(arguments: Map<String, Value>) -> Self {
+        ParsedArguments {
+            arguments: Value::Object(arguments),
+            error: None,
+        }
+    }
+}
+
+/// The final parse of a finished call (SPEC §6.4).
 ///
 /// Blank text is `{}`. Text that is not strict JSON is repaired inside its string literals
 /// (raw control characters escaped, invalid backslashes doubled, lone surrogate escapes
@@ -18,31 +37,32 @@ pub const NOT_AN_OBJECT: &str = "Tool arguments must be a JSON object";
 /// use pi_runtime::json::parse_tool_call_arguments;
 /// use serde_json::json;
 ///
+/// let parsed = parse_tool_call_arguments(r#"{"p":"A\H"}"#);
+/// assert_eq!((parsed.arguments, parsed.error), (json!({"p": "A\\H"}), None));
+///
+/// let parsed = parse_tool_call_arguments("[1]");
+/// assert_eq!(parsed.arguments, json!({}));
 /// assert_eq!(
-///     parse_tool_call_arguments(r#"{"p":"A\H"}"#),
-///     (json!({"p": "A\\H"}), None)
-/// );
-/// assert_eq!(
-///     parse_tool_call_arguments("[1]"),
-///     (json!({}), Some("Tool arguments must be a JSON object\n\nReceived arguments:\n[1]".into()))
+///     parsed.error.as_deref(),
+///     Some("Tool arguments must be a JSON object\n\nReceived arguments:\n[1]")
 /// );
 /// ```
-pub fn parse_tool_call_arguments(text: &str) -> (Value, Option<String>) {
+pub fn parse_tool_call_arguments(text: &str) -> ParsedArguments {
     if text.trim().is_empty() {
-        return (Value::Object(Map::new()), None);
+        return ParsedArguments::object(Map::new());
     }
     let error = match parse_with_repair(text) {
-        Ok(Value::Object(arguments)) => return (Value::Object(arguments), None),
+        Ok(Value::Object(arguments)) => return ParsedArguments::object(arguments),
         Ok(_) => NOT_AN_OBJECT.to_owned(),
         Err(error) => error.to_string(),
     };
-    (
-        Value::Object(Map::new()),
-        Some(format!(
+    ParsedArguments {
+        arguments: Value::Object(Map::new()),
+        error: Some(format!(
             "{error}\n\nReceived arguments:\n{}",
             excerpt_within(text, ARGUMENTS_EXCERPT_BYTES)
         )),
-    )
+    }
 }
 
 /// A strict parse; if it fails and repair changes the text, a strict parse of the repaired
@@ -144,13 +164,19 @@ mod tests {
     use serde_json::json;
 
     fn error_of(text: &str) -> String {
-        parse_tool_call_arguments(text).1.unwrap_or_default()
+        parse_tool_call_arguments(text).error.unwrap_or_default()
+    }
+
+    /// `(arguments, error)`, to compare with literals.
+    fn parts(text: &str) -> (Value, Option<String>) {
+        let parsed = parse_tool_call_arguments(text);
+        (parsed.arguments, parsed.error)
     }
 
     #[test]
     fn blank_text_is_no_arguments() {
         for text in ["", "  ", "\n\t "] {
-            assert_eq!(parse_tool_call_arguments(text), (json!({}), None));
+            assert_eq!(parts(text), (json!({}), None));
         }
     }
 
@@ -177,14 +203,8 @@ mod tests {
 
     #[test]
     fn repaired_text_parses() {
-        assert_eq!(
-            parse_tool_call_arguments(r#"{"p":"A\H"}"#),
-            (json!({"p": "A\\H"}), None)
-        );
-        assert_eq!(
-            parse_tool_call_arguments("{\"t\":\"a\tb\"}"),
-            (json!({"t": "a\tb"}), None)
-        );
+        assert_eq!(parts(r#"{"p":"A\H"}"#), (json!({"p": "A\\H"}), None));
+        assert_eq!(parts("{\"t\":\"a\tb\"}"), (json!({"t": "a\tb"}), None));
     }
 
     #[test]
@@ -197,10 +217,7 @@ mod tests {
             (r#"{"s":"\ud83d\n"}"#, "\u{fffd}\n"),
         ];
         for (text, expected) in cases {
-            assert_eq!(
-                parse_tool_call_arguments(text),
-                (json!({"s": expected}), None)
-            );
+            assert_eq!(parts(text), (json!({"s": expected}), None));
         }
     }
 
@@ -244,10 +261,7 @@ mod tests {
             error_of("\u{feff}{}"),
             "expected value at line 1 column 1\n\nReceived arguments:\n\u{feff}{}"
         );
-        assert_eq!(
-            parse_tool_call_arguments("  {\"a\":1}\n"),
-            (json!({"a": 1}), None)
-        );
+        assert_eq!(parts("  {\"a\":1}\n"), (json!({"a": 1}), None));
     }
 
     #[test]

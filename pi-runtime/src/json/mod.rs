@@ -92,7 +92,9 @@ mod scalar;
 mod string;
 mod value;
 
-pub use finish::{NOT_AN_OBJECT, parse_tool_call_arguments, parse_with_repair, repair};
+pub use finish::{
+    NOT_AN_OBJECT, ParsedArguments, parse_tool_call_arguments, parse_with_repair, repair,
+};
 pub use parser::{MAX_DEPTH, PartialJsonError, PartialJsonParser};
 
 use serde_json::{Map, Value};

@@ -184,7 +184,7 @@ impl PartialJsonParser {
     }
 
     /// The final parse of the text read so far (SPEC §6.4), for when the call ends.
-    pub fn finish(&self) -> (Value, Option<String>) {
+    pub fn finish(&self) -> super::ParsedArguments {
         super::parse_tool_call_arguments(&self.text)
     }
 

@@ -482,7 +482,10 @@ impl Replay {
             Beat::FinishToolCall(index, arguments, error) => {
                 let (arguments, error) = match (arguments, error) {
                     (arguments @ Value::Object(_), None) => (arguments, None),
-                    (_, None) => self.parser.finish(),
+                    (_, None) => {
+                        let parsed = self.parser.finish();
+                        (parsed.arguments, parsed.error)
+                    }
                     (arguments, error) => (arguments, error),
                 };
                 writer.finish_tool_call_with(index, arguments, error);

@@ -247,8 +247,8 @@ impl MessageWriter {
     /// The call's complete argument text arrived: parse it once, strictly (SPEC §6.4), and
     /// emit `toolcall_end`.
     pub fn finish_tool_call(&mut self, index: usize, text: &str) {
-        let (arguments, error) = parse_tool_call_arguments(text);
-        self.finish_tool_call_with(index, arguments, error);
+        let parsed = parse_tool_call_arguments(text);
+        self.finish_tool_call_with(index, parsed.arguments, parsed.error);
     }
 
     /// `toolcall_end` with arguments that need no parse.

@@ -2,6 +2,7 @@
 //! link of the whole dependency graph per file, in time and in disk. Modules that need a
 //! cargo feature say so; the rest run with `--no-default-features`.
 
+mod json_support;
 mod memory_support;
 #[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
 mod provider_support;

@@ -1,8 +1,7 @@
 //! Malformed and hostile input: exact values, no panics, no stack overflow, linear time.
 
-use pi_runtime::json::{
-    MAX_DEPTH, PartialJsonError, PartialJsonParser, parse_partial, parse_tool_call_arguments,
-};
+use crate::json_support::final_parse;
+use pi_runtime::json::{MAX_DEPTH, PartialJsonError, PartialJsonParser, parse_partial};
 use serde_json::{Value, json};
 
 #[test]
@@ -10,7 +9,7 @@ fn raw_control_characters_are_kept_while_streaming_and_escaped_by_the_final_pars
     let text = "{\"t\":\"a\u{0}b\u{1f}c\td\ne\"}";
     assert_eq!(parse_partial(text), json!({"t": "a\u{0}b\u{1f}c\td\ne"}));
     assert_eq!(
-        parse_tool_call_arguments(text),
+        final_parse(text),
         (json!({"t": "a\u{0}b\u{1f}c\td\ne"}), None)
     );
 }
@@ -25,7 +24,7 @@ fn bad_escapes() {
     assert_eq!(parse_partial(r#"{"u":"\uZZZZ"#), json!({"u": "\\uZZZZ"}));
     assert_eq!(parse_partial(r#"{"x":"\é"}"#), json!({"x": "\\é"}));
     assert_eq!(
-        parse_tool_call_arguments(r#"{"r":"\d+\.\w*"}"#),
+        final_parse(r#"{"r":"\d+\.\w*"}"#),
         (json!({"r": "\\d+\\.\\w*"}), None)
     );
 }
@@ -39,7 +38,7 @@ fn stray_and_mismatched_closers() {
     );
     assert_eq!(parse_partial(r#"{"a":1}}}"#), json!({"a": 1}));
     assert_eq!(
-        parse_tool_call_arguments(r#"{"a":1}}"#).1.as_deref(),
+        final_parse(r#"{"a":1}}"#).1.as_deref(),
         Some("trailing characters at line 1 column 8\n\nReceived arguments:\n{\"a\":1}}")
     );
 }
@@ -50,7 +49,7 @@ fn a_byte_order_mark() {
     assert_eq!(parse_partial("\u{feff}{\"a\":1}"), json!({"a": 1}));
     // The final parse refuses it (SPEC §6.4).
     assert_eq!(
-        parse_tool_call_arguments("\u{feff}{\"a\":1}"),
+        final_parse("\u{feff}{\"a\":1}"),
         (
             json!({}),
             Some(
@@ -75,10 +74,7 @@ fn a_ten_megabyte_string() {
         );
     }
     assert_eq!(arguments, json!({"content": decoded}));
-    assert_eq!(
-        parse_tool_call_arguments(&text),
-        (json!({"content": decoded}), None)
-    );
+    assert_eq!(final_parse(&text), (json!({"content": decoded}), None));
 }
 
 #[test]
@@ -146,7 +142,9 @@ fn a_hundred_thousand_levels_of_nesting() {
     // Later deltas are kept for the final parse, which reports the depth.
     parser.push("]]", &mut arguments);
     assert_eq!(parser.text().len(), text.len() + 2);
-    let (arguments, error) = parser.finish();
+    let pi_runtime::json::ParsedArguments {
+        arguments, error, ..
+    } = parser.finish();
     assert_eq!(arguments, json!({}));
     assert!(error.is_some_and(|error| error.starts_with("recursion limit exceeded")));
 

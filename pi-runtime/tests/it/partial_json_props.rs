@@ -1,7 +1,8 @@
 //! Property tests of the incremental parser: valid documents cut anywhere, and arbitrary
 //! JSON-like text cut anywhere.
 
-use pi_runtime::json::{PartialJsonParser, parse_partial, parse_tool_call_arguments};
+use crate::json_support::final_parse;
+use pi_runtime::json::{PartialJsonParser, parse_partial};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -152,7 +153,7 @@ proptest! {
         })?;
         let value = stream(&text, &cut(&text, &cuts))?;
         prop_assert_eq!(&value, &expected);
-        prop_assert_eq!(parse_tool_call_arguments(&text), (expected, None));
+        prop_assert_eq!(final_parse(&text), (expected, None));
     }
 
     #[test]
@@ -186,7 +187,7 @@ proptest! {
         let value = stream(&text, &cut(&text, &cuts))?;
         prop_assert!(value.is_object());
         // The final parse never panics either, and fails only with the raw text attached.
-        let (arguments, error) = parse_tool_call_arguments(&text);
+        let (arguments, error) = final_parse(&text);
         if let Some(error) = error {
             prop_assert_eq!(arguments, Value::Object(Default::default()));
             let suffix = format!("\n\nReceived arguments:\n{text}");

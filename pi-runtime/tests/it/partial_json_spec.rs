@@ -1,6 +1,7 @@
 //! Every example of SPEC §6.2 (partial arguments) and §6.4 (the final parse).
 
-use pi_runtime::json::{PartialJsonParser, parse_partial, parse_tool_call_arguments};
+use crate::json_support::final_parse;
+use pi_runtime::json::{PartialJsonParser, parse_partial};
 use serde_json::{Value, json};
 
 /// `parse_partial` of `text`, and the same text fed one character at a time.
@@ -237,18 +238,15 @@ fn escapes_in_a_string_that_is_already_showing() {
 
 #[test]
 fn the_final_parse() {
-    assert_eq!(parse_tool_call_arguments(""), (json!({}), None));
-    assert_eq!(parse_tool_call_arguments(" \n"), (json!({}), None));
+    assert_eq!(final_parse(""), (json!({}), None));
+    assert_eq!(final_parse(" \n"), (json!({}), None));
+    assert_eq!(final_parse(r#"{"p":"A\H"}"#), (json!({"p": "A\\H"}), None));
     assert_eq!(
-        parse_tool_call_arguments(r#"{"p":"A\H"}"#),
-        (json!({"p": "A\\H"}), None)
-    );
-    assert_eq!(
-        parse_tool_call_arguments("{\"t\":\"a\tb\"}"),
+        final_parse("{\"t\":\"a\tb\"}"),
         (json!({"t": "a\tb"}), None)
     );
     assert_eq!(
-        parse_tool_call_arguments(r#"{"command":"ec"#),
+        final_parse(r#"{"command":"ec"#),
         (
             json!({}),
             Some(
@@ -258,22 +256,19 @@ fn the_final_parse() {
         )
     );
     assert_eq!(
-        parse_tool_call_arguments("[1,2]"),
+        final_parse("[1,2]"),
         (
             json!({}),
             Some("Tool arguments must be a JSON object\n\nReceived arguments:\n[1,2]".into())
         )
     );
     assert_eq!(
-        parse_tool_call_arguments(r#"{"a":1}{"b":2}"#).1.as_deref(),
+        final_parse(r#"{"a":1}{"b":2}"#).1.as_deref(),
         Some("trailing characters at line 1 column 8\n\nReceived arguments:\n{\"a\":1}{\"b\":2}")
     );
+    assert_eq!(final_parse(" {\"a\":1} \n"), (json!({"a": 1}), None));
     assert_eq!(
-        parse_tool_call_arguments(" {\"a\":1} \n"),
-        (json!({"a": 1}), None)
-    );
-    assert_eq!(
-        parse_tool_call_arguments(r#"{"s":"\ud83d"}"#),
+        final_parse(r#"{"s":"\ud83d"}"#),
         (json!({"s": "\u{fffd}"}), None)
     );
 }
@@ -286,6 +281,6 @@ fn the_parser_offers_the_final_parse() {
     assert_eq!(arguments, json!({"command": "ec"}));
     assert_eq!(
         parser.finish(),
-        parse_tool_call_arguments(r#"{"command":"ec"#)
+        pi_runtime::json::parse_tool_call_arguments(r#"{"command":"ec"#)
     );
 }

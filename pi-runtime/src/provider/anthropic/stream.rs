@@ -208,11 +208,12 @@ impl StreamParser for EventParser {
                         crate::provider::excerpt::excerpt(data)
                     )
                 };
-                let (repaired, failure) = parse_tool_call_arguments(data);
-                if failure.is_some() {
+                let parsed = parse_tool_call_arguments(data);
+                if parsed.error.is_some() {
                     return Err(unparsable());
                 }
-                let event = wire::Event::deserialize(&repaired).map_err(|_| unparsable())?;
+                let event =
+                    wire::Event::deserialize(&parsed.arguments).map_err(|_| unparsable())?;
                 self.apply(out, event, data)
             }
         }
