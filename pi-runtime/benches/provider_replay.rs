@@ -96,10 +96,7 @@ fn model() -> HttpModel {
         "baseUrl": "http://127.0.0.1:9",
     }))
     .expect("a model");
-    let options = HttpOptions {
-        max_event_bytes: 256 << 20,
-        ..HttpOptions::default()
-    };
+    let options = HttpOptions::default().with_max_event_bytes(256 << 20);
     HttpModel::new(model, options)
 }
 

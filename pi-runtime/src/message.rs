@@ -177,6 +177,7 @@ impl StopReason {
 /// Money spent, per token class.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Cost {
     /// Input tokens.
     pub input: f64,
@@ -193,6 +194,7 @@ pub struct Cost {
 /// Token usage of a response or a tool (SPEC §2.2).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Usage {
     /// Input tokens.
     pub input: u64,

@@ -16,6 +16,7 @@ use crate::tool::{ToolError, ToolResult};
 
 /// What `before_tool_call` sees: a call whose arguments passed validation.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct BeforeToolCall {
     /// The assistant message the call belongs to.
     pub assistant_message: Arc<AssistantMessage>,
@@ -67,6 +68,7 @@ impl ToolCallDecision {
 
 /// What `after_tool_call` sees: a call that executed.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct AfterToolCall {
     /// The assistant message the call belongs to.
     pub assistant_message: Arc<AssistantMessage>,
@@ -85,6 +87,7 @@ pub struct AfterToolCall {
 /// Field-by-field changes to a result (SPEC §3.5): each `Some` replaces the field as a
 /// whole; `None` keeps it.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct ToolResultPatch {
     /// Replaces the content; drops the old `structured_content` unless that is patched too.
     pub content: Option<Vec<ContentBlock>>,
@@ -129,6 +132,7 @@ impl ToolResultPatch {
 
 /// What `finish_turn` sees: a finished turn, before its `turn_end`.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct FinishedTurn {
     /// The turn's assistant message.
     pub message: Arc<AssistantMessage>,
@@ -156,6 +160,7 @@ pub enum TurnControl {
 /// What `prepare_request` may change right before a model request (SPEC §5.10). Changes to
 /// the model and the thinking level stay for the rest of the run.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RequestPlan {
     /// What the model will be asked.
     pub context: Context,

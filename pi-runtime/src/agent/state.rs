@@ -20,6 +20,7 @@ pub enum QueueMode {
 
 /// A snapshot of an agent's state.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct AgentState {
     /// The transcript.
     pub messages: Vec<Message>,

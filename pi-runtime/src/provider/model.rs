@@ -39,6 +39,7 @@ impl Api {
 /// §7.4); `Some` overrides the detection.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+#[non_exhaustive]
 pub struct Compat {
     /// Send `strict` on OpenAI function tools.
     pub supports_strict_mode: Option<bool>,
@@ -84,6 +85,7 @@ pub struct Compat {
 /// A model on a server: everything a provider adapter needs to build and send a request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Model {
     /// The model id sent to the server.
     pub id: String,
@@ -109,6 +111,38 @@ pub struct Model {
     /// Compatibility flags.
     #[serde(default)]
     pub compat: Compat,
+}
+
+impl Model {
+    /// The model `id` of `provider`, spoken to in `api` at `base_url`, with the defaults of
+    /// a model description that names nothing else: no reasoning, no images, 8192 output
+    /// tokens, a 128k context window and default compatibility flags.
+    ///
+    /// ```
+    /// use pi_runtime::provider::{Api, Model};
+    ///
+    /// let mut model = Model::new(Api::OpenAiCompletions, "local", "qwen3", "http://127.0.0.1:8080/v1");
+    /// model.reasoning = true;
+    /// assert_eq!(model.max_tokens, 8192);
+    /// ```
+    pub fn new(
+        api: Api,
+        provider: impl Into<String>,
+        id: impl Into<String>,
+        base_url: impl Into<String>,
+    ) -> Self {
+        Model {
+            id: id.into(),
+            provider: provider.into(),
+            api,
+            base_url: base_url.into(),
+            reasoning: false,
+            supports_images: false,
+            max_tokens: default_max_tokens(),
+            context_window: default_context_window(),
+            compat: Compat::default(),
+        }
+    }
 }
 
 fn default_max_tokens() -> u32 {

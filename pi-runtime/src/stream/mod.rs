@@ -144,6 +144,7 @@ impl AssistantMessageEvent {
 
 /// What a model is asked: system prompt, transcript and active tools.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct Context {
     /// The system prompt.
     pub system_prompt: String,
@@ -151,6 +152,17 @@ pub struct Context {
     pub messages: Vec<Message>,
     /// The active tools' provider-facing definitions.
     pub tools: Vec<Tool>,
+}
+
+impl Context {
+    /// A request for `messages` under `system_prompt`, offering `tools`.
+    pub fn new(system_prompt: impl Into<String>, messages: Vec<Message>, tools: Vec<Tool>) -> Self {
+        Context {
+            system_prompt: system_prompt.into(),
+            messages,
+            tools,
+        }
+    }
 }
 
 /// Reasoning effort requested from a model that reasons.
@@ -177,8 +189,16 @@ pub enum ThinkingLevel {
     Max,
 }
 
-/// Per-request options.
+/// Per-request options: the default, changed with the `with_*` methods.
+///
+/// ```
+/// use pi_runtime::StreamOptions;
+///
+/// let options = StreamOptions::default().with_max_tokens(1024).with_temperature(0.2);
+/// assert_eq!(options.max_tokens, Some(1024));
+/// ```
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct StreamOptions {
     /// The run's cancellation signal; a fired signal ends the stream with `aborted`.
     pub signal: CancellationToken,
@@ -197,6 +217,57 @@ pub struct StreamOptions {
     /// prompt cache (OpenAI Responses' `prompt_cache_key`, cut to 64 characters). Not sent
     /// with [`CacheRetention::None`].
     pub session_id: Option<String>,
+}
+
+impl StreamOptions {
+    /// End the stream with `aborted` when this signal fires.
+    #[must_use]
+    pub fn with_signal(mut self, signal: CancellationToken) -> Self {
+        self.signal = signal;
+        self
+    }
+
+    /// Ask for this reasoning level.
+    #[must_use]
+    pub fn with_reasoning(mut self, level: ThinkingLevel) -> Self {
+        self.reasoning = Some(level);
+        self
+    }
+
+    /// Send this tool choice.
+    #[must_use]
+    pub fn with_tool_choice(mut self, choice: Value) -> Self {
+        self.tool_choice = Some(choice);
+        self
+    }
+
+    /// Limit the output to this many tokens.
+    #[must_use]
+    pub fn with_max_tokens(mut self, tokens: u32) -> Self {
+        self.max_tokens = Some(tokens);
+        self
+    }
+
+    /// Sample at this temperature.
+    #[must_use]
+    pub fn with_temperature(mut self, temperature: f64) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Cache the prompt prefix this long.
+    #[must_use]
+    pub fn with_cache_retention(mut self, retention: CacheRetention) -> Self {
+        self.cache_retention = Some(retention);
+        self
+    }
+
+    /// Route the request with the others of this conversation.
+    #[must_use]
+    pub fn with_session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
 }
 
 /// How long a provider should keep the request's prompt prefix cached.

@@ -1,7 +1,7 @@
 //! The verified request bodies of SPEC §7.1 and §7.3–§7.6, byte for byte (key order
 //! included), plus the failures that never reach the network.
 
-use pi_runtime::provider::{Api, Compat, Model, RequestError, request_body};
+use pi_runtime::provider::{Api, Model, RequestError, request_body};
 use pi_runtime::stream::CacheRetention;
 use pi_runtime::{
     AssistantMessage, ConstrainedSampling, ContentBlock, Context, Message, StopReason,
@@ -12,17 +12,9 @@ use serde_json::{Value, json};
 /// A model without an output limit of its own, so that no token field appears (as in the
 /// SPEC's examples).
 fn model(api: Api, provider: &str, id: &str) -> Model {
-    Model {
-        id: id.into(),
-        provider: provider.into(),
-        api,
-        base_url: "http://localhost:8080/v1".into(),
-        reasoning: false,
-        supports_images: false,
-        max_tokens: 0,
-        context_window: 128_000,
-        compat: Compat::default(),
-    }
+    let mut model = Model::new(api, provider, id, "http://localhost:8080/v1");
+    model.max_tokens = 0;
+    model
 }
 
 fn user(text: &str) -> Message {
@@ -96,9 +88,9 @@ fn openai_compatible_host_spec_7_3() {
         "Read",
         json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
     ));
-    let context = Context {
-        system_prompt: "sys".into(),
-        messages: vec![
+    let context = Context::new(
+        "sys",
+        vec![
             user("hi"),
             assistant(
                 &m,
@@ -109,8 +101,8 @@ fn openai_compatible_host_spec_7_3() {
             ),
             result("call_1", "read", "line1\nline2"),
         ],
-        tools: vec![read],
-    };
+        vec![read],
+    );
     let body = request_body(&m, &context, &StreamOptions::default()).unwrap();
     assert_bytes(
         &body,
@@ -151,9 +143,9 @@ fn deepseek_v4_pro_spec_7_4() {
         json!({"type": "object", "properties": {"path": {"type": "string"}, "offset": {"type": "number"}},
                "required": ["path"]}),
     ));
-    let context = Context {
-        system_prompt: "sys".into(),
-        messages: vec![
+    let context = Context::new(
+        "sys",
+        vec![
             user("hi"),
             assistant(
                 &m,
@@ -170,13 +162,10 @@ fn deepseek_v4_pro_spec_7_4() {
                 timestamp: 1,
             }),
         ],
-        tools: vec![read],
-    };
-    let options = StreamOptions {
-        // Clamped to `high`: v4-pro offers only high and max.
-        reasoning: Some(ThinkingLevel::Medium),
-        ..StreamOptions::default()
-    };
+        vec![read],
+    );
+    // Clamped to `high`: v4-pro offers only high and max.
+    let options = StreamOptions::default().with_reasoning(ThinkingLevel::Medium);
     let body = request_body(&m, &context, &options).unwrap();
     assert_bytes(
         &body,
@@ -220,19 +209,16 @@ fn anthropic_spec_7_5() {
         "Read",
         json!({"title": "dropped", "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
     );
-    let context = Context {
-        system_prompt: "sys".into(),
-        messages: vec![
+    let context = Context::new(
+        "sys",
+        vec![
             user("hi"),
             assistant(&m, vec![call("t1", "read", json!({"path": "a"}))]),
             result("t1", "read", "A\nB"),
         ],
-        tools: vec![read],
-    };
-    let options = StreamOptions {
-        cache_retention: Some(CacheRetention::None),
-        ..StreamOptions::default()
-    };
+        vec![read],
+    );
+    let options = StreamOptions::default().with_cache_retention(CacheRetention::None);
     let body = request_body(&m, &context, &options).unwrap();
     assert_bytes(
         &body,
@@ -259,18 +245,15 @@ fn anthropic_spec_7_5() {
 fn anthropic_other_model_ids_are_sanitized() {
     let m = model(Api::AnthropicMessages, "anthropic", "claude-x");
     let other = model(Api::OpenAiCompletions, "openai", "gpt-x");
-    let context = Context {
-        system_prompt: String::new(),
-        messages: vec![
+    let context = Context::new(
+        String::new(),
+        vec![
             assistant(&other, vec![call("call|abc+/=", "read", json!({}))]),
             result("call|abc+/=", "read", "ok"),
         ],
-        tools: vec![],
-    };
-    let options = StreamOptions {
-        cache_retention: Some(CacheRetention::None),
-        ..StreamOptions::default()
-    };
+        vec![],
+    );
+    let options = StreamOptions::default().with_cache_retention(CacheRetention::None);
     let body = request_body(&m, &context, &options).unwrap();
     assert_eq!(body["messages"][0]["content"][0]["id"], "call_abc___");
     assert_eq!(
@@ -286,15 +269,15 @@ fn gemini_context(m: &Model) -> Context {
         json!({"type": "object", "properties": {"path": {"type": "string"}, "n": {"type": "number"}},
                "required": ["path"]}),
     ));
-    Context {
-        system_prompt: String::new(),
-        messages: vec![
+    Context::new(
+        String::new(),
+        vec![
             user("hi"),
             assistant(m, vec![call("c1", "read", json!({"path": "p"}))]),
             result("c1", "read", "ok"),
         ],
-        tools: vec![read],
-    }
+        vec![read],
+    )
 }
 
 #[test]
@@ -339,9 +322,9 @@ fn gemini_2_5_sends_the_tool_unchanged_spec_7_6() {
 #[test]
 fn orphaned_and_empty_results_spec_7_1() {
     let m = model(Api::OpenAiCompletions, "local", "m");
-    let context = Context {
-        system_prompt: String::new(),
-        messages: vec![
+    let context = Context::new(
+        String::new(),
+        vec![
             user("go"),
             assistant(
                 &m,
@@ -353,8 +336,8 @@ fn orphaned_and_empty_results_spec_7_1() {
             result("call_2", "read", ""),
             user("next"),
         ],
-        tools: vec![],
-    };
+        vec![],
+    );
     let body = request_body(&m, &context, &StreamOptions::default()).unwrap();
     assert_bytes(
         &body["messages"][2],
@@ -376,11 +359,7 @@ fn require_fails_before_the_network_spec_7_2() {
         json!({"type":"object","properties":{"x":{"type":"array","items":[{"type":"string"}]}}}),
     ));
     let mut m = model(Api::OpenAiCompletions, "local", "m");
-    let context = Context {
-        system_prompt: String::new(),
-        messages: vec![user("go")],
-        tools: vec![tuple],
-    };
+    let context = Context::new(String::new(), vec![user("go")], vec![tuple]);
     assert_eq!(
         request_body(&m, &context, &StreamOptions::default()),
         Err(RequestError::Invalid("Tool \"t\" requires JSON-schema constrained sampling, but strict tools are unsupported.".into()))
@@ -402,10 +381,8 @@ fn require_fails_before_the_network_spec_7_2() {
         "",
         json!({"type":"object","properties":{"n":{"type":"integer","minimum":1.5}}}),
     ));
-    let context = Context {
-        tools: vec![minimum],
-        ..context
-    };
+    let mut context = context;
+    context.tools = vec![minimum];
     assert_eq!(
         request_body(&claude, &context, &StreamOptions::default()),
         Err(RequestError::Invalid("Tool \"n\" requires JSON-schema constrained sampling, but minimum: 1.5 is unsupported.".into()))
@@ -415,9 +392,9 @@ fn require_fails_before_the_network_spec_7_2() {
 #[test]
 fn replayed_arguments_print_numbers_as_serde_json_does() {
     let m = model(Api::OpenAiCompletions, "local", "m");
-    let context = Context {
-        system_prompt: String::new(),
-        messages: vec![assistant(
+    let context = Context::new(
+        String::new(),
+        vec![assistant(
             &m,
             vec![call(
                 "c",
@@ -425,8 +402,8 @@ fn replayed_arguments_print_numbers_as_serde_json_does() {
                 json!({"big": 12345678901234567890u64, "x": 1.5e300}),
             )],
         )],
-        tools: vec![],
-    };
+        vec![],
+    );
     let body = request_body(&m, &context, &StreamOptions::default()).unwrap();
     assert_eq!(
         body["messages"][0]["tool_calls"][0]["function"]["arguments"],

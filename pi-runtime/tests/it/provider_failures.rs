@@ -41,10 +41,7 @@ fn outcome(events: &[AssistantMessageEvent]) -> (StopReason, Option<&str>) {
 async fn client_error_status_carries_the_body_and_is_not_retried() {
     let body = r#"{"error":{"message":"Invalid schema for function 'weather'","type":"invalid_request_error"}}"#;
     let server = Server::start(vec![Reply::Status(400, body.into(), vec![])]).await;
-    let options = HttpOptions {
-        retry: quick_retries(3),
-        ..options()
-    };
+    let options = options().with_retry(quick_retries(3));
     let events = run(&openai(&server, options)).await;
     // The request failed before any response: no `start`.
     assert_eq!(trace(&events), ["error"]);
@@ -66,10 +63,7 @@ async fn rate_limit_is_retried_before_the_first_byte() {
         Reply::Sse(format!("{TEXT_CHUNK}{STOP_CHUNK}")),
     ])
     .await;
-    let options = HttpOptions {
-        retry: quick_retries(2),
-        ..options()
-    };
+    let options = options().with_retry(quick_retries(2));
     let events = run(&openai(&server, options)).await;
     assert_eq!(outcome(&events), (StopReason::Stop, None));
     assert_eq!(final_message(&events).text(), "Hello");
@@ -85,10 +79,7 @@ async fn rate_limit_is_retried_before_the_first_byte() {
 async fn retries_run_out() {
     let replies = vec![Reply::Status(503, "overloaded".into(), vec![]); 3];
     let server = Server::start(replies).await;
-    let options = HttpOptions {
-        retry: quick_retries(2),
-        ..options()
-    };
+    let options = options().with_retry(quick_retries(2));
     let events = run(&openai(&server, options)).await;
     assert_eq!(
         outcome(&events),
@@ -108,10 +99,7 @@ async fn a_server_asking_for_a_long_wait_fails_at_once() {
         vec![("retry-after", "120")],
     )])
     .await;
-    let options = HttpOptions {
-        retry: quick_retries(2),
-        ..options()
-    };
+    let options = options().with_retry(quick_retries(2));
     let events = run(&openai(&server, options)).await;
     assert_eq!(
         outcome(&events),
@@ -287,10 +275,7 @@ async fn google_stream_without_finish_reason() {
 #[tokio::test]
 async fn read_timeout_when_the_server_goes_silent() {
     let server = Server::start(vec![Reply::StallAfter(TEXT_CHUNK.into())]).await;
-    let options = HttpOptions {
-        read_timeout: Duration::from_millis(200),
-        ..options()
-    };
+    let options = options().with_read_timeout(Duration::from_millis(200));
     let events = tokio::time::timeout(Duration::from_secs(5), run(&openai(&server, options)))
         .await
         .expect("the read timeout ends the stream");
@@ -311,10 +296,7 @@ async fn cancellation_mid_stream_is_aborted() {
     let signal = CancellationToken::new();
     let stream = client.stream(
         context(),
-        StreamOptions {
-            signal: signal.clone(),
-            ..StreamOptions::default()
-        },
+        StreamOptions::default().with_signal(signal.clone()),
     );
     let cancel = async {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -337,13 +319,8 @@ async fn cancelled_before_the_request_sends_nothing() {
     let server = Server::start(vec![]).await;
     let signal = CancellationToken::new();
     signal.cancel();
-    let stream = openai(&server, options()).stream(
-        context(),
-        StreamOptions {
-            signal,
-            ..StreamOptions::default()
-        },
-    );
+    let stream =
+        openai(&server, options()).stream(context(), StreamOptions::default().with_signal(signal));
     let events = collect(stream).await;
     assert_eq!(trace(&events), ["error"]);
     assert_eq!(
@@ -419,10 +396,7 @@ async fn an_invalid_base_url_fails_without_retrying() {
         "id": "m", "provider": "local", "api": "openai-completions", "baseUrl": "not a url",
     }))
     .expect("model");
-    let options = HttpOptions {
-        retry: quick_retries(2),
-        ..options()
-    };
+    let options = options().with_retry(quick_retries(2));
     let events = tokio::time::timeout(Duration::from_secs(5), run(&HttpModel::new(model, options)))
         .await
         .expect("no retry loop");

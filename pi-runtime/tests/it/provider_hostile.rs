@@ -129,15 +129,13 @@ async fn a_server_that_accepts_and_never_answers_fails_after_every_attempt() {
         base_url: format!("http://{address}"),
         task,
     };
-    let three_attempts = HttpOptions {
-        read_timeout: Duration::from_millis(300),
-        retry: RetryPolicy {
-            max_retries: 2,
-            initial_delay: Duration::from_millis(10),
-            max_delay: Duration::from_secs(1),
-        },
-        ..options()
-    };
+    let three_attempts = options()
+        .with_read_timeout(Duration::from_millis(300))
+        .with_retry(RetryPolicy::new(
+            2,
+            Duration::from_millis(10),
+            Duration::from_secs(1),
+        ));
     let model = openai_at(&server.base_url, three_attempts);
     let (events, elapsed) = run_within(&model, Duration::from_secs(10)).await;
     assert_eq!(trace(&events), ["error"]);
@@ -156,16 +154,14 @@ async fn a_server_that_accepts_and_never_answers_fails_after_every_attempt() {
     );
 
     // With a deadline shorter than the attempts, the deadline ends the retries.
-    let short_deadline = HttpOptions {
-        read_timeout: Duration::from_millis(300),
-        response_timeout: Duration::from_millis(500),
-        retry: RetryPolicy {
-            max_retries: 10,
-            initial_delay: Duration::from_millis(10),
-            max_delay: Duration::from_secs(1),
-        },
-        ..options()
-    };
+    let short_deadline = options()
+        .with_read_timeout(Duration::from_millis(300))
+        .with_response_timeout(Duration::from_millis(500))
+        .with_retry(RetryPolicy::new(
+            10,
+            Duration::from_millis(10),
+            Duration::from_secs(1),
+        ));
     let model = openai_at(&server.base_url, short_deadline);
     let (events, elapsed) = run_within(&model, Duration::from_secs(10)).await;
     assert_eq!(
@@ -194,11 +190,9 @@ async fn keep_alive_comments_do_not_extend_the_response_deadline() {
         event_stream(Body::from_stream(comments))
     })
     .await;
-    let custom = HttpOptions {
-        read_timeout: Duration::from_secs(5),
-        response_timeout: Duration::from_secs(1),
-        ..options()
-    };
+    let custom = options()
+        .with_read_timeout(Duration::from_secs(5))
+        .with_response_timeout(Duration::from_secs(1));
     for api in [
         Api::OpenAiCompletions,
         Api::OpenAiResponses,
@@ -255,10 +249,7 @@ async fn an_event_over_a_configured_limit_fails_at_once() {
     let server = serve(|| endless_event(b"event: content_block_delta\ndata: ")).await;
     let mut model = openai_at(&server.base_url, options()).model().clone();
     model.api = Api::AnthropicMessages;
-    let custom = HttpOptions {
-        max_event_bytes: 1 << 20,
-        ..options()
-    };
+    let custom = options().with_max_event_bytes(1 << 20);
     let (events, elapsed) =
         run_within(&HttpModel::new(model, custom), Duration::from_secs(10)).await;
     assert_eq!(
@@ -306,10 +297,7 @@ async fn a_json_error_sent_with_status_200_is_the_servers_error() {
             .expect("response")
     })
     .await;
-    let custom = HttpOptions {
-        retry: provider_support::quick_retries(2),
-        ..options()
-    };
+    let custom = options().with_retry(provider_support::quick_retries(2));
     let (events, _) = run_within(
         &openai_at(&server.base_url, custom),
         Duration::from_secs(10),
@@ -405,14 +393,11 @@ async fn a_retry_after_date_is_honoured() {
         Reply::Sse(format!("{TEXT_CHUNK}{STOP_CHUNK}")),
     ])
     .await;
-    let custom = HttpOptions {
-        retry: RetryPolicy {
-            max_retries: 1,
-            initial_delay: Duration::from_millis(5),
-            max_delay: Duration::from_secs(5),
-        },
-        ..options()
-    };
+    let custom = options().with_retry(RetryPolicy::new(
+        1,
+        Duration::from_millis(5),
+        Duration::from_secs(5),
+    ));
     let model = HttpModel::new(
         model(Api::OpenAiCompletions, "openai", "gpt-test", &server),
         custom,
@@ -472,10 +457,7 @@ async fn a_malformed_50_mb_event_is_quoted_in_part() {
     let replay = |api: Api, body: String| {
         let mut model = openai.clone();
         model.api = api;
-        let custom = HttpOptions {
-            max_event_bytes: 64 << 20,
-            ..options()
-        };
+        let custom = options().with_max_event_bytes(64 << 20);
         HttpModel::new(model, custom)
             .replay(body)
             .collect::<Vec<_>>()

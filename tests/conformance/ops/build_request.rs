@@ -94,32 +94,33 @@ pub(crate) fn parse_model(request: &Map<String, Value>) -> Result<Model, String>
         compat.thinking_level_map = Some(map.clone());
     }
     let input = fields.get("input").and_then(Value::as_array);
-    Ok(Model {
-        id: text("id", "test-model")?,
-        provider: text("provider", "test")?,
+    let mut model = Model::new(
         api,
-        base_url: text("baseUrl", "http://127.0.0.1:9")?,
-        reasoning: fields
-            .get("reasoning")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        supports_images: input.is_some_and(|input| input.iter().any(|i| i == "image")),
-        max_tokens: match fields.get("maxTokens") {
-            None => 8192,
-            Some(n) => n
-                .as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .ok_or("bad request: `model.maxTokens` must be a positive integer")?,
-        },
-        context_window: match fields.get("contextWindow") {
-            None => 128_000,
-            Some(n) => n
-                .as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .ok_or("bad request: `model.contextWindow` must be a non-negative integer")?,
-        },
-        compat,
-    })
+        text("provider", "test")?,
+        text("id", "test-model")?,
+        text("baseUrl", "http://127.0.0.1:9")?,
+    );
+    model.reasoning = fields
+        .get("reasoning")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    model.supports_images = input.is_some_and(|input| input.iter().any(|i| i == "image"));
+    model.max_tokens = match fields.get("maxTokens") {
+        None => 8192,
+        Some(n) => n
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or("bad request: `model.maxTokens` must be a positive integer")?,
+    };
+    model.context_window = match fields.get("contextWindow") {
+        None => 128_000,
+        Some(n) => n
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or("bad request: `model.contextWindow` must be a non-negative integer")?,
+    };
+    model.compat = compat;
+    Ok(model)
 }
 
 fn parse_context(context: Option<&Value>, model: &Model) -> Result<Context, String> {
@@ -148,11 +149,7 @@ fn parse_context(context: Option<&Value>, model: &Model) -> Result<Context, Stri
         Some(Value::Array(tools)) => tools.iter().map(parse_tool).collect::<Result<_, _>>()?,
         Some(_) => return Err("bad request: `context.tools` must be an array".into()),
     };
-    Ok(Context {
-        system_prompt,
-        messages,
-        tools,
-    })
+    Ok(Context::new(system_prompt, messages, tools))
 }
 
 /// A pi message object with the fields a case may leave out filled in (D5).
@@ -235,17 +232,16 @@ fn parse_options(options: Option<&Value>) -> Result<StreamOptions, String> {
         .map(|n| n.as_u64().and_then(|n| u32::try_from(n).ok()))
         .map(|n| n.ok_or("bad request: `options.maxTokens` must be a positive integer"))
         .transpose()?;
-    Ok(StreamOptions {
-        reasoning,
-        tool_choice: field("toolChoice").cloned(),
-        max_tokens,
-        temperature: field("temperature").and_then(Value::as_f64),
-        cache_retention,
-        session_id: field("sessionId")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        ..StreamOptions::default()
-    })
+    let mut options = StreamOptions::default();
+    options.reasoning = reasoning;
+    options.tool_choice = field("toolChoice").cloned();
+    options.max_tokens = max_tokens;
+    options.temperature = field("temperature").and_then(Value::as_f64);
+    options.cache_retention = cache_retention;
+    options.session_id = field("sessionId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    Ok(options)
 }
 
 fn tool_field<'a>(tool: &'a Value, key: &str) -> Option<&'a Value> {

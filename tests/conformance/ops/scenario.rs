@@ -426,13 +426,12 @@ fn patch(spec: &Value) -> Result<ToolResultPatch, String> {
                 .map_err(|error| bad(&format!("afterToolCall content: {error}")))?,
         ),
     };
-    Ok(ToolResultPatch {
-        content,
-        details: spec.get("details").filter(|v| !v.is_null()).cloned(),
-        is_error: spec.get("isError").and_then(Value::as_bool),
-        terminate: spec.get("terminate").and_then(Value::as_bool),
-        ..ToolResultPatch::default()
-    })
+    let mut patch = ToolResultPatch::default();
+    patch.content = content;
+    patch.details = spec.get("details").filter(|v| !v.is_null()).cloned();
+    patch.is_error = spec.get("isError").and_then(Value::as_bool);
+    patch.terminate = spec.get("terminate").and_then(Value::as_bool);
+    Ok(patch)
 }
 
 /// A scripted response (D10): content passed through; stop reason defaults to `toolUse`

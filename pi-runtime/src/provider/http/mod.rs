@@ -49,6 +49,7 @@ use transport::{Clock, HttpRequest, Transport, chain};
 /// before the first byte of a response body: a stream that already started is never
 /// replayed. No retry starts after the response deadline would pass.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct RetryPolicy {
     /// Retries after the first attempt (0: never retry).
     pub max_retries: u32,
@@ -59,6 +60,16 @@ pub struct RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// Retry up to `max_retries` times, waiting `initial_delay` first and doubling each
+    /// wait up to `max_delay`.
+    pub fn new(max_retries: u32, initial_delay: Duration, max_delay: Duration) -> Self {
+        RetryPolicy {
+            max_retries,
+            initial_delay,
+            max_delay,
+        }
+    }
+
     /// Never retry.
     pub fn none() -> Self {
         RetryPolicy {
@@ -80,8 +91,21 @@ impl Default for RetryPolicy {
     }
 }
 
-/// How a model talks to its server. The defaults are in the [module docs](self#limits).
+/// How a model talks to its server. The defaults are in the [module docs](self#limits);
+/// change them with the `with_*` methods:
+///
+/// ```
+/// use std::time::Duration;
+/// use pi_runtime::provider::{HttpOptions, RetryPolicy};
+///
+/// let options = HttpOptions::default()
+///     .with_api_key("sk-test")
+///     .with_retry(RetryPolicy::none())
+///     .with_read_timeout(Duration::from_secs(120));
+/// assert_eq!(options.api_key.as_deref(), Some("sk-test"));
+/// ```
 #[derive(Clone, PartialEq)]
+#[non_exhaustive]
 pub struct HttpOptions {
     /// The API key (`None`: send no credentials, e.g. for a local server).
     pub api_key: Option<String>,
@@ -118,6 +142,64 @@ impl Default for HttpOptions {
             response_timeout: Duration::from_secs(600),
             max_event_bytes: sse::DEFAULT_MAX_EVENT_BYTES,
         }
+    }
+}
+
+impl HttpOptions {
+    /// Send this API key.
+    #[must_use]
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Name the environment variable the key comes from (see [`api_key_env`](Self::api_key_env)).
+    #[must_use]
+    pub fn with_api_key_env(mut self, variable: impl Into<String>) -> Self {
+        self.api_key_env = Some(variable.into());
+        self
+    }
+
+    /// Send this header with every request too.
+    #[must_use]
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Retry this way.
+    #[must_use]
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Wait this long for a connection.
+    #[must_use]
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Accept this much silence from the server.
+    #[must_use]
+    pub fn with_read_timeout(mut self, timeout: Duration) -> Self {
+        self.read_timeout = timeout;
+        self
+    }
+
+    /// Give a whole response at most this long.
+    #[must_use]
+    pub fn with_response_timeout(mut self, timeout: Duration) -> Self {
+        self.response_timeout = timeout;
+        self
+    }
+
+    /// Accept server-sent events up to this size.
+    #[must_use]
+    pub fn with_max_event_bytes(mut self, bytes: usize) -> Self {
+        self.max_event_bytes = bytes;
+        self
     }
 }
 

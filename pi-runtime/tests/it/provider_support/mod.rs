@@ -156,42 +156,40 @@ pub(crate) fn model(api: Api, provider: &str, id: &str, server: &Server) -> Mode
 
 /// A key, no retries, short timeouts: tests fail fast.
 pub(crate) fn options() -> HttpOptions {
-    HttpOptions {
-        api_key: Some("test-key".into()),
-        retry: RetryPolicy::none(),
-        connect_timeout: Duration::from_secs(2),
-        read_timeout: Duration::from_secs(5),
-        ..HttpOptions::default()
-    }
+    HttpOptions::default()
+        .with_api_key("test-key")
+        .with_retry(RetryPolicy::none())
+        .with_connect_timeout(Duration::from_secs(2))
+        .with_read_timeout(Duration::from_secs(5))
 }
 
 /// Retries with waits short enough for a test.
 pub(crate) fn quick_retries(max_retries: u32) -> RetryPolicy {
-    RetryPolicy {
+    RetryPolicy::new(
         max_retries,
-        initial_delay: Duration::from_millis(5),
-        max_delay: Duration::from_secs(1),
-    }
+        Duration::from_millis(5),
+        Duration::from_secs(1),
+    )
 }
 
 /// The question every test asks, with the one tool every test offers.
 pub(crate) fn context() -> Context {
-    Context {
-        system_prompt: "You are terse.".into(),
-        messages: vec![
+    Context::new(
+        "You are terse.",
+        vec![
             UserMessage {
                 content: UserContent::Text("What's the weather in San Francisco?".into()),
                 timestamp: 1,
             }
             .into(),
         ],
-        tools: vec![Tool::new(
+        vec![Tool::new(
             "weather",
             "Current weather for a place",
             json!({"type": "object", "properties": {"location": {"type": "string"}},
                    "required": ["location"]}),
         )],
-    }
+    )
 }
 
 /// Every event of a stream.
