@@ -35,25 +35,12 @@ pub enum RequestError {
 /// # Examples
 ///
 /// ```
-/// use pi_runtime::provider::{Api, Compat, Model, request_body};
+/// use pi_runtime::provider::{Api, Model, request_body};
 /// use pi_runtime::{Context, StreamOptions, UserMessage};
 ///
-/// let model = Model {
-///     id: "gpt-test".into(),
-///     provider: "openai".into(),
-///     api: Api::OpenAiCompletions,
-///     base_url: "https://api.openai.com/v1".into(),
-///     reasoning: false,
-///     supports_images: false,
-///     max_tokens: 1024,
-///     context_window: 128_000,
-///     compat: Compat::default(),
-/// };
-/// let context = Context {
-///     system_prompt: "Be brief.".into(),
-///     messages: vec![UserMessage::text("hi").into()],
-///     tools: vec![],
-/// };
+/// let mut model = Model::new(Api::OpenAiCompletions, "openai", "gpt-test", "https://api.openai.com/v1");
+/// model.max_tokens = 1024;
+/// let context = Context::new("Be brief.", vec![UserMessage::text("hi").into()], vec![]);
 /// let body = request_body(&model, &context, &StreamOptions::default())?;
 /// assert_eq!(body["messages"][0], serde_json::json!({"role": "system", "content": "Be brief."}));
 /// assert_eq!(body["max_completion_tokens"], 1024);
