@@ -100,15 +100,23 @@ fn agent_loop(c: &mut Criterion) {
     }
     group.finish();
 
-    let mut group = c.benchmark_group("agent_loop/batch");
-    for calls in [10, 100, 1000] {
-        let responses = [batch(calls), FauxResponse::text("(done)")];
-        group.throughput(Throughput::Elements(calls as u64));
-        group.bench_function(BenchmarkId::from_parameter(calls), |b| {
-            b.iter(|| run(&runtime, &tool, &responses));
-        });
+    // A batch's calls are tasks of their own on a multi-thread runtime and futures of the
+    // loop's task on a current-thread one: both are a user's path.
+    let one_thread = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    for (flavor, runtime) in [("multi_thread", &runtime), ("current_thread", &one_thread)] {
+        let mut group = c.benchmark_group(format!("agent_loop/batch/{flavor}"));
+        for calls in [10, 100, 1000] {
+            let responses = [batch(calls), FauxResponse::text("(done)")];
+            group.throughput(Throughput::Elements(calls as u64));
+            group.bench_function(BenchmarkId::from_parameter(calls), |b| {
+                b.iter(|| run(runtime, &tool, &responses));
+            });
+        }
+        group.finish();
     }
-    group.finish();
 
     let mut group = c.benchmark_group("agent_loop/turns");
     let turns = 20;

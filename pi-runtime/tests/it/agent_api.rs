@@ -286,6 +286,8 @@ async fn building_needs_a_model_and_unique_tool_names() {
 
 #[tokio::test]
 async fn a_reader_that_falls_behind_skips_only_message_updates() {
+    // Seen before the fix: a reader taking 1 ms per event drove this run to a 3.4 GB peak.
+    let _alone = crate::memory_support::measured().await;
     // 128 KiB of arguments in 4-character deltas: 32k updates, none read while the run goes.
     let text = "x".repeat(128 << 10);
     let model = FauxModel::new()
@@ -293,7 +295,10 @@ async fn a_reader_that_falls_behind_skips_only_message_updates() {
         .respond(FauxResponse::tool_call("c1", "echo", json!({"text": text})));
     let agent = Agent::builder().model(model).tools(echo()).build().unwrap();
     let mut events = agent.events();
+    let peak = crate::memory_support::peak_rss();
     agent.prompt("go").await.unwrap();
+    let grown = crate::memory_support::peak_rss().saturating_sub(peak);
+    assert!(grown < 64 << 20, "peak memory grew by {grown} bytes");
     drop(agent);
     let mut updates = 0;
     let mut kinds = Vec::new();

@@ -109,7 +109,14 @@ fn named(name: &str, panics: bool) -> FnTool {
 /// blocked one, a panicking one) on a multi-threaded runtime whose worker threads all
 /// report to `capture`.
 fn traced_run(capture: &Capture, capture_content: bool) {
+    // tracing caches each callsite's interest for the whole process. While only one
+    // dispatcher exists, a callsite first reached by another test's thread (which has none)
+    // would be cached as never, and this run's spans lost. A second, inert dispatcher makes
+    // every registration ask all live dispatchers, this one included; the rebuild repairs
+    // callsites registered before.
+    let _anchor = Dispatch::new(tracing_subscriber::registry());
     let dispatch = Dispatch::new(tracing_subscriber::registry().with(capture.clone()));
+    tracing::callsite::rebuild_interest_cache();
     let for_workers = dispatch.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
