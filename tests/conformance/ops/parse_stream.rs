@@ -6,6 +6,7 @@ use futures::StreamExt;
 use pi_runtime::provider::http::{HttpModel, HttpOptions};
 use pi_runtime::provider::{Api, Model};
 use pi_runtime::{AssistantMessage, AssistantMessageEvent, ContentBlock, ToolCall};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::protocol::{Answer, Prepared, str_field};
@@ -61,8 +62,31 @@ fn answer(events: &[AssistantMessageEvent], api: Api, raw_errors: bool) -> Answe
         signatures: api == Api::OpenAiResponses,
         raw_errors,
     };
-    let events: Vec<Value> = events.iter().map(|event| shown.event(event)).collect();
-    Answer::Ok(json!({"events": events, "message": shown.message(message)}))
+    let events = events.iter().map(|event| shown.event(event)).collect();
+    let message = shown.message(message);
+    Answer::Typed(Box::new(Reduced { events, message }))
+}
+
+/// The answer (D7): the reduced events and the final message.
+#[derive(Serialize)]
+struct Reduced {
+    events: Vec<EventShown>,
+    message: Value,
+}
+
+/// One stream event as D7 shows it. Typed rather than a JSON map: it is built for every
+/// event inside the timed run, as pi-ref builds a plain object.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EventShown {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_index: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
 }
 
 /// How D7 reduces what the runner shows.
@@ -74,23 +98,24 @@ struct Shown {
 }
 
 impl Shown {
-    fn event(&self, event: &AssistantMessageEvent) -> Value {
-        let mut out = Map::new();
-        out.insert("type".into(), json!(event.kind()));
-        if let Some(index) = event.content_index() {
-            out.insert("contentIndex".into(), json!(index));
-        }
+    fn event(&self, event: &AssistantMessageEvent) -> EventShown {
+        let mut shown = EventShown {
+            kind: event.kind(),
+            content_index: event.content_index(),
+            tool_call: None,
+            reason: None,
+        };
         match event {
             AssistantMessageEvent::ToolCallEnd { tool_call, .. } => {
-                out.insert("toolCall".into(), self.tool_call(tool_call));
+                shown.tool_call = Some(self.tool_call(tool_call));
             }
             AssistantMessageEvent::Done { reason, .. }
             | AssistantMessageEvent::Error { reason, .. } => {
-                out.insert("reason".into(), json!(reason.as_str()));
+                shown.reason = Some(reason.as_str());
             }
             _ => {}
         }
-        Value::Object(out)
+        shown
     }
 
     fn message(&self, message: &AssistantMessage) -> Value {
