@@ -105,20 +105,19 @@ pub(crate) fn parse_model(request: &Map<String, Value>) -> Result<Model, String>
         .and_then(Value::as_bool)
         .unwrap_or(false);
     model.supports_images = input.is_some_and(|input| input.iter().any(|i| i == "image"));
-    model.max_tokens = match fields.get("maxTokens") {
-        None => 8192,
-        Some(n) => n
+    // Absent limits keep `Model::new`'s defaults, which are pi-ref's (8192, 128k).
+    if let Some(n) = fields.get("maxTokens") {
+        model.max_tokens = n
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
-            .ok_or("bad request: `model.maxTokens` must be a positive integer")?,
-    };
-    model.context_window = match fields.get("contextWindow") {
-        None => 128_000,
-        Some(n) => n
+            .ok_or("bad request: `model.maxTokens` must be a positive integer")?;
+    }
+    if let Some(n) = fields.get("contextWindow") {
+        model.context_window = n
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
-            .ok_or("bad request: `model.contextWindow` must be a non-negative integer")?,
-    };
+            .ok_or("bad request: `model.contextWindow` must be a non-negative integer")?;
+    }
     model.compat = compat;
     Ok(model)
 }
