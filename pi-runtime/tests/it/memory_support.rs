@@ -1,6 +1,7 @@
 //! Peak-memory checks. The tests of this binary share one process, so a test that asserts
-//! how much the peak grew holds [`measured`]'s lock, and every test that allocates a lot on
-//! purpose takes it too: their peaks do not add up.
+//! how much the peak grew holds [`measured`]'s lock, and so does every test that allocates
+//! tens of megabytes on purpose (a 50 MB event, an endless one, a 5 MB edit, bash output over
+//! its cap): their peaks do not add up.
 
 use tokio::sync::{Mutex, MutexGuard};
 

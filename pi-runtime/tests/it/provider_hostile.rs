@@ -17,7 +17,9 @@ use axum::response::Response;
 use futures::StreamExt;
 use pi_runtime::provider::{Api, HttpModel, HttpOptions, RetryPolicy};
 use pi_runtime::{AssistantMessageEvent, ContentBlock, LanguageModel, StopReason, StreamOptions};
-use provider_support::{Reply, Server, context, final_message, model, options, trace};
+use provider_support::{
+    Reply, Server, context, final_message, model, openai_chunk, options, trace,
+};
 use tokio::task::JoinHandle;
 
 const TEXT_CHUNK: &str = "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"},\"finish_reason\":null}]}\n\n";
@@ -228,6 +230,8 @@ fn endless_event(head: &'static [u8]) -> Response {
 
 #[tokio::test]
 async fn an_endless_event_fails_at_the_default_limit() {
+    // Allocates tens of megabytes on purpose: not while another test measures its peak.
+    let _alone = crate::memory_support::measured().await;
     let server =
         serve(|| endless_event(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\""))
             .await;
@@ -453,6 +457,8 @@ async fn a_tool_call_without_a_function_is_a_malformed_stream() {
 
 #[tokio::test]
 async fn a_malformed_50_mb_event_is_quoted_in_part() {
+    // Allocates tens of megabytes on purpose: not while another test measures its peak.
+    let _alone = crate::memory_support::measured().await;
     let openai = openai_at("http://127.0.0.1:9", options()).model().clone();
     let replay = |api: Api, body: String| {
         let mut model = openai.clone();
@@ -495,13 +501,11 @@ async fn a_malformed_50_mb_event_is_quoted_in_part() {
 /// An OpenAI stream of `calls` calls of `measure`, each with `arguments` sent in pieces of
 /// `piece` bytes (ASCII), then `finish_reason: tool_calls`.
 fn tool_call_stream(calls: usize, arguments: &str, piece: usize) -> String {
+    // Written frame by frame into one string, not collected first: the fixture must not raise
+    // the peak the tests measure from.
     let mut body = String::with_capacity(arguments.len() * calls * 2);
     let mut chunk = |delta: serde_json::Value, finish: Option<&str>| {
-        let chunk = serde_json::json!({
-            "id": "c1",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        });
-        body.push_str(&format!("data: {chunk}\n\n"));
+        body.push_str(&format!("data: {}\n\n", openai_chunk(delta, finish)));
     };
     for index in 0..calls {
         chunk(
@@ -522,7 +526,9 @@ fn tool_call_stream(calls: usize, arguments: &str, piece: usize) -> String {
     body
 }
 
-/// A server whose first response is `first`, and every later one a short text.
+/// A server whose first response is `first`, and every later one a short text. Not
+/// `provider_support::Server`: that one parses and keeps each request, and the second request
+/// here carries the 20 MB of arguments back, which would count in the peak measured.
 async fn serve_then_text(first: String) -> Loopback {
     let first = Bytes::from(first);
     let served = Arc::new(AtomicUsize::new(0));

@@ -231,6 +231,8 @@ async fn write_and_edit_keep_owner_group_and_mode() {
 /// a debug build spends about a second per megabyte matching and diffing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edit_of_a_file_another_process_appends_to_is_refused() {
+    // Allocates tens of megabytes on purpose: not while another test measures its peak.
+    let _alone = crate::memory_support::measured().await;
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path();
     let path = dir.join("big.txt");

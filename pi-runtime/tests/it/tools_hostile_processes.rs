@@ -261,6 +261,8 @@ async fn a_background_writer_cannot_hold_the_tool_after_the_shell_exits() {
 /// each invalid byte decodes to three. 2 MB of 0xFF decode to 6 MB.
 #[tokio::test]
 async fn structured_output_is_capped_in_decoded_bytes() {
+    // Allocates tens of megabytes on purpose: not while another test measures its peak.
+    let _alone = crate::memory_support::measured().await;
     let (result, _) = run_within(
         "head -c 2000000 /dev/zero | tr '\\0' '\\377'",
         None,
