@@ -2,10 +2,11 @@
 //! kept current from the run's own events.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::AgentEvent;
-use crate::message::{AssistantMessage, Message};
+use crate::message::Message;
 use crate::stream::LiveMessage;
 
 /// How many queued messages one drain point delivers (SPEC §5.11).
@@ -55,7 +56,7 @@ impl Inner {
         match event {
             AgentEvent::MessageStart {
                 message: Message::Assistant(message),
-            } => view.streaming_message = Some(LiveMessage::new(AssistantMessage::clone(message))),
+            } => view.streaming_message = Some(LiveMessage::from_shared(Arc::clone(message))),
             // The first update replaces the start's copy with the live handle; later ones
             // carry the same handle.
             AgentEvent::MessageUpdate { message, .. }

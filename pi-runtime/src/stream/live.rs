@@ -44,6 +44,11 @@ impl LiveMessage {
         f(&self.lock())
     }
 
+    /// A handle to a message already shared (nothing is copied until someone writes).
+    pub(crate) fn from_shared(message: Arc<AssistantMessage>) -> Self {
+        LiveMessage(Arc::new(Mutex::new(message)))
+    }
+
     /// An owned copy of the message as it stands.
     pub fn snapshot(&self) -> AssistantMessage {
         AssistantMessage::clone(&self.lock())
