@@ -91,6 +91,19 @@ async fn run_within(
     (events, start.elapsed())
 }
 
+/// The outcome of one OpenAI request, with the test's options, to a server that always
+/// answers `reply()`.
+async fn outcome_against<F>(reply: F) -> (StopReason, Option<String>)
+where
+    F: Fn() -> Response + Clone + Send + Sync + 'static,
+{
+    let server = serve(reply).await;
+    let model = openai_at(&server.base_url, options());
+    let (events, _) = run_within(&model, Duration::from_secs(10)).await;
+    let (reason, error) = outcome(&events);
+    (reason, error.map(str::to_owned))
+}
+
 fn outcome(events: &[AssistantMessageEvent]) -> (StopReason, Option<&str>) {
     let message = final_message(events);
     (message.stop_reason, message.error_message.as_deref())
@@ -322,25 +335,20 @@ async fn a_json_error_sent_with_status_200_is_the_servers_error() {
 
 #[tokio::test]
 async fn an_html_page_sent_with_status_200_is_quoted() {
-    let server = serve(|| {
+    let reply = || {
         Response::builder()
             .header("content-type", "text/html")
             .body(Body::from("<html>Sign in to continue</html>"))
             .expect("response")
-    })
-    .await;
-    let (events, _) = run_within(
-        &openai_at(&server.base_url, options()),
-        Duration::from_secs(10),
-    )
-    .await;
+    };
     assert_eq!(
-        outcome(&events),
+        outcome_against(reply).await,
         (
             StopReason::Error,
             Some(
                 "The server answered HTTP 200 OK with text/html instead of an event stream: \
                  <html>Sign in to continue</html>"
+                    .to_owned()
             )
         )
     );
@@ -348,26 +356,21 @@ async fn an_html_page_sent_with_status_200_is_quoted() {
 
 #[tokio::test]
 async fn a_gzip_body_that_was_not_asked_for_is_named() {
-    let server = serve(|| {
+    let reply = || {
         Response::builder()
             .header("content-type", "text/event-stream")
             .header("content-encoding", "gzip")
             .body(Body::from(&b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"[..]))
             .expect("response")
-    })
-    .await;
-    let (events, _) = run_within(
-        &openai_at(&server.base_url, options()),
-        Duration::from_secs(10),
-    )
-    .await;
+    };
     assert_eq!(
-        outcome(&events),
+        outcome_against(reply).await,
         (
             StopReason::Error,
             Some(
                 "The response body is gzip-encoded, which was not asked for \
                  (the request sent accept-encoding: identity), so it cannot be read"
+                    .to_owned()
             )
         )
     );
