@@ -32,6 +32,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use pi_runtime::agent::{Agent, AgentEvent, BeforeToolCall, ToolCallDecision};
 use pi_runtime::mcp::McpClient;
+use pi_runtime::prompt::ToolSectionStyle;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::provider::presets;
 use pi_runtime::tools::{Bash, Edit, Read, WorkingDir, Write};
@@ -76,9 +77,10 @@ async fn run() -> Result<(), String> {
         .shared_model(model)
         .thinking_level(thinking)
         .system_prompt("You are a coding assistant working in the user's project directory.")
+        .tool_section(ToolSectionStyle::CodingAgent)
         .tools((
             Read::new(cwd.clone()),
-            Bash::new(cwd.clone()),
+            Bash::new(cwd.clone().into()),
             Edit::new(cwd.clone()),
             Write::new(cwd.clone()),
             mcp_tools,
@@ -87,9 +89,8 @@ async fn run() -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     let screen = Screen::default();
-    agent.subscribe(move |event| {
+    agent.on_event(move |event| {
         screen.show(event);
-        std::future::ready(())
     });
 
     println!("coding agent: {about}, working in {}", cwd.display());

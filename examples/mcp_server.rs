@@ -114,7 +114,7 @@ async fn run() -> Result<(), String> {
         Read::new(cwd.clone()),
         Write::new(cwd.clone()),
         Edit::new(cwd.clone()),
-        Bash::new(cwd.clone()),
+        Bash::new(cwd.clone().into()),
         Countdown,
     ))
     .map_err(|e| e.to_string())?

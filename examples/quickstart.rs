@@ -73,11 +73,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tools((Add, Weather))
         .build()?;
     let log = Arc::new(Mutex::new(Log::new()));
-    agent.subscribe(move |event| {
+    agent.on_event(move |event| {
         log.lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .print(event);
-        std::future::ready(())
     });
 
     println!("\n== The run ==");

@@ -176,9 +176,8 @@ fn analyser(
         builder
     };
     let extractor = builder.build()?;
-    extractor.agent().subscribe(|event| {
+    extractor.agent().on_event(|event| {
         narrate(event);
-        std::future::ready(())
     });
     if cli.watch {
         extractor.watch_partial(|partial| eprintln!("… {partial}"));

@@ -7,9 +7,11 @@
 //!   result, and a server killed mid-call.
 //! - Our client starts `examples/mcp_server.rs` over stdio and kills it when dropped.
 //!
-//! `.ci/run` installs the SDK into a virtual environment and the server into `target/` and
-//! points `PI_MCP_PYTHON` and `PI_MCP_EVERYTHING` at them. Without them (a plain `cargo test`
-//! on a fresh machine) those tests print why they are skipped and pass.
+//! The tests that need a peer are `#[ignore]`d, so a plain `cargo test --workspace` does not
+//! count them as passed. `.ci/run` installs the SDK into a virtual environment and the
+//! server into `target/`, points `PI_MCP_PYTHON` and `PI_MCP_EVERYTHING` at them, and runs
+//! them with `cargo test -p pi-tests --test mcp_interop -- --include-ignored`. Asked to run
+//! without its peer, a test prints why and skips; under CI (`CI` set) it fails instead.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read as _};
@@ -61,24 +63,33 @@ fn example_binary(example: &str) -> PathBuf {
         .clone()
 }
 
-/// A path from the environment, or `None` with a note saying why the test is skipped.
+/// The peer that `variable` points at, or `None` with a note saying why the test is
+/// skipped. Under CI a missing peer fails the test: `.ci/run` installs every peer, so one
+/// missing there is a broken setup, which a skip would hide.
 fn installed(variable: &str, what: &str) -> Option<PathBuf> {
-    match std::env::var_os(variable) {
-        Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
-        _ => {
-            // Written to the real standard error: libtest would capture `eprintln!` and show
-            // nothing for a passing test.
-            use std::io::Write as _;
-            let _ = writeln!(
-                std::io::stderr(),
-                "note: {} skipped: {variable} is not set, so {what} is not installed (.ci/run installs it and sets {variable})",
-                std::thread::current()
-                    .name()
-                    .unwrap_or("an MCP interop test"),
-            );
-            None
-        }
-    }
+    let path = std::env::var_os(variable)
+        .filter(|path| !path.is_empty())
+        .map(PathBuf::from);
+    let problem = match &path {
+        Some(path) if path.is_file() => return Some(path.clone()),
+        Some(path) => format!("{variable} is {}, which does not exist", path.display()),
+        None => format!("{variable} is not set"),
+    };
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("an MCP interop test")
+        .to_owned();
+    let why =
+        format!("{problem}, so {what} is not installed (.ci/run installs it and sets {variable})");
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{test} cannot run under CI: {why}"
+    );
+    // Written to the real standard error: libtest would capture `eprintln!` and show
+    // nothing for a passing test.
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "note: {test} skipped: {why}");
+    None
 }
 
 /// A child killed when the test ends, however it ends.
@@ -169,6 +180,7 @@ fn check_python_report(report: &Value) {
 }
 
 #[test]
+#[ignore = "needs the Python MCP SDK: set PI_MCP_PYTHON (.ci/run installs it)"]
 fn the_python_sdk_uses_our_server_over_stdio() {
     let Some(python) = installed("PI_MCP_PYTHON", "the Python MCP SDK") else {
         return;
@@ -187,6 +199,7 @@ fn the_python_sdk_uses_our_server_over_stdio() {
 }
 
 #[test]
+#[ignore = "needs the Python MCP SDK: set PI_MCP_PYTHON (.ci/run installs it)"]
 fn the_python_sdk_uses_our_server_over_http() {
     let Some(python) = installed("PI_MCP_PYTHON", "the Python MCP SDK") else {
         return;
@@ -245,11 +258,12 @@ fn alive(pid: u32) -> bool {
     })
 }
 
+/// Wait for `pid` to be gone: up to 30 s, for a loaded machine; the wait ends as soon as it is.
 fn wait_gone(pid: u32) {
     let start = Instant::now();
     while alive(pid) {
         assert!(
-            start.elapsed() < Duration::from_secs(10),
+            start.elapsed() < Duration::from_secs(30),
             "process {pid} is still running"
         );
         std::thread::sleep(Duration::from_millis(20));
@@ -278,6 +292,7 @@ fn everything(node_script: &Path) -> tokio::process::Command {
 }
 
 #[test]
+#[ignore = "needs @modelcontextprotocol/server-everything: set PI_MCP_EVERYTHING (.ci/run installs it)"]
 fn the_agent_uses_server_everything_through_our_client() {
     let Some(script) = installed(
         "PI_MCP_EVERYTHING",
@@ -325,7 +340,7 @@ fn the_agent_uses_server_everything_through_our_client() {
             .expect("the agent builds");
         let updates = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&updates);
-        agent.subscribe(move |event| {
+        agent.on_event(move |event| {
             if let AgentEvent::ToolExecutionUpdate {
                 tool_call_id,
                 partial_result,
@@ -336,7 +351,6 @@ fn the_agent_uses_server_everything_through_our_client() {
                     .unwrap_or_else(PoisonError::into_inner)
                     .push((tool_call_id.clone(), partial_result.text_content()));
             }
-            std::future::ready(())
         });
         let messages = tokio::time::timeout(Duration::from_secs(60), agent.prompt("go"))
             .await
@@ -370,6 +384,7 @@ fn the_agent_uses_server_everything_through_our_client() {
 }
 
 #[test]
+#[ignore = "needs @modelcontextprotocol/server-everything: set PI_MCP_EVERYTHING (.ci/run installs it)"]
 fn a_server_killed_mid_call_fails_its_tools_and_the_run_goes_on() {
     let Some(script) = installed(
         "PI_MCP_EVERYTHING",
@@ -401,7 +416,7 @@ fn a_server_killed_mid_call_fails_its_tools_and_the_run_goes_on() {
             .tools(&client)
             .build()
             .expect("the agent builds");
-        agent.subscribe(move |event| {
+        agent.on_event(move |event| {
             if let AgentEvent::ToolExecutionUpdate { .. } = &event {
                 // The first progress notification: the call is running; kill the server.
                 let _ = nix::sys::signal::kill(
@@ -409,7 +424,6 @@ fn a_server_killed_mid_call_fails_its_tools_and_the_run_goes_on() {
                     nix::sys::signal::Signal::SIGKILL,
                 );
             }
-            std::future::ready(())
         });
         let started = Instant::now();
         let messages = tokio::time::timeout(Duration::from_secs(20), agent.prompt("go"))
@@ -430,6 +444,18 @@ fn a_server_killed_mid_call_fails_its_tools_and_the_run_goes_on() {
             after_text.starts_with("MCP server everything is not connected"),
             "{after_text}"
         );
+        // What the server wrote to its standard error is for the program, not the model.
+        let stderr = client.stderr_tail();
+        assert!(
+            !stderr.is_empty(),
+            "server-everything logs its start to stderr"
+        );
+        for text in [long_text, after_text] {
+            assert!(
+                !text.contains(&stderr) && !text.contains("standard error"),
+                "{text}"
+            );
+        }
         assert!(!client.is_connected());
         drop(agent);
         drop(client);
@@ -572,6 +598,7 @@ fn the_coding_agent_adds_the_tools_of_mcp_and_mcp_url_servers() {
 }
 
 #[test]
+#[ignore = "needs the Python MCP SDK: set PI_MCP_PYTHON (.ci/run installs it)"]
 fn the_client_lists_again_when_the_server_says_its_tools_changed() {
     let Some(python) = installed("PI_MCP_PYTHON", "the Python MCP SDK") else {
         return;
@@ -597,10 +624,11 @@ fn the_client_lists_again_when_the_server_says_its_tools_changed() {
             .await
             .expect("a result");
         assert_eq!(result.text_content(), "added");
+        // Up to 30 s, for a loaded machine; the wait ends as soon as the list is new.
         let start = Instant::now();
         while client.tool_names().len() < 2 {
             assert!(
-                start.elapsed() < Duration::from_secs(10),
+                start.elapsed() < Duration::from_secs(30),
                 "the list was not refreshed: {:?}",
                 client.tool_names()
             );

@@ -6,6 +6,7 @@ use proc_macro::TokenStream;
 
 mod ctxt;
 mod docs;
+mod optional;
 mod paths;
 mod tool;
 mod tool_args;

@@ -1,11 +1,13 @@
 //! `#[tool_args]`: derive `Deserialize` and `JsonSchema` on an argument type through
 //! `pi-runtime`'s own serde and schemars, so a crate needs neither as a dependency. The
-//! type's own `#[serde(...)]` and `#[schemars(...)]` attributes keep working.
+//! type's own `#[serde(...)]` and `#[schemars(...)]` attributes keep working. `Option<T>`
+//! fields follow the same rule as `#[tool]` parameters (see `optional`).
 
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::parse::Parser;
 
+use crate::optional;
 use crate::paths::Paths;
 
 const SERIALIZE: &str = "serialize";
@@ -32,6 +34,14 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         let error = error.to_compile_error();
         return quote!(#error #item);
     }
+    let item = match syn::parse2::<syn::DeriveInput>(item.clone()) {
+        Ok(mut input) => {
+            optional_fields(&mut input);
+            quote!(#input)
+        }
+        // Not a struct or enum: the derives below report it.
+        Err(_) => item,
+    };
     let paths = Paths::new(krate);
     let private = paths.private();
     let serde_crate = paths.serde();
@@ -42,5 +52,23 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         #[serde(crate = #serde_crate)]
         #[schemars(crate = #schemars_crate)]
         #item
+    }
+}
+
+/// Every named field of type `Option<T>`, in the struct or in an enum's struct variants,
+/// becomes an optional property with `T`'s schema.
+fn optional_fields(input: &mut syn::DeriveInput) {
+    let fields: Vec<&mut syn::Field> = match &mut input.data {
+        syn::Data::Struct(data) => data.fields.iter_mut().collect(),
+        syn::Data::Enum(data) => data
+            .variants
+            .iter_mut()
+            .flat_map(|variant| variant.fields.iter_mut())
+            .collect(),
+        syn::Data::Union(_) => Vec::new(),
+    };
+    for field in fields.into_iter().filter(|field| field.ident.is_some()) {
+        let attrs = optional::attrs(&field.ty, &field.attrs);
+        field.attrs.extend(attrs);
     }
 }

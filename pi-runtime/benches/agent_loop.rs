@@ -5,6 +5,8 @@
 //! - `batch/{10,100,1000}`: one response with that many calls of an echo tool, then a text
 //!   answer; throughput per call.
 //! - `turns/20`: twenty responses of one call each; throughput per turn.
+//! - `conversation/start`: a conversation of a shared definition with ten tools, started and
+//!   dropped (what a server pays per request before the first model call).
 //!
 //! Linear work shows as a flat time per byte and per call across the sizes.
 
@@ -135,6 +137,25 @@ fn agent_loop(c: &mut Criterion) {
         b.iter(|| run(&runtime, &tool, &responses));
     });
     group.finish();
+
+    let tools: Vec<Arc<dyn ToolDefinition>> = (0..10)
+        .map(|n| {
+            Arc::new(FnTool::new(
+                format!("tool_{n}"),
+                "A tool.",
+                json!({"type": "object"}),
+                |_, _| async { Ok::<_, ToolError>(ToolResult::text("ok")) },
+            )) as Arc<dyn ToolDefinition>
+        })
+        .collect();
+    let definition = Agent::builder()
+        .model(FauxModel::new())
+        .tools(tools)
+        .build_definition()
+        .expect("the definition builds");
+    c.bench_function("agent_loop/conversation/start", |b| {
+        b.iter(|| black_box(definition.conversation()));
+    });
 }
 
 criterion_group!(benches, agent_loop);

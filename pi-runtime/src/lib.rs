@@ -55,6 +55,30 @@
 //! # }
 //! ```
 //!
+//! ## The tool layers, in one screen
+//!
+//! The names follow pi's, which the providers' own vocabulary shaped; each layer adds one
+//! thing to the one before:
+//!
+//! | name | kind | what it is |
+//! |---|---|---|
+//! | [`Tool`] | struct | what a model request declares: name, description, JSON Schema |
+//! | [`AgentTool`] | trait | a `Tool` that executes: `execute(call_id, args, ctx)` |
+//! | [`ToolDefinition`] | trait | an `AgentTool` with what the agent needs around it: prompt snippet and guidelines, execution mode, `prepare_arguments`, validation; what `#[tool]` generates and registries hold |
+//! | [`FnTool`] | struct | a `ToolDefinition` made at run time from a closure |
+//! | [`ToolSet`] | trait | anything that registers as tools in one call: a tool, a tuple, a `Vec` |
+//! | [`ToolRegistry`] | struct | registered tools by name, with the active subset |
+//! | [`ToolResult`] / [`ToolError`] | structs | what `execute` returns |
+//! | [`ToolContext`] | struct | what a running tool gets besides its arguments: call id, cancellation, progress |
+//! | [`agent::Hooks`] | struct | what an application decides around each call and turn |
+//! | [`agent::AgentDefinition`] | struct | model, tools, hooks and settings, shared by many conversations |
+//! | [`Agent`] | struct | one conversation of a definition: transcript, queues, runs |
+//! | [`agent::RunState`] | struct | a run in progress, as data that serializes and resumes |
+//!
+//! Every tool call, whoever makes it (the loop, [`Agent::run_tool_call`], an MCP client of
+//! an `mcp::McpServer`), takes the same path: lookup among the turn's tools,
+//! `prepare_arguments`, validation, `before_tool_call`, `execute`, `after_tool_call`.
+//!
 //! ## Running an agent
 //!
 //! Register tools in one builder call, give the agent a model, prompt it. The faux model
@@ -174,18 +198,17 @@
 //!
 //! Underneath is an ordinary tool, and this is the pattern to write when you need something
 //! the extractor does not do: a tool holding the task's slot in a [`State`], accepting once
-//! and asking to `terminate`, sequential so two submissions cannot race, a turn limit in
-//! `finish_turn`, a time limit, and after the run two checks: the run did not end in an
-//! error or an abort, and something was accepted.
+//! and asking to `terminate`, sequential so two submissions cannot race, a turn limit, a
+//! time limit, and after the run two checks: the run ended as a run should (not at a limit,
+//! an error or an abort), and something was accepted.
 //!
 //! ```
-//! use std::sync::atomic::{AtomicUsize, Ordering};
 //! use std::sync::{Arc, Mutex};
 //! use std::time::Duration;
 //!
-//! use pi_runtime::agent::{Agent, TurnControl};
+//! use pi_runtime::agent::Agent;
 //! use pi_runtime::provider::faux::{FauxModel, FauxResponse};
-//! use pi_runtime::{Args, Message, State, ToolError, ToolResult, tool, tool_args};
+//! use pi_runtime::{Args, State, ToolError, ToolResult, tool, tool_args};
 //! use serde_json::json;
 //!
 //! /// The final analysis of one function.
@@ -214,24 +237,16 @@
 //! let model = FauxModel::new()
 //!     .respond(FauxResponse::tool_call("c1", "submit_analysis", json!({"name": "first"})));
 //! let slot = Arc::new(Mutex::new(None));
-//! let turns = AtomicUsize::new(0);
 //! let agent = Agent::builder()
 //!     .model(model)
 //!     .tools(SubmitAnalysis::new(Arc::clone(&slot)))
-//!     .finish_turn(move |_| {
-//!         let done = turns.fetch_add(1, Ordering::Relaxed) + 1;
-//!         std::future::ready(if done >= 4 { TurnControl::End } else { TurnControl::Proceed })
-//!     })
+//!     .max_turns(4)
 //!     .time_limit(Duration::from_secs(30))
 //!     .build()?;
 //!
-//! let messages = agent.prompt("Analyse `first`.").await?;
-//! let last = messages.iter().rev().find_map(|m| match m {
-//!     Message::Assistant(a) => Some(a),
-//!     _ => None,
-//! });
-//! if let Some(failed) = last.filter(|a| a.stop_reason.is_failure()) {
-//!     return Err(failed.error_message.clone().unwrap_or_default().into());
+//! let run = agent.prompt("Analyse `first`.").await?;
+//! if !run.end.is_success() {
+//!     return Err(format!("the run did not finish: {:?}", run.end).into());
 //! }
 //! let analysis = slot.lock().unwrap().take().ok_or("no validated submission received")?;
 //! assert_eq!(analysis.name, "first");
@@ -249,6 +264,11 @@
 //! | `ReadFileParams` | a struct with one field per plain parameter, deriving `Deserialize` and `JsonSchema` (absent with `Args<T>`) |
 //! | `ReadFile` | the tool: a unit struct, or a struct holding the state with `ReadFile::new(state)`; implements [`AgentTool`] and [`ToolDefinition`] |
 //! | `ReadFile::NAME`, `ReadFile::DESCRIPTION` | the name the model calls and the description it reads |
+//!
+//! When a type of yours already has the name (`fn report` next to your `struct Report`),
+//! name the tool type with `#[tool(type_name = "ReportTool")]`; the argument struct is then
+//! `ReportToolParams`. Without it the collision is reported as ``#[tool]` cannot name its
+//! tool type `Report`: your code has another item named `Report``, with that key.
 //!
 //! The [`Tool`] definition (name, description, schema, constrained sampling) is built once,
 //! on first use, and the registry compiles its schema when the tool is registered.
@@ -275,6 +295,7 @@
 //! | key | type | default | meaning |
 //! |---|---|---|---|
 //! | `name` | string | the fn's name | the name the model calls; must match `^[a-zA-Z0-9_-]{1,64}$` (checked at compile time) |
+//! | `type_name` | string | the fn's name in `UpperCamelCase` | the generated tool type (`ReportTool`, and `ReportToolParams` for the arguments), for when a type of yours has the default name; a Rust identifier |
 //! | `label` | string | the name | a name for UIs ([`AgentTool::label`]) |
 //! | `description` | string | the fn's doc comment | what the model reads; wins over the doc comment. A tool without either does not compile |
 //! | `snippet` | string | none | one line for the system prompt's `Available tools:` list; a tool without one is not listed there but is still sent to the provider |
@@ -291,7 +312,10 @@
 //!   `DeserializeOwned + JsonSchema` type; derive both on your own types with
 //!   [`#[tool_args]`](macro@tool_args). The parameter's `///` doc comment is the property's
 //!   description; `Option<T>` is an optional property with `T`'s schema (the model omits it;
-//!   an explicit `null` is dropped by coercion).
+//!   an explicit `null` is dropped by coercion, and for `Option<Vec<T>>` a single value is
+//!   wrapped into a one-item array). The same rule holds for `Option<T>` fields of
+//!   [`#[tool_args]`](macro@tool_args) types. Arguments are owned: a borrowed type (`&str`,
+//!   `&[T]`) is a compile error that names the owned type to write (`String`, `Vec<T>`).
 //! - **`#[serde(...)]`, `#[schemars(...)]`** on a parameter pass through to its field, e.g.
 //!   `#[serde(default)]` (optional, with a default) or `#[schemars(range(min = 1))]`.
 //! - **`#[tool(alias = "filePath")]`** (or `alias = ["filePath", "file"]`) declares an old name
@@ -340,7 +364,8 @@
 //! The fn returns anything that converts into a [`ToolResult`] ([`IntoToolResult`]):
 //! `String`, `&'static str`, `()`, [`ToolResult`] itself, `Vec<ContentBlock>`, a number or
 //! `bool` (the model sees `3` for `1.0 + 2.0`), `serde_json::Value`, or [`Json<T>`]
-//! for `T: Serialize` (the model sees compact JSON, `details` gets the value); or a
+//! for `T: Serialize` (the model sees compact JSON, `details` gets the value; derive it with
+//! `#[tool_args(serialize)]`); or a
 //! `Result` of one of those and any `E: Display`, whose `Err` becomes an error result with
 //! that text (the model sees it and may retry).
 //!
@@ -357,6 +382,10 @@
 //! node, nested types inline (no `$defs`, which strict mode rejects), no `$schema`, no root
 //! `title` or `description` (the tool has its own), no schemars `format` annotations for Rust
 //! number types (`int32`, `double`, ...). Objects are closed unless `closed = false`.
+//! A unit enum is `{"type": "string", "enum": [...]}`; when its variants have doc comments,
+//! each becomes a line `- "value": doc` of the description (schemars would write a `oneOf`,
+//! which strict mode rejects and whose failure names only its first value), so a wrong value
+//! reads `units: expected one of ["metric","imperial"]`.
 //!
 //! ## Mistakes are compile errors
 //!
@@ -410,12 +439,36 @@
 //! // into `Analysis` as a field, or replace `Args<Analysis>` with one parameter per field
 //! ```
 //!
+//! ```compile_fail
+//! # use pi_runtime::tool;
+//! /// A borrowed parameter.
+//! #[tool]
+//! async fn echo(text: &str) -> String { text.to_owned() }
+//! // error: a tool argument cannot borrow: the model's arguments are deserialized into owned
+//! // values; write `String` instead of `&str`
+//! ```
+//!
+//! ```compile_fail
+//! # use pi_runtime::tool;
+//! pub struct Report { pub title: String }
+//!
+//! /// A tool whose type name, `Report`, is taken.
+//! #[tool]
+//! async fn report(title: String) -> String { title }
+//! // error[E0428]: the name `Report` is defined multiple times
+//! // error: `#[tool]` cannot name its tool type `Report`: your code has another item named `Report`
+//! //   = note: name the tool type yourself: `#[tool(type_name = "ReportTool")]` ...
+//! ```
+//!
 //! # `#[tool_args]`
 //!
 //! Derives `Deserialize` and `JsonSchema` on your own argument types through this crate's
 //! serde and schemars, so your crate needs neither as a dependency; the type's own
 //! `#[serde(...)]` and `#[schemars(...)]` attributes keep working. `#[tool_args(serialize)]`
-//! also derives `Serialize`, for types returned inside [`Json`].
+//! also derives `Serialize`, for types returned inside [`Json`]. A named field of type
+//! `Option<T>` is an optional property with `T`'s schema, as a `#[tool]` parameter is (a
+//! field with its own `#[schemars(with)]` or `#[serde(with | deserialize_with | flatten)]`
+//! keeps schemars' `T | null`).
 //!
 //! ```
 //! use pi_runtime::{Json, tool, tool_args};
@@ -455,14 +508,21 @@
 
 pub mod agent;
 pub mod args;
+#[cfg(any(feature = "http", feature = "mcp"))]
+mod error_chain;
 mod excerpt;
+mod js;
 pub mod json;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 pub mod message;
+#[cfg(all(unix, any(feature = "tools", feature = "mcp")))]
+mod process;
 pub mod prompt;
 pub mod provider;
+#[cfg(any(feature = "http", feature = "mcp"))]
+mod sse;
 pub mod stream;
 pub mod tool;
 #[cfg(feature = "tools")]
@@ -474,7 +534,9 @@ pub use message::{
     AssistantMessage, ContentBlock, Message, StopReason, ToolCall, ToolResultMessage, Usage,
     UserMessage,
 };
-pub use stream::{AssistantMessageEvent, Context, LanguageModel, StreamOptions, ThinkingLevel};
+pub use stream::{
+    AssistantMessageEvent, Context, LanguageModel, StreamOptions, ThinkingLevel, ToolChoice,
+};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     AgentTool, Args, ConstrainedSampling, ExecutionMode, FnTool, IntoToolResult, Json, State,

@@ -1,8 +1,9 @@
-//! Messages, content blocks, usage and stop reasons: the transcript (SPEC §2.1–§2.3).
+//! Messages, content blocks, usage and stop reasons: the transcript.
 //!
 //! Field names on the wire follow pi's camelCase spelling; key order of every JSON value a
 //! model sent is preserved (`serde_json` with `preserve_order`).
 
+use std::ops::AddAssign;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -100,7 +101,7 @@ pub struct ImageContent {
     pub mime_type: String,
 }
 
-/// One tool call of an assistant message (SPEC §2.1).
+/// One tool call of an assistant message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCall {
@@ -113,8 +114,8 @@ pub struct ToolCall {
     /// Gemini's thought signature, replayed to the same model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thought_signature: Option<String>,
-    /// Set when the complete argument text was not a JSON object (SPEC §6.4); `arguments`
-    /// is then `{}`.
+    /// Set when the complete argument text was not a JSON object; `arguments` is then `{}`
+    /// (see [`parse_tool_call_arguments`](crate::json::parse_tool_call_arguments)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments_error: Option<String>,
 }
@@ -132,7 +133,7 @@ impl ToolCall {
     }
 }
 
-/// Why a response ended (SPEC §2.3).
+/// Why a response ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -191,7 +192,7 @@ pub struct Cost {
     pub total: f64,
 }
 
-/// Token usage of a response or a tool (SPEC §2.2).
+/// Token usage of a response or a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -212,6 +213,41 @@ pub struct Usage {
     pub reasoning: u64,
     /// Cost in dollars.
     pub cost: Cost,
+}
+
+impl AddAssign for Cost {
+    fn add_assign(&mut self, other: Cost) {
+        self.input += other.input;
+        self.output += other.output;
+        self.cache_read += other.cache_read;
+        self.cache_write += other.cache_write;
+        self.total += other.total;
+    }
+}
+
+/// Usage adds up field by field, for the usage of several responses.
+///
+/// ```
+/// use pi_runtime::Usage;
+///
+/// let mut total = Usage::default();
+/// let mut one = Usage::default();
+/// one.input = 10;
+/// one.cost.total = 0.5;
+/// total += one;
+/// total += one;
+/// assert_eq!((total.input, total.cost.total), (20, 1.0));
+/// ```
+impl AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.input += other.input;
+        self.output += other.output;
+        self.cache_read += other.cache_read;
+        self.cache_write += other.cache_write;
+        self.total_tokens += other.total_tokens;
+        self.reasoning += other.reasoning;
+        self.cost += other.cost;
+    }
 }
 
 /// Takes a reference because serde's `skip_serializing_if` passes one.
@@ -242,16 +278,25 @@ pub struct UserMessage {
 }
 
 impl UserMessage {
-    /// A user message with one text block, stamped now (SPEC §5.13).
+    /// A user message with one text block, stamped now. Throughout the crate,
+    /// `X::text(..)` builds and `.text_content()` reads.
     pub fn text(text: impl Into<String>) -> Self {
         UserMessage {
             content: UserContent::Blocks(vec![ContentBlock::text(text)]),
             timestamp: now_ms(),
         }
     }
+
+    /// The text: the string, or the text blocks joined with `\n`.
+    pub fn text_content(&self) -> String {
+        match &self.content {
+            UserContent::Text(text) => text.clone(),
+            UserContent::Blocks(blocks) => join_text(blocks),
+        }
+    }
 }
 
-/// A response of the model (SPEC §2.2).
+/// A response of the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AssistantMessage {
@@ -314,9 +359,15 @@ impl AssistantMessage {
             .filter_map(ContentBlock::as_text)
             .collect()
     }
+
+    /// The text blocks, concatenated (the same as [`text`](Self::text); every message and
+    /// result reads with `text_content`).
+    pub fn text_content(&self) -> String {
+        self.text()
+    }
 }
 
-/// The result of one tool call as it is stored in the transcript (SPEC §3.6).
+/// The result of one tool call as it is stored in the transcript.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResultMessage {
@@ -347,6 +398,12 @@ impl ToolResultMessage {
     /// The text blocks joined with `\n`.
     pub fn text(&self) -> String {
         join_text(&self.content)
+    }
+
+    /// The text blocks joined with `\n` (the same as [`text`](Self::text); every message
+    /// and result reads with `text_content`).
+    pub fn text_content(&self) -> String {
+        self.text()
     }
 }
 
@@ -392,6 +449,22 @@ pub enum Message {
 }
 
 impl Message {
+    /// The message's text, whatever its role: a user message's text, an assistant
+    /// message's text blocks, a tool result's text blocks.
+    ///
+    /// ```
+    /// use pi_runtime::{Message, UserMessage};
+    ///
+    /// assert_eq!(Message::from(UserMessage::text("hi")).text_content(), "hi");
+    /// ```
+    pub fn text_content(&self) -> String {
+        match self {
+            Message::User(message) => message.text_content(),
+            Message::Assistant(message) => message.text(),
+            Message::ToolResult(message) => message.text(),
+        }
+    }
+
     /// `user`, `assistant` or `toolResult`.
     pub fn role(&self) -> &'static str {
         match self {

@@ -1,4 +1,4 @@
-//! The system prompt's tool section (SPEC §8): one line per listed tool, then the guidelines.
+//! The system prompt's tool section: one line per listed tool, then the guidelines.
 //!
 //! Full schemas never go into the prompt; they travel in the provider's `tools` field. The
 //! section is rebuilt before each request from the active tools, so it is cheap plain text.
@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use indexmap::IndexSet;
 
+use crate::js::{is_js_space, js_trim};
 use crate::tool::ToolDefinition;
 
 /// `bash` without a search tool: the model is told to use the shell for file operations.
@@ -24,8 +25,45 @@ const CLOSING_RULES: [&str; 2] = [
     "Show file paths clearly when working with files",
 ];
 
+/// Which tool section an agent's system prompt gets, after the prompt and a blank line.
+///
+/// ```
+/// use pi_runtime::prompt::{ToolSection, ToolSectionStyle};
+///
+/// let mut section = ToolSection::new();
+/// section.tool("add", Some("Add two numbers"), ["Show your work"]);
+/// assert_eq!(
+///     section.render(ToolSectionStyle::Plain),
+///     "Available tools:\n- add: Add two numbers\n\nGuidelines:\n- Show your work"
+/// );
+/// assert_eq!(ToolSection::new().render(ToolSectionStyle::Plain), "");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ToolSectionStyle {
+    /// No section: the system prompt exactly as given.
+    None,
+    /// The tools that have a snippet, one line each, then the tools' and the prompt's own
+    /// guidelines; each part only when it has lines, so an agent without snippets or
+    /// guidelines sends its prompt as given. The default.
+    #[default]
+    Plain,
+    /// pi's coding-agent section, word for word: the tool lines (or `(none)`), then
+    /// `Additional tools may be available.`, and guidelines that add a shell rule when
+    /// `bash` or `powershell` is active without `grep`, `find` or `ls` ("Use bash for file
+    /// operations like ls, rg, find"), then `Be concise in your responses` and
+    /// `Show file paths clearly when working with files`. For coding agents.
+    CodingAgent,
+}
+
 /// The `Available tools:` / `Guidelines:` section for the active tools, in activation order,
-/// plus prompt-level guidelines (SPEC §8.2). No trailing newline.
+/// plus prompt-level guidelines. No trailing newline.
+///
+/// A tool is listed as `- <name>: <snippet>` only if it has a snippet (without one it is
+/// still callable). The guidelines come in this order, each once: the shell rule (when
+/// `bash` or `powershell` is active without `grep`, `find` or `ls`), each tool's, the
+/// prompt-level ones, then `Be concise in your responses` and
+/// `Show file paths clearly when working with files`.
 ///
 /// ```
 /// let text = pi_runtime::prompt::tool_section(&[], &[]);
@@ -36,6 +74,15 @@ const CLOSING_RULES: [&str; 2] = [
 /// );
 /// ```
 pub fn tool_section(tools: &[Arc<dyn ToolDefinition>], prompt_guidelines: &[String]) -> String {
+    tool_section_in(ToolSectionStyle::CodingAgent, tools, prompt_guidelines)
+}
+
+/// The tool section in `style` for the active tools and prompt-level guidelines.
+pub fn tool_section_in(
+    style: ToolSectionStyle,
+    tools: &[Arc<dyn ToolDefinition>],
+    prompt_guidelines: &[String],
+) -> String {
     let mut section = ToolSection::new();
     for tool in tools {
         section.tool(
@@ -47,7 +94,7 @@ pub fn tool_section(tools: &[Arc<dyn ToolDefinition>], prompt_guidelines: &[Stri
     for guideline in prompt_guidelines {
         section.guideline(guideline);
     }
-    section.to_string()
+    section.render(style)
 }
 
 /// A builder for the tool section when the tools are not [`ToolDefinition`]s: names,
@@ -90,7 +137,7 @@ impl ToolSection {
     }
 
     /// Add an active tool. The snippet is collapsed to one line (an empty result means the
-    /// tool is not listed); the guidelines are trimmed and empty ones dropped (SPEC §8.1).
+    /// tool is not listed); the guidelines are trimmed and empty ones dropped.
     pub fn tool<G>(&mut self, name: &str, snippet: Option<&str>, guidelines: G) -> &mut Self
     where
         G: IntoIterator,
@@ -113,7 +160,7 @@ impl ToolSection {
         self
     }
 
-    /// The shell rule of SPEC §8.2 step 1, if one applies.
+    /// The shell rule (the first guideline), if one applies.
     fn shell_rule(&self) -> Option<&'static str> {
         let active = |name: &str| self.tools.iter().any(|tool| tool.name == name);
         if SEARCH_TOOLS.iter().any(|name| active(name)) {
@@ -144,6 +191,41 @@ impl ToolSection {
     }
 }
 
+impl ToolSection {
+    /// The section in `style`.
+    pub fn render(&self, style: ToolSectionStyle) -> String {
+        match style {
+            ToolSectionStyle::None => String::new(),
+            ToolSectionStyle::Plain => self.plain(),
+            ToolSectionStyle::CodingAgent => self.to_string(),
+        }
+    }
+
+    /// [`ToolSectionStyle::Plain`].
+    fn plain(&self) -> String {
+        let mut parts = Vec::new();
+        let listed: Vec<String> = (self.tools.iter())
+            .filter_map(|tool| Some(format!("- {}: {}", tool.name, tool.snippet.as_ref()?)))
+            .collect();
+        if !listed.is_empty() {
+            parts.push(format!("Available tools:\n{}", listed.join("\n")));
+        }
+        let tool_rules =
+            (self.tools.iter()).flat_map(|tool| tool.guidelines.iter().map(String::as_str));
+        let prompt_rules = self.prompt_guidelines.iter().map(|g| js_trim(g));
+        let rules: IndexSet<&str> = tool_rules
+            .chain(prompt_rules)
+            .filter(|rule| !rule.is_empty())
+            .collect();
+        if !rules.is_empty() {
+            let lines: Vec<String> = rules.iter().map(|rule| format!("- {rule}")).collect();
+            parts.push(format!("Guidelines:\n{}", lines.join("\n")));
+        }
+        parts.join("\n\n")
+    }
+}
+
+/// pi's coding-agent section ([`ToolSectionStyle::CodingAgent`]).
 impl fmt::Display for ToolSection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Available tools:\n")?;
@@ -165,27 +247,6 @@ impl fmt::Display for ToolSection {
         }
         Ok(())
     }
-}
-
-/// JavaScript's whitespace (`\s`, `String.prototype.trim`), which pi's clean-up uses. It
-/// differs from `char::is_whitespace` (U+FEFF is in, U+0085 and U+001C..U+001F are out), and
-/// the difference is visible in snippets.
-pub(crate) fn is_js_space(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200A}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202F}'
-                | '\u{205F}'
-                | '\u{3000}'
-                | '\u{FEFF}'
-    )
-}
-
-fn js_trim(text: &str) -> &str {
-    text.trim_matches(is_js_space)
 }
 
 /// Runs of whitespace (line breaks included) become one space; the ends are trimmed.

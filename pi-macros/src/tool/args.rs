@@ -12,6 +12,7 @@ use syn::{LitBool, LitStr, Token};
 use crate::ctxt::Ctxt;
 
 pub(crate) const NAME: &str = "name";
+pub(crate) const TYPE_NAME: &str = "type_name";
 pub(crate) const LABEL: &str = "label";
 pub(crate) const DESCRIPTION: &str = "description";
 pub(crate) const SNIPPET: &str = "snippet";
@@ -26,6 +27,7 @@ pub(crate) const ALIAS: &str = "alias";
 /// Every key `#[tool(...)]` accepts on the fn, in the order the docs list them.
 const TOOL_KEYS: &[&str] = &[
     NAME,
+    TYPE_NAME,
     LABEL,
     DESCRIPTION,
     SNIPPET,
@@ -56,6 +58,7 @@ pub(crate) enum Strict {
 #[derive(Default)]
 pub(crate) struct ToolAttrs {
     pub(crate) name: Option<LitStr>,
+    pub(crate) type_name: Option<LitStr>,
     pub(crate) label: Option<LitStr>,
     pub(crate) description: Option<LitStr>,
     pub(crate) snippet: Option<LitStr>,
@@ -85,6 +88,7 @@ impl ToolAttrs {
         };
         match ident.as_str() {
             NAME => set(cx, &mut self.name, key, lit_str(meta)?),
+            TYPE_NAME => set(cx, &mut self.type_name, key, lit_str(meta)?),
             LABEL => set(cx, &mut self.label, key, lit_str(meta)?),
             DESCRIPTION => set(cx, &mut self.description, key, lit_str(meta)?),
             SNIPPET => set(cx, &mut self.snippet, key, lit_str(meta)?),

@@ -2,13 +2,12 @@
 //! `State<S>`, `ToolContext`), each node keeping the user's tokens so later stages can put an
 //! error on the exact token.
 
-use syn::{
-    Attribute, FnArg, GenericArgument, Ident, ItemFn, Pat, PatType, PathArguments, Type, TypePath,
-};
+use syn::{Attribute, FnArg, Ident, ItemFn, Pat, PatType, PathArguments, Type};
 
 use super::args::{ParamAttrs, ToolAttrs};
 use crate::ctxt::Ctxt;
 use crate::docs::Docs;
+use crate::optional::{last_segment, wrapper_inner};
 
 /// The fn under `#[tool]`.
 pub(crate) struct ToolFn<'a> {
@@ -43,8 +42,6 @@ pub(crate) struct Plain<'a> {
     /// `None` for a pattern other than `name` / `mut name` (rejected by `check`).
     pub(crate) ident: Option<&'a Ident>,
     pub(crate) ty: &'a Type,
-    /// `T` when the type is `Option<T>`: the property is optional.
-    pub(crate) option_inner: Option<&'a Type>,
     pub(crate) docs: Docs,
     pub(crate) attrs: ParamAttrs,
     /// `#[serde(...)]` and `#[schemars(...)]`, moved onto the generated field.
@@ -125,7 +122,6 @@ impl<'a> Param<'a> {
                 pat,
                 ident,
                 ty: &pat.ty,
-                option_inner: wrapper_inner(&pat.ty, "Option"),
                 docs: Docs::from_attrs(&pat.attrs),
                 attrs: ParamAttrs::parse(cx, &pat.attrs),
                 passthrough: pat
@@ -164,33 +160,9 @@ pub(crate) fn unraw(ident: &Ident) -> String {
         .map_or(name.clone(), ToOwned::to_owned)
 }
 
-/// The last path segment of a type, if it is a plain path.
-fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
-    match ty {
-        Type::Path(TypePath { qself: None, path }) => path.segments.last(),
-        Type::Group(group) => last_segment(&group.elem),
-        _ => None,
-    }
-}
-
 /// Recognised by name, like axum-macros' extractors: `ToolContext`, `pi_runtime::ToolContext`.
 fn is_named(ty: &Type, name: &str) -> bool {
     last_segment(ty).is_some_and(|segment| {
         segment.ident == name && matches!(segment.arguments, PathArguments::None)
     })
-}
-
-/// `T` in `Name<T>` (any path prefix).
-fn wrapper_inner<'t>(ty: &'t Type, name: &str) -> Option<&'t Type> {
-    let segment = last_segment(ty)?;
-    if segment.ident != name {
-        return None;
-    }
-    let PathArguments::AngleBracketed(args) = &segment.arguments else {
-        return None;
-    };
-    match args.args.iter().collect::<Vec<_>>().as_slice() {
-        [GenericArgument::Type(inner)] => Some(inner),
-        _ => None,
-    }
 }

@@ -16,11 +16,13 @@ pub(crate) fn check(cx: &Ctxt, tool: &ToolFn<'_>) {
     no_receiver(cx, tool);
     no_generics(cx, tool);
     plain_patterns(cx, tool);
+    owned_arguments(cx, tool);
     one_of_each_special(cx, tool);
     args_alone(cx, tool);
     attrs_on_special_params(cx, tool);
     aliases_unique(cx, tool);
     tool_name_valid(cx, tool);
+    type_name_valid(cx, tool);
     has_description(cx, tool);
 }
 
@@ -86,6 +88,66 @@ fn plain_patterns(cx: &Ctxt, tool: &ToolFn<'_>) {
                 "unsupported parameter pattern: write `name: Type` (the name becomes the argument's name), `Args(value): Args<T>` or `State(state): State<S>`",
             );
         }
+    }
+}
+
+/// Arguments are deserialized into owned values: a borrow has nothing to borrow from (serde
+/// would demand `Deserialize<'de>` for every `'de`, and rustc reports lifetimes, not the fix).
+/// `text: &str` → `text: String`; `items: Option<&[u8]>` → `items: Option<Vec<u8>>`.
+fn owned_arguments(cx: &Ctxt, tool: &ToolFn<'_>) {
+    for param in &tool.params {
+        let ty = match &param.kind {
+            ParamKind::Plain(plain) => plain.ty,
+            ParamKind::Args { inner } => inner,
+            _ => continue,
+        };
+        if let Some(reference) = first_reference(ty) {
+            let owned = owned_suggestion(&reference.elem);
+            let borrowed = reference.to_token_stream().to_string().replace("& ", "&");
+            cx.error_spanned_by(
+                reference,
+                format!(
+                    "a tool argument cannot borrow: the model's arguments are deserialized into owned values; write `{owned}` instead of `{borrowed}`"
+                ),
+            );
+        }
+    }
+}
+
+/// The first `&T` in a type, looking through generic arguments, tuples, arrays and slices.
+fn first_reference(ty: &Type) -> Option<&syn::TypeReference> {
+    match ty {
+        Type::Reference(reference) => Some(reference),
+        Type::Paren(inner) => first_reference(&inner.elem),
+        Type::Group(inner) => first_reference(&inner.elem),
+        Type::Array(array) => first_reference(&array.elem),
+        Type::Slice(slice) => first_reference(&slice.elem),
+        Type::Tuple(tuple) => tuple.elems.iter().find_map(first_reference),
+        Type::Path(path) => path.path.segments.iter().find_map(|segment| {
+            let syn::PathArguments::AngleBracketed(args) = &segment.arguments else {
+                return None;
+            };
+            args.args.iter().find_map(|arg| match arg {
+                syn::GenericArgument::Type(ty) => first_reference(ty),
+                _ => None,
+            })
+        }),
+        _ => None,
+    }
+}
+
+/// The owned type to write for a borrowed `&T`: `String` for `str`, `Vec<T>` for `[T]`,
+/// `PathBuf` for `Path`, else `T` itself.
+fn owned_suggestion(borrowed: &Type) -> String {
+    let text = borrowed.to_token_stream().to_string().replace(' ', "");
+    match borrowed {
+        Type::Slice(slice) => {
+            let elem = slice.elem.to_token_stream().to_string().replace(' ', "");
+            format!("Vec<{elem}>")
+        }
+        _ if text == "str" => "String".to_owned(),
+        _ if text == "Path" || text.ends_with("::Path") => "PathBuf".to_owned(),
+        _ => text,
     }
 }
 
@@ -198,6 +260,22 @@ fn tool_name_valid(cx: &Ctxt, tool: &ToolFn<'_>) {
     match &tool.attrs.name {
         Some(name) => cx.error_spanned_by(name, message),
         None => cx.error_spanned_by(&tool.original.sig.ident, message),
+    }
+}
+
+/// `type_name` is a Rust identifier: it names the generated tool type.
+/// `type_name = "report tool"` → `type_name = "ReportTool"`.
+fn type_name_valid(cx: &Ctxt, tool: &ToolFn<'_>) {
+    if let Some(type_name) = &tool.attrs.type_name
+        && syn::parse_str::<syn::Ident>(&type_name.value()).is_err()
+    {
+        cx.error_spanned_by(
+            type_name,
+            format!(
+                "invalid type name `{}`: `type_name` names the generated tool type, so it is a Rust identifier; write e.g. `type_name = \"ReportTool\"`",
+                type_name.value()
+            ),
+        );
     }
 }
 

@@ -40,8 +40,15 @@ pub(crate) fn cleaned_fn(original: &ItemFn) -> ItemFn {
     func
 }
 
-/// `read_file` → `ReadFile`: the tool type.
+/// The tool type: `type_name = "..."`, else the fn's name in upper camel case
+/// (`read_file` → `ReadFile`).
 pub(crate) fn type_ident(tool: &ToolFn<'_>) -> Ident {
+    // An invalid `type_name` is reported by `check`; the fallback still needs an ident.
+    if let Some(type_name) = &tool.attrs.type_name
+        && let Ok(ident) = syn::parse_str::<Ident>(&type_name.value())
+    {
+        return Ident::new(&ident.to_string(), type_name.span());
+    }
     let ident = &tool.original.sig.ident;
     let camel = upper_camel(&unraw(ident));
     // `fn __()` has no word to capitalise; an empty ident would panic.
@@ -121,12 +128,36 @@ fn checks(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             send(#fn_ident(#(#placeholders),*));
         }
     };
+    let name_check = name_check(tool, paths);
     quote! {
         const _: () = {
             #[allow(clippy::trait_duplication_in_bounds, reason = "one bound per parameter, so each error lands on its own type")]
             fn __pi_check_types() where #(#bounds),* {}
             #send_check
+            #name_check
         };
+    }
+}
+
+/// The tool type's name must be free. A type of the user's with that name wins the name
+/// (rustc reports E0428 and resolves every later use to the user's item), so the tool type is
+/// reached through its value instead, the unit value or the tuple constructor, which a braced
+/// struct or an enum of the user's does not shadow, and compared with what the name means.
+fn name_check(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
+    let ty = type_ident(tool);
+    let span = ty.span();
+    let private = paths.private_at(span);
+    let value = match tool.state() {
+        Some(_) => quote_spanned!(span=> #ty(loop {})),
+        None => quote_spanned!(span=> #ty),
+    };
+    quote_spanned! {span=>
+        #[allow(unreachable_code, clippy::diverging_sub_expression, clippy::empty_loop, reason = "only type-checked, never run")]
+        fn __pi_check_type_name() {
+            // Method syntax: `Self` comes from the value, see `NameCheck`.
+            use #private::NameCheck as _;
+            #value.names_the_tool::<#ty>();
+        }
     }
 }
 
@@ -190,48 +221,14 @@ fn field(plain: &Plain<'_>, vis: &syn::Visibility, private: &TokenStream) -> Tok
         let description = plain.docs.to_expr(private);
         quote!(#[schemars(title = "", description = #description)])
     };
-    // `Option<T>` is an optional property with `T`'s schema, like pi's `Type.Optional(T)`,
-    // rather than schemars' `T | null`: models are told to omit the key, and the coercion
-    // pass drops an explicit `null` for optional properties anyway (SPEC §4.3).
-    let optional = plain.option_inner.map(|inner| {
-        let inner = quote!(#inner).to_string();
-        // `skip_serializing_if` keeps schemars from writing `"default": null`; the struct is
-        // never serialized.
-        let default = (!has_serde_default(plain)).then(
-            || quote!(#[serde(default, skip_serializing_if = "::core::option::Option::is_none")]),
-        );
-        quote!(#default #[schemars(with = #inner)])
-    });
+    let optional = crate::optional::attrs(ty, &plain.pat.attrs);
     quote! {
         #(#docs)*
-        #optional
+        #(#optional)*
         #description
         #(#passthrough)*
         #vis #ident: #ty,
     }
-}
-
-/// The user wrote `#[serde(default)]` or `#[serde(default = "...")]` already.
-fn has_serde_default(plain: &Plain<'_>) -> bool {
-    plain
-        .passthrough
-        .iter()
-        .filter(|attr| attr.path().is_ident("serde"))
-        .any(|attr| {
-            let mut found = false;
-            // Unparseable serde attributes are serde's to report; here they only mean "no".
-            let _ = attr.parse_nested_meta(|meta| {
-                found |= meta.path.is_ident("default");
-                if meta.input.peek(syn::Token![=]) {
-                    meta.value()?.parse::<syn::Expr>()?;
-                } else if meta.input.peek(syn::token::Paren) {
-                    let _content;
-                    syn::parenthesized!(_content in meta.input);
-                }
-                Ok(())
-            });
-            found
-        })
 }
 
 fn closed(tool: &ToolFn<'_>) -> bool {
@@ -250,15 +247,14 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let (definition, constructor) = match tool.state() {
         Some(state) => (
             quote! {
+                // A tuple struct: its constructor is the value `name_check` compares.
                 #[derive(Clone)]
-                #vis struct #ty {
-                    state: #state,
-                }
+                #vis struct #ty(#state);
             },
             quote! {
                 /// The tool, holding the state every call receives a clone of.
                 #vis fn new(state: #state) -> Self {
-                    #ty { state }
+                    #ty(state)
                 }
             },
         ),
@@ -432,7 +428,7 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     };
     let state = tool
         .state()
-        .map(|_| quote!(let __state = ::core::clone::Clone::clone(&self.state);));
+        .map(|_| quote!(let __state = ::core::clone::Clone::clone(&self.0);));
     let call_args = tool.params.iter().map(|param| match &param.kind {
         ParamKind::Plain(plain) => {
             let ident = plain
@@ -472,7 +468,7 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     }
 }
 
-/// The system prompt's snippet and guidelines (SPEC §8).
+/// The system prompt's snippet and guidelines.
 fn prompt(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
     let snippet = tool.attrs.snippet.as_ref().map(|snippet| {
         quote! {

@@ -6,17 +6,18 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::config::{Config, Shared};
+use super::config::{AgentDefinition, Config, Opening};
 use super::error::BuildError;
 use super::handle::Agent;
 use super::hooks::{
     AfterToolCall, BeforeToolCall, FinishedTurn, Hooks, RequestPlan, ToolCallDecision,
-    ToolResultPatch, TurnControl, boxed_after, boxed_before, boxed_finish_turn,
-    boxed_prepare_request,
+    ToolResultPatch, TurnControl,
 };
 use super::state::QueueMode;
 use super::telemetry;
+use super::turn_tools::TurnTools;
 use crate::message::Message;
+use crate::prompt::ToolSectionStyle;
 use crate::stream::{LanguageModel, ThinkingLevel};
 use crate::tool::{ExecutionMode, ToolDefinition, ToolError, ToolRegistry, ToolSet};
 
@@ -24,7 +25,7 @@ use crate::tool::{ExecutionMode, ToolDefinition, ToolError, ToolRegistry, ToolSe
 pub struct AgentBuilder {
     model: Option<Arc<dyn LanguageModel>>,
     system_prompt: String,
-    tool_section: bool,
+    tool_section: ToolSectionStyle,
     prompt_guidelines: Vec<String>,
     tools: Vec<Arc<dyn ToolDefinition>>,
     execution: ExecutionMode,
@@ -34,6 +35,7 @@ pub struct AgentBuilder {
     thinking_level: ThinkingLevel,
     max_tokens: Option<u32>,
     pub(super) time_limit: Option<Duration>,
+    max_turns: Option<usize>,
     capture_content: Option<bool>,
     messages: Vec<Message>,
     steering_mode: QueueMode,
@@ -45,7 +47,7 @@ impl Default for AgentBuilder {
         AgentBuilder {
             model: None,
             system_prompt: String::new(),
-            tool_section: true,
+            tool_section: ToolSectionStyle::Plain,
             prompt_guidelines: Vec::new(),
             tools: Vec::new(),
             execution: ExecutionMode::Parallel,
@@ -53,6 +55,7 @@ impl Default for AgentBuilder {
             thinking_level: ThinkingLevel::Off,
             max_tokens: None,
             time_limit: None,
+            max_turns: None,
             capture_content: None,
             messages: Vec::new(),
             steering_mode: QueueMode::OneAtATime,
@@ -89,18 +92,27 @@ impl AgentBuilder {
     }
 
     /// The system prompt. Each request sends it followed by a blank line and the tool
-    /// section built from the active tools (SPEC §8), unless
-    /// [`without_tool_section`](Self::without_tool_section) is set.
+    /// section built from the turn's tools, in the [`tool_section`](Self::tool_section)
+    /// style (when that section is not empty).
     #[must_use]
     pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.system_prompt = prompt.into();
         self
     }
 
-    /// Send the system prompt as given, without the tool section.
+    /// Send the system prompt as given, without the tool section (the same as
+    /// `tool_section(ToolSectionStyle::None)`).
     #[must_use]
-    pub fn without_tool_section(mut self) -> Self {
-        self.tool_section = false;
+    pub fn without_tool_section(self) -> Self {
+        self.tool_section(ToolSectionStyle::None)
+    }
+
+    /// Which tool section follows the system prompt (default:
+    /// [`ToolSectionStyle::Plain`]; a coding agent wants pi's,
+    /// [`ToolSectionStyle::CodingAgent`]).
+    #[must_use]
+    pub fn tool_section(mut self, style: ToolSectionStyle) -> Self {
+        self.tool_section = style;
         self
     }
 
@@ -123,7 +135,8 @@ impl AgentBuilder {
         self
     }
 
-    /// Parallel (the default) or sequential batches (SPEC §5.2).
+    /// Parallel (the default) or sequential batches. A batch that calls a tool whose own mode
+    /// is sequential runs sequentially either way.
     #[must_use]
     pub fn tool_execution(mut self, mode: ExecutionMode) -> Self {
         self.execution = mode;
@@ -131,18 +144,18 @@ impl AgentBuilder {
     }
 
     /// Decide about each call whose arguments passed validation: allow it, replace its
-    /// arguments, or block it (SPEC §3.2). An `Err` or a panic becomes the call's error.
+    /// arguments, or block it. An `Err` or a panic becomes the call's error.
     #[must_use]
     pub fn before_tool_call<F, Fut>(mut self, hook: F) -> Self
     where
         F: Fn(BeforeToolCall) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<ToolCallDecision, ToolError>> + Send + 'static,
     {
-        self.hooks.before_tool_call = Some(boxed_before(hook));
+        self.hooks = self.hooks.before_tool_call(hook);
         self
     }
 
-    /// Patch each executed call's result (SPEC §3.5). An `Err` or a panic replaces the
+    /// Patch each executed call's result. An `Err` or a panic replaces the
     /// result with an error result.
     #[must_use]
     pub fn after_tool_call<F, Fut>(mut self, hook: F) -> Self
@@ -150,19 +163,19 @@ impl AgentBuilder {
         F: Fn(AfterToolCall) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<ToolResultPatch, ToolError>> + Send + 'static,
     {
-        self.hooks.after_tool_call = Some(boxed_after(hook));
+        self.hooks = self.hooks.after_tool_call(hook);
         self
     }
 
     /// Called after every turn, before its `turn_end`: end the run (a turn limit), force one
-    /// more request, or let the loop decide (SPEC §5.10). A panic ends the run.
+    /// more request, or let the loop decide. A panic ends the run.
     #[must_use]
     pub fn finish_turn<F, Fut>(mut self, hook: F) -> Self
     where
         F: Fn(FinishedTurn) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = TurnControl> + Send + 'static,
     {
-        self.hooks.finish_turn = Some(boxed_finish_turn(hook));
+        self.hooks = self.hooks.finish_turn(hook);
         self
     }
 
@@ -173,7 +186,7 @@ impl AgentBuilder {
         F: Fn(RequestPlan) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = RequestPlan> + Send + 'static,
     {
-        self.hooks.prepare_request = Some(boxed_prepare_request(hook));
+        self.hooks = self.hooks.prepare_request(hook);
         self
     }
 
@@ -183,6 +196,15 @@ impl AgentBuilder {
     #[must_use]
     pub fn time_limit(mut self, limit: Duration) -> Self {
         self.time_limit = Some(limit);
+        self
+    }
+
+    /// Make at most this many model requests per run (at least one). A run that would make
+    /// another ends with [`RunEnd::TurnLimit`](super::RunEnd::TurnLimit), after its last
+    /// turn's `turn_end`. Each `prompt()` and `continue_run()` counts afresh.
+    #[must_use]
+    pub fn max_turns(mut self, max_turns: usize) -> Self {
+        self.max_turns = Some(max_turns.max(1));
         self
     }
 
@@ -216,48 +238,64 @@ impl AgentBuilder {
         self
     }
 
-    /// How many steering messages each drain point delivers (SPEC §5.11).
+    /// How many steering messages each drain point delivers.
     #[must_use]
     pub fn steering_mode(mut self, mode: QueueMode) -> Self {
         self.steering_mode = mode;
         self
     }
 
-    /// How many follow-up messages each drain point delivers (SPEC §5.11).
+    /// How many follow-up messages each drain point delivers.
     #[must_use]
     pub fn follow_up_mode(mut self, mode: QueueMode) -> Self {
         self.follow_up_mode = mode;
         self
     }
 
-    /// Build the agent.
+    /// Use these hooks (replacing any set before).
+    #[must_use]
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Build the agent: one conversation of a new definition.
     ///
     /// # Errors
     /// No model, two tools with one name, or a tool schema that does not compile.
     pub fn build(self) -> Result<Agent, BuildError> {
+        Ok(self.build_definition()?.conversation())
+    }
+
+    /// Build a definition that starts any number of independent conversations (a server's
+    /// agent: one definition, a conversation per request).
+    ///
+    /// # Errors
+    /// No model, two tools with one name, or a tool schema that does not compile.
+    pub fn build_definition(self) -> Result<AgentDefinition, BuildError> {
         let model = self.model.ok_or(BuildError::MissingModel)?;
         let tools = ToolRegistry::new(self.tools)?;
-        let shared = Shared::new(Config {
+        let config = Arc::new(Config {
             model,
             system_prompt: self.system_prompt,
             tool_section: self.tool_section,
             prompt_guidelines: self.prompt_guidelines,
-            tools: Arc::new(tools),
+            tools: Arc::new(TurnTools::active(Arc::new(tools))),
             execution: self.execution,
             hooks: Arc::new(self.hooks),
             thinking_level: self.thinking_level,
             max_tokens: self.max_tokens,
             time_limit: self.time_limit,
+            max_turns: self.max_turns,
             capture_content: self
                 .capture_content
                 .unwrap_or_else(telemetry::capture_content_from_env),
         });
-        {
-            let mut state = shared.bus.state();
-            state.view.messages = self.messages;
-            state.steering_mode = self.steering_mode;
-            state.follow_up_mode = self.follow_up_mode;
-        }
-        Ok(Agent::from_shared(shared))
+        let opening = Arc::new(Opening {
+            messages: self.messages,
+            steering_mode: self.steering_mode,
+            follow_up_mode: self.follow_up_mode,
+        });
+        Ok(AgentDefinition { config, opening })
     }
 }

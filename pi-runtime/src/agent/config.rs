@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use super::hooks::Hooks;
 use super::sink::Bus;
-use crate::prompt;
+use super::state::QueueMode;
+use super::turn_tools::TurnTools;
+use crate::message::Message;
+use crate::prompt::{self, ToolSectionStyle};
 use crate::stream::{LanguageModel, ThinkingLevel};
 use crate::tool::{ExecutionMode, ToolDefinition, ToolRegistry};
 
@@ -15,27 +18,36 @@ use crate::tool::{ExecutionMode, ToolDefinition, ToolRegistry};
 pub(crate) struct Config {
     pub(crate) model: Arc<dyn LanguageModel>,
     pub(crate) system_prompt: String,
-    pub(crate) tool_section: bool,
+    pub(crate) tool_section: ToolSectionStyle,
     pub(crate) prompt_guidelines: Vec<String>,
-    pub(crate) tools: Arc<ToolRegistry>,
+    /// The registered tools and the active ones, as a turn offers them unless a hook
+    /// changes its request: built when the tools change, shared by every turn.
+    pub(crate) tools: Arc<TurnTools>,
     pub(crate) execution: ExecutionMode,
     pub(crate) hooks: Arc<Hooks>,
     pub(crate) thinking_level: ThinkingLevel,
     pub(crate) max_tokens: Option<u32>,
     pub(crate) time_limit: Option<Duration>,
+    /// The most model requests one run may make.
+    pub(crate) max_turns: Option<usize>,
     /// Record content on the `tracing` spans.
     pub(crate) capture_content: bool,
 }
 
 impl Config {
+    /// Use `registry` from the next turn on.
+    pub(crate) fn set_tools(&mut self, registry: ToolRegistry) {
+        self.tools = Arc::new(TurnTools::active(Arc::new(registry)));
+    }
+
     /// The system prompt a request carries: the user's prompt, a blank line, and the tool
-    /// section built from the active tools (SPEC §8), unless that is switched off.
-    pub(crate) fn system_prompt(&self) -> String {
-        if !self.tool_section {
+    /// section built from the turn's tools, unless that is switched off.
+    pub(crate) fn system_prompt(&self, tools: &TurnTools) -> String {
+        if self.tool_section == ToolSectionStyle::None {
             return self.system_prompt.clone();
         }
-        let active: Vec<Arc<dyn ToolDefinition>> = self.tools.active().cloned().collect();
-        let section = prompt::tool_section(&active, &self.prompt_guidelines);
+        let offered: Vec<Arc<dyn ToolDefinition>> = tools.offered().cloned().collect();
+        let section = prompt::tool_section_in(self.tool_section, &offered, &self.prompt_guidelines);
         match (self.system_prompt.is_empty(), section.is_empty()) {
             (_, true) => self.system_prompt.clone(),
             (true, false) => section,
@@ -44,7 +56,43 @@ impl Config {
     }
 }
 
-/// What an [`Agent`](super::Agent) handle and its running loop share.
+/// How a new conversation starts.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Opening {
+    pub(crate) messages: Vec<Message>,
+    pub(crate) steering_mode: QueueMode,
+    pub(crate) follow_up_mode: QueueMode,
+}
+
+/// An agent's definition: its model, tools, hooks and settings, shared by any number of
+/// conversations. Cheap to clone, `Send + Sync`; a server keeps one and starts a
+/// conversation per request with [`conversation`](Self::conversation).
+///
+/// ```
+/// use pi_runtime::agent::Agent;
+/// use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let model = FauxModel::new()
+///     .respond(FauxResponse::text("Hello, Ada."))
+///     .respond(FauxResponse::text("Hello, Bob."));
+/// let definition = Agent::builder().model(model).build_definition()?;
+/// let (ada, bob) = (definition.conversation(), definition.conversation());
+/// ada.prompt("I am Ada.").await?;
+/// bob.prompt("I am Bob.").await?;
+/// assert_eq!(ada.messages()[1].as_assistant().map(|m| m.text()).as_deref(), Some("Hello, Ada."));
+/// assert_eq!(bob.messages().len(), 2, "Bob's conversation has only his own messages");
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct AgentDefinition {
+    pub(crate) config: Arc<Config>,
+    pub(crate) opening: Arc<Opening>,
+}
+
+/// What one conversation's handle and its running loop share: the event bus with the
+/// conversation's state, and its configuration (the definition's, until the conversation
+/// changes it for itself).
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) bus: Bus,
@@ -52,11 +100,19 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(config: Config) -> Self {
-        Shared {
+    pub(crate) fn new(definition: &AgentDefinition) -> Self {
+        let shared = Shared {
             bus: Bus::default(),
-            config: RwLock::new(Arc::new(config)),
+            config: RwLock::new(Arc::clone(&definition.config)),
+        };
+        {
+            let opening = &definition.opening;
+            let mut state = shared.bus.state();
+            state.view.messages.clone_from(&opening.messages);
+            state.steering_mode = opening.steering_mode;
+            state.follow_up_mode = opening.follow_up_mode;
         }
+        shared
     }
 
     pub(crate) fn config(&self) -> Arc<Config> {

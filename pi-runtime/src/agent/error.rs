@@ -1,4 +1,5 @@
-//! The errors an [`Agent`](super::Agent) reports to its caller (SPEC §5.13, verbatim).
+//! The errors an [`Agent`](super::Agent) reports to its caller, in pi's words with the Rust
+//! method names (`follow_up()`, not `followUp()`).
 //! What goes wrong inside a run is never one of these: it becomes a message the model sees.
 
 use crate::tool::RegistryError;
@@ -9,7 +10,7 @@ use crate::tool::RegistryError;
 pub enum AgentError {
     /// `prompt` while a run is in progress.
     #[error(
-        "Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion."
+        "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, or wait for completion."
     )]
     BusyPrompting,
     /// `continue_run` while a run is in progress.
@@ -24,6 +25,9 @@ pub enum AgentError {
     /// `continue_run` after an assistant message with nothing queued.
     #[error("Cannot continue from message role: {0}")]
     CannotContinueFrom(&'static str),
+    /// A run state this build cannot drive.
+    #[error("{0}")]
+    UnsupportedState(String),
 }
 
 /// A builder that cannot make an agent.

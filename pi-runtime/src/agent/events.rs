@@ -1,4 +1,4 @@
-//! Agent events (SPEC §2.5): what a run reports, in the order it happens.
+//! Agent events: what a run reports, in the order it happens.
 
 use std::sync::Arc;
 

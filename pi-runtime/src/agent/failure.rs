@@ -1,10 +1,11 @@
 //! Why a tool call ended in an error result, and the texts the model sees for the failures
-//! the loop itself decides (SPEC §3, §5.7). One table: each text is written once here.
+//! the loop itself decides (pi 1.6's wording). One table: each text is written once here.
 
 use std::time::Duration;
 
-/// How a call failed; `None` on an [`Outcome`](super::call::Outcome) means it succeeded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a call failed; `None` on an [`Outcome`](super::dispatch::Outcome) means it succeeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum CallFailure {
     /// No tool of that name is registered.
     NotFound,
@@ -38,8 +39,12 @@ impl CallFailure {
     }
 }
 
-/// Every call stopped by the run's cancellation signal (SPEC §3.7).
-pub(crate) const ABORTED: &str = "Operation aborted";
+/// Every call stopped by the run's cancellation signal, and an extraction that was aborted.
+pub(crate) const OPERATION_ABORTED: &str = "Operation aborted";
+
+/// The error of a model request the run's signal stopped, before or while it streamed, as
+/// providers word it; the loop writes it itself when the signal fired before a request.
+pub(crate) const REQUEST_ABORTED: &str = "Request was aborted";
 
 /// A call that `before_tool_call` blocked without a reason.
 pub(crate) const BLOCKED: &str = "Tool execution was blocked";
@@ -49,12 +54,13 @@ pub(crate) fn not_found(tool: &str) -> String {
     format!("Tool {tool} not found")
 }
 
-/// A call whose final arguments failed to parse (SPEC §6.4).
+/// A call whose final arguments failed to parse; `error` is the call's `arguments_error`.
 pub(crate) fn invalid_arguments(tool: &str, error: &str) -> String {
     format!("Invalid arguments for tool \"{tool}\": {error}")
 }
 
-/// A call in a response cut off by the output token limit (SPEC §5.7).
+/// A call in a response cut off by the output token limit: it never runs, because its
+/// arguments may be cut off too and still validate.
 pub(crate) fn truncated(tool: &str) -> String {
     format!(
         "Tool call \"{tool}\" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments."

@@ -1,28 +1,29 @@
 //! `Agent`: a cheap, cloneable handle that runs prompts through the loop, keeps the
-//! transcript and state, and delivers events (SPEC §5.13).
+//! transcript and state, and delivers events.
 
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 
-use tokio::sync::watch;
+use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::AgentEvent;
 use super::builder::AgentBuilder;
-use super::call::{self, CallScope, Preflight};
-use super::config::Shared;
+use super::config::{AgentDefinition, Opening, Shared};
+use super::dispatch::{Dispatcher, RunLimits};
 use super::error::AgentError;
-use super::run::{self, RunInput};
-use super::sink::{EventStream, SubscriptionId};
-use super::state::AgentState;
+use super::hooks::Hooks;
+use super::outcome::{RunEnd, RunOutcome};
+use super::run;
+use super::run_state::{RunState, StateLimits, deadline_after, instant_at};
+use super::sink::{EventStream, Listener, SubscriptionId};
+use super::state::{AgentState, Inner as StateInner};
 use super::telemetry;
-use crate::message::{
-    AssistantMessage, ContentBlock, Message, ToolCall, UserContent, UserMessage, now_ms,
-};
+use crate::message::{ContentBlock, Message, ToolCall, UserContent, UserMessage, now_ms};
 use crate::stream::{LanguageModel, ThinkingLevel};
-use crate::tool::{RegistryError, ToolRegistry, ToolResult};
+use crate::tool::{RegistryError, ToolRegistry, ToolResult, ToolSet};
 
 /// What [`Agent::prompt`] accepts: text, a user message, any message, or several.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,31 +101,29 @@ impl From<Vec<Message>> for Prompt {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Agent {
-    inner: Arc<Inner>,
+    shared: Arc<Shared>,
 }
 
-#[derive(Debug)]
-struct Inner {
-    shared: Shared,
-    busy: watch::Sender<bool>,
-}
-
-/// Marks the agent idle when a run ends, even if its future was dropped half-way; then it
-/// also cancels the run's signal, so that tasks the tools started see the run is over.
-struct RunGuard<'a>(&'a Inner);
+/// Frees the run slot when a run ends, even if its future was dropped half-way; that also
+/// cancels the run's signal, so that tasks the tools started see the run is over.
+struct RunGuard<'a>(&'a Shared);
 
 impl Drop for RunGuard<'_> {
     fn drop(&mut self) {
-        {
-            let mut state = self.0.shared.bus.state();
-            if let Some(signal) = state.run_signal.take() {
-                signal.cancel();
-            }
-            state.view.is_streaming = false;
-            state.view.streaming_message = None;
-            state.view.pending_tool_calls.clear();
+        let mut state = self.0.bus.state();
+        state.slot.release();
+        state.view.streaming_message = None;
+        state.view.pending_tool_calls.clear();
+    }
+}
+
+impl AgentDefinition {
+    /// Start a conversation of this definition: its own transcript, queues, state, events
+    /// and run slot, sharing the model, tools, hooks and settings.
+    pub fn conversation(&self) -> Agent {
+        Agent {
+            shared: Arc::new(Shared::new(self)),
         }
-        self.0.busy.send_replace(false);
     }
 }
 
@@ -134,35 +133,34 @@ impl Agent {
         AgentBuilder::default()
     }
 
-    pub(crate) fn from_shared(shared: Shared) -> Self {
-        Agent {
-            inner: Arc::new(Inner {
-                shared,
-                busy: watch::Sender::new(false),
+    /// This conversation's definition as it stands (with the changes made through this
+    /// handle): start more conversations from it.
+    pub fn definition(&self) -> AgentDefinition {
+        let state = self.shared.bus.state();
+        AgentDefinition {
+            config: self.shared.config(),
+            opening: Arc::new(Opening {
+                messages: Vec::new(),
+                steering_mode: state.steering_mode,
+                follow_up_mode: state.follow_up_mode,
             }),
         }
     }
 
     /// Add the prompt to the transcript and run until the model is done. Returns the
-    /// messages the run added (the prompt first). Failures inside the run (a failed
-    /// request, a failing tool) are in those messages, not an `Err`.
+    /// messages the run added (the prompt first) and how the run ended
+    /// ([`RunOutcome::end`]): completed, terminated by a tool, a turn or time limit, an abort,
+    /// or a model error with the provider's text. Failures inside the run (a failed request,
+    /// a failing tool) are in the outcome, not an `Err`.
     ///
     /// # Errors
     /// A run is already in progress.
-    pub async fn prompt(&self, prompt: impl Into<Prompt>) -> Result<Vec<Message>, AgentError> {
+    pub async fn prompt(&self, prompt: impl Into<Prompt>) -> Result<RunOutcome, AgentError> {
         let Prompt(prompts) = prompt.into();
-        let (signal, messages) = self.start(AgentError::BusyPrompting)?;
-        Ok(self
-            .drive(
-                signal,
-                RunInput {
-                    messages,
-                    prompts,
-                    skip_initial_steering: false,
-                    deadline: None,
-                },
-            )
-            .await)
+        let (limits, state) = self.start(AgentError::BusyPrompting, |_, messages| {
+            Ok((messages, prompts, false))
+        })?;
+        Ok(self.drive(limits, state).await)
     }
 
     /// Run again from the current transcript (pi's `continue()`): after a tool result or a
@@ -171,126 +169,149 @@ impl Agent {
     ///
     /// # Errors
     /// A run is in progress, the transcript is empty, or it ends with an assistant message
-    /// and nothing is queued.
-    pub async fn continue_run(&self) -> Result<Vec<Message>, AgentError> {
-        let (signal, messages) = self.start(AgentError::BusyContinuing)?;
-        let input = {
-            let mut state = self.inner.shared.bus.state();
-            match messages.last() {
-                None => Err(AgentError::NoMessages),
-                Some(Message::Assistant(_)) => {
-                    let steering = state.poll_steering();
-                    let (prompts, skip) = if steering.is_empty() {
-                        (state.poll_follow_ups(), false)
-                    } else {
-                        (steering, true)
-                    };
-                    if prompts.is_empty() {
-                        Err(AgentError::CannotContinueFrom("assistant"))
-                    } else {
-                        Ok(RunInput {
-                            messages,
-                            prompts,
-                            skip_initial_steering: skip,
-                            deadline: None,
-                        })
+    /// and nothing is queued. A refused call changes nothing.
+    pub async fn continue_run(&self) -> Result<RunOutcome, AgentError> {
+        let (limits, state) =
+            self.start(
+                AgentError::BusyContinuing,
+                |state, messages| match messages.last() {
+                    None => Err(AgentError::NoMessages),
+                    Some(Message::Assistant(_)) => {
+                        let steering = state.poll_steering();
+                        let (prompts, skip) = if steering.is_empty() {
+                            (state.poll_follow_ups(), false)
+                        } else {
+                            (steering, true)
+                        };
+                        if prompts.is_empty() {
+                            Err(AgentError::CannotContinueFrom("assistant"))
+                        } else {
+                            Ok((messages, prompts, skip))
+                        }
                     }
-                }
-                Some(_) => Ok(RunInput {
-                    messages,
-                    prompts: Vec::new(),
-                    skip_initial_steering: false,
-                    deadline: None,
-                }),
-            }
-        };
-        match input {
-            Ok(input) => Ok(self.drive(signal, input).await),
-            Err(error) => {
-                drop(RunGuard(&self.inner));
-                Err(error)
-            }
-        }
+                    Some(_) => Ok((messages, Vec::new(), false)),
+                },
+            )?;
+        Ok(self.drive(limits, state).await)
     }
 
     /// Cancel the current run: running tools see the signal, the next model request is not
     /// made, and the run ends with an `aborted` response. Does nothing while idle.
     pub fn abort(&self) {
-        if let Some(signal) = &self.inner.shared.bus.state().run_signal {
-            signal.cancel();
+        if let Some(run) = self.shared.bus.state().slot.current() {
+            run.signal.cancel();
         }
     }
 
     /// Queue a message for the next drain point of the current run (after the current
     /// turn's tools ran).
     pub fn steer(&self, message: impl Into<Message>) {
-        self.inner
-            .shared
-            .bus
-            .state()
-            .steering
-            .push_back(message.into());
+        self.shared.bus.state().steering.push_back(message.into());
     }
 
     /// Queue a message for when the agent would otherwise stop.
     pub fn follow_up(&self, message: impl Into<Message>) {
-        self.inner
-            .shared
-            .bus
-            .state()
-            .follow_ups
-            .push_back(message.into());
+        self.shared.bus.state().follow_ups.push_back(message.into());
     }
 
-    /// Call `listener` for every event, in order; each call's future is awaited before the
-    /// run goes on (so a listener may apply back-pressure). The listener gets the event by
-    /// reference: copy what the returned future needs.
+    /// Call `listener` for every event, in order, before the run goes on. For listeners that
+    /// print, log or collect; see [`subscribe`](Self::subscribe) for one that awaits.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// use pi_runtime::agent::{Agent, AgentEvent};
+    /// use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let agent = Agent::builder().model(FauxModel::new().respond(FauxResponse::text("hi"))).build()?;
+    /// let kinds = Arc::new(Mutex::new(Vec::new()));
+    /// let seen = Arc::clone(&kinds);
+    /// agent.on_event(move |event: &AgentEvent| {
+    ///     if !matches!(event, AgentEvent::MessageUpdate { .. }) {
+    ///         seen.lock().unwrap().push(serde_json::to_value(event).unwrap()["type"].clone());
+    ///     }
+    /// });
+    /// agent.prompt("hello").await?;
+    /// let kinds = kinds.lock().unwrap();
+    /// assert_eq!((kinds.len(), &kinds[0], &kinds[7]), (8, &"agent_start".into(), &"agent_end".into()));
+    /// # Ok(()) }
+    /// ```
+    pub fn on_event<F>(&self, listener: F) -> SubscriptionId
+    where
+        F: Fn(&AgentEvent) + Send + Sync + 'static,
+    {
+        self.shared
+            .bus
+            .subscribe(Listener::Sync(Arc::new(listener)))
+    }
+
+    /// Call `listener` for every event, in order, and await each call's future before the
+    /// run goes on (so a listener may apply back-pressure). The event is shared, so the
+    /// obvious closure works:
+    ///
+    /// ```
+    /// use pi_runtime::agent::Agent;
+    /// use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let agent = Agent::builder().model(FauxModel::new().respond(FauxResponse::text("hi"))).build()?;
+    /// agent.subscribe(|event| async move {
+    ///     tokio::task::yield_now().await; // a slow consumer: the run waits for it
+    ///     println!("{}", serde_json::to_string(&*event).unwrap_or_default());
+    /// });
+    /// agent.prompt("hello").await?;
+    /// # Ok(()) }
+    /// ```
     pub fn subscribe<F, Fut>(&self, listener: F) -> SubscriptionId
     where
-        F: Fn(&AgentEvent) -> Fut + Send + Sync + 'static,
+        F: Fn(Arc<AgentEvent>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.inner
-            .shared
+        let listener = move |event| -> BoxFuture<'static, ()> { Box::pin(listener(event)) };
+        self.shared
             .bus
-            .subscribe(Arc::new(move |event| Box::pin(listener(event))))
+            .subscribe(Listener::Async(Arc::new(listener)))
     }
 
     /// Remove a subscription; `false` if it was already gone.
     pub fn unsubscribe(&self, id: SubscriptionId) -> bool {
-        self.inner.shared.bus.unsubscribe(id)
+        self.shared.bus.unsubscribe(id)
     }
 
     /// Every event from now on, as a stream. The run never waits for it; a reader that
     /// falls far behind misses only `message_update` events, whose changes the next one's
     /// live message shows (see [`EventStream`]).
     pub fn events(&self) -> EventStream {
-        self.inner.shared.bus.stream()
+        self.shared.bus.stream()
     }
 
     /// A snapshot of the state.
     pub fn state(&self) -> AgentState {
-        self.inner.shared.bus.state().view.clone()
+        let state = self.shared.bus.state();
+        let mut view = state.view.clone();
+        view.is_streaming = state.slot.is_busy();
+        view
     }
 
     /// The transcript.
     pub fn messages(&self) -> Vec<Message> {
-        self.inner.shared.bus.state().view.messages.clone()
+        self.shared.bus.state().view.messages.clone()
     }
 
     /// Replace the transcript (takes effect at the next run).
     pub fn set_messages(&self, messages: Vec<Message>) {
-        self.inner.shared.bus.state().view.messages = messages;
+        self.shared.bus.state().view.messages = messages;
     }
 
     /// The `error_message` of the last failed turn.
     pub fn error_message(&self) -> Option<String> {
-        self.inner.shared.bus.state().view.error_message.clone()
+        self.shared.bus.state().view.error_message.clone()
     }
 
     /// A run is in progress.
     pub fn is_streaming(&self) -> bool {
-        self.inner.shared.bus.state().view.is_streaming
+        self.shared.bus.state().slot.is_busy()
     }
 
     /// Clear the transcript, the queues and the last error.
@@ -298,8 +319,8 @@ impl Agent {
     /// # Errors
     /// A run is in progress.
     pub fn reset(&self) -> Result<(), AgentError> {
-        let mut state = self.inner.shared.bus.state();
-        if state.run_signal.is_some() {
+        let mut state = self.shared.bus.state();
+        if state.slot.is_busy() {
             return Err(AgentError::BusyResetting);
         }
         state.view = AgentState::default();
@@ -311,22 +332,18 @@ impl Agent {
     /// Change the system prompt (from the next request on).
     pub fn set_system_prompt(&self, prompt: impl Into<String>) {
         let prompt = prompt.into();
-        self.inner
-            .shared
+        self.shared
             .update_config(|config| config.system_prompt = prompt);
     }
 
     /// Change the model (from the next request on).
     pub fn set_model(&self, model: Arc<dyn LanguageModel>) {
-        self.inner
-            .shared
-            .update_config(|config| config.model = model);
+        self.shared.update_config(|config| config.model = model);
     }
 
     /// Change the thinking level (from the next request on).
     pub fn set_thinking_level(&self, level: ThinkingLevel) {
-        self.inner
-            .shared
+        self.shared
             .update_config(|config| config.thinking_level = level);
     }
 
@@ -336,90 +353,193 @@ impl Agent {
     /// A name that is not registered.
     pub fn set_active_tools<S: AsRef<str>>(&self, names: &[S]) -> Result<(), RegistryError> {
         // A copy: a running turn may still hold the current registry.
-        let mut tools = ToolRegistry::clone(&self.inner.shared.config().tools);
+        let mut tools = ToolRegistry::clone(self.shared.config().tools.registry());
         tools.set_active(names)?;
-        self.inner
-            .shared
-            .update_config(|config| config.tools = Arc::new(tools));
+        self.shared.update_config(|config| config.set_tools(tools));
         Ok(())
+    }
+
+    /// Register more tools, active, from the next request on (a running turn keeps the
+    /// tools it started with).
+    ///
+    /// # Errors
+    /// A name already registered, or a schema that does not compile; then nothing changes.
+    pub fn register_tools(&self, tools: impl ToolSet) -> Result<(), RegistryError> {
+        // A copy: a running turn may still hold the current registry.
+        let mut registry = ToolRegistry::clone(self.shared.config().tools.registry());
+        registry.register_all(tools)?;
+        self.shared
+            .update_config(|config| config.set_tools(registry));
+        Ok(())
+    }
+
+    /// Unregister the tool named `name` from the next request on; `false` if there is none.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        let mut registry = ToolRegistry::clone(self.shared.config().tools.registry());
+        let removed = registry.remove(name).is_some();
+        if removed {
+            self.shared
+                .update_config(|config| config.set_tools(registry));
+        }
+        removed
+    }
+
+    /// The agent's hooks, to give to another dispatcher of its tools, such as an
+    /// [`McpServer`](crate::mcp::McpServer) (`with_hooks`).
+    pub fn hooks(&self) -> Hooks {
+        Hooks::clone(&self.shared.config().hooks)
     }
 
     /// Wait until no run is in progress (returns at once when idle).
     pub async fn wait_for_idle(&self) {
-        let mut busy = self.inner.busy.subscribe();
+        let mut busy = self.shared.bus.state().slot.watch();
         // `wait_for` only fails when the sender is gone, and `self` keeps it alive.
         let _ = busy.wait_for(|busy| !*busy).await;
     }
 
-    /// Run one call outside the loop with the agent's tools and hooks (SPEC §3.8): the same
-    /// prepare → execute → finalize path, no events, no messages, never failing. Tools that
-    /// call other tools use it so that hooks (permissions) apply.
+    /// Run one call outside the loop with the agent's tools and hooks, like pi's
+    /// `runToolCall`: the same prepare → execute → finalize path, under the running run's
+    /// signal and time limit if there is one; no events, no messages, never failing. Tools
+    /// that call other tools use it so that hooks (permissions) apply.
     pub async fn run_tool_call(&self, call: ToolCall) -> ToolResult {
-        let config = self.inner.shared.config();
-        let signal = self
-            .inner
-            .shared
-            .bus
-            .state()
-            .run_signal
-            .clone()
-            .unwrap_or_default();
-        let mut assistant = AssistantMessage::empty(
-            config.model.api(),
-            config.model.provider(),
-            config.model.id(),
-        );
-        assistant.content.push(ContentBlock::ToolCall(call.clone()));
-        let scope = CallScope {
-            hooks: Arc::clone(&config.hooks),
-            assistant: Arc::new(assistant),
-            messages: Arc::from(self.messages()),
-            signal,
-            deadline: None,
-            capture_content: config.capture_content,
+        let config = self.shared.config();
+        let (limits, messages) = {
+            let state = self.shared.bus.state();
+            let limits = state.slot.current().cloned().unwrap_or_default();
+            (limits, state.view.messages.clone())
         };
-        match call::prepare(&call, &config.tools, &scope).await {
-            Preflight::Immediate(outcome) => outcome.result,
-            Preflight::Ready(ready) => {
-                call::execute(ready, &call, &scope, |_| std::future::ready(()))
-                    .await
-                    .result
-            }
-        }
+        let dispatcher = Dispatcher::new(
+            Arc::clone(&config.tools),
+            Arc::clone(&config.hooks),
+            config.execution,
+            Arc::new(limits),
+            config.capture_content,
+        );
+        let messages = dispatcher.hook_transcript(&messages);
+        dispatcher
+            .call(&call, messages, None, |_| std::future::ready(()))
+            .await
     }
 
-    /// Claim the agent for a run: its signal and the transcript to start from.
-    fn start(&self, busy: AgentError) -> Result<(CancellationToken, Vec<Message>), AgentError> {
-        let mut state = self.inner.shared.bus.state();
-        if state.run_signal.is_some() {
+    /// Claim the run slot for a run over the transcript, as `input` decides from it (under
+    /// the same lock, so a refused start changes nothing).
+    fn start(
+        &self,
+        busy: AgentError,
+        input: impl FnOnce(
+            &mut StateInner,
+            Vec<Message>,
+        ) -> Result<(Vec<Message>, Vec<Message>, bool), AgentError>,
+    ) -> Result<(RunLimits, RunState), AgentError> {
+        let config = self.shared.config();
+        let time_limit = config.time_limit;
+        let mut state = self.shared.bus.state();
+        if state.slot.is_busy() {
             return Err(busy);
         }
-        let signal = CancellationToken::new();
-        state.run_signal = Some(signal.clone());
-        state.view.is_streaming = true;
+        let transcript = state.view.messages.clone();
+        let (messages, prompts, skip_initial_steering) = input(&mut state, transcript)?;
+        let limits = RunLimits {
+            signal: CancellationToken::new(),
+            deadline: time_limit.map(|limit| tokio::time::Instant::now() + limit),
+        };
+        state.slot.claim(limits.clone());
         state.view.error_message = None;
-        self.inner.busy.send_replace(true);
-        Ok((signal, state.view.messages.clone()))
+        let limits_of_state = StateLimits {
+            max_turns: config.max_turns,
+            deadline_ms: time_limit.map(deadline_after),
+        };
+        let run = RunState::new(messages, prompts, skip_initial_steering, limits_of_state);
+        Ok((limits, run))
     }
 
-    /// Run the loop under the time limit, in the run's span; the agent is idle again when
-    /// this returns or is dropped.
-    async fn drive(&self, signal: CancellationToken, mut input: RunInput) -> Vec<Message> {
-        let _guard = RunGuard(&self.inner);
-        let shared = &self.inner.shared;
-        let config = shared.config();
-        let deadline = config
-            .time_limit
-            .map(|limit| tokio::time::Instant::now() + limit);
-        input.deadline = deadline;
-        let span = telemetry::run_span(&*config.model);
-        let mut run = pin!(run::run(shared, signal.clone(), input).instrument(span));
-        if let Some(deadline) = deadline {
-            tokio::select! {
-                messages = &mut run => return messages,
-                () = tokio::time::sleep_until(deadline) => signal.cancel(),
+    /// Drive a [`RunState`] (saved by this process or another, serialized with serde) to its
+    /// end with this conversation's model, tools and hooks, exactly as the run it was taken
+    /// from would have gone on. The transcript becomes the state's; the time limit is the
+    /// absolute one the state carries.
+    ///
+    /// # Errors
+    /// A run is in progress here, or the state has an unsupported version.
+    pub async fn resume(&self, state: RunState) -> Result<RunOutcome, AgentError> {
+        state
+            .check_version()
+            .map_err(|error| AgentError::UnsupportedState(error.to_string()))?;
+        let limits = {
+            let mut slot = self.shared.bus.state();
+            if slot.slot.is_busy() {
+                return Err(AgentError::BusyContinuing);
             }
+            let limits = RunLimits {
+                signal: CancellationToken::new(),
+                deadline: state.deadline_ms().map(instant_at),
+            };
+            slot.slot.claim(limits.clone());
+            slot.view.messages = state.transcript().to_vec();
+            limits
+        };
+        Ok(self.drive(limits, state).await)
+    }
+
+    /// Run until `pause` holds between two steps, and return the state there (the run slot
+    /// is free again); `None` if the run ended first.
+    #[cfg(test)]
+    pub(crate) async fn run_until(
+        &self,
+        prompt: impl Into<Prompt>,
+        pause: &(dyn Fn(&RunState) -> bool + Sync),
+    ) -> Option<RunState> {
+        let Prompt(prompts) = prompt.into();
+        let (limits, mut state) = self
+            .start(AgentError::BusyPrompting, |_, messages| {
+                Ok((messages, prompts, false))
+            })
+            .ok()?;
+        let _guard = RunGuard(&self.shared);
+        match run::run(&self.shared, limits, &mut state, Some(pause)).await {
+            Some(_) => None,
+            None => Some(state),
         }
-        run.await
+    }
+
+    /// Run the loop under the time limit, in the run's span; the slot is free again when
+    /// this returns or is dropped.
+    async fn drive(&self, limits: RunLimits, mut state: RunState) -> RunOutcome {
+        let shared = &*self.shared;
+        let _guard = RunGuard(shared);
+        let config = shared.config();
+        let span = telemetry::run_span(&*config.model);
+        let signal = limits.signal.clone();
+        let deadline = limits.deadline;
+        let mut timed_out = false;
+        let messages = {
+            let mut run = pin!(run::run(shared, limits, &mut state, None).instrument(span));
+            let messages = match deadline {
+                Some(deadline) => {
+                    tokio::select! {
+                        messages = &mut run => messages,
+                        () = tokio::time::sleep_until(deadline) => {
+                            timed_out = true;
+                            signal.cancel();
+                            run.await
+                        }
+                    }
+                }
+                None => run.await,
+            };
+            // Without a pause the run always ends.
+            messages.unwrap_or_default()
+        };
+        let end = match state.end() {
+            Some(RunEnd::Aborted) | None if timed_out => RunEnd::TimeLimit {
+                limit: config.time_limit.unwrap_or_default(),
+            },
+            Some(end) => end.clone(),
+            None => RunEnd::Aborted,
+        };
+        RunOutcome {
+            messages,
+            turns: state.turns(),
+            end,
+        }
     }
 }

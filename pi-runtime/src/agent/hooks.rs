@@ -1,6 +1,5 @@
-//! Hooks: what an application may decide around each tool call and each turn (SPEC §3.2,
-//! §3.5, §5.10). Every hook is an async closure; a failing or panicking hook never ends the
-//! run.
+//! Hooks: what an application may decide around each tool call and each turn. Every hook
+//! is an async closure; a failing or panicking hook never ends the run.
 
 use std::fmt;
 use std::future::Future;
@@ -11,15 +10,16 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::message::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage, Usage};
-use crate::stream::{Context, LanguageModel, ThinkingLevel};
+use crate::stream::{Context, LanguageModel, ThinkingLevel, ToolChoice};
 use crate::tool::{ToolError, ToolResult};
 
 /// What `before_tool_call` sees: a call whose arguments passed validation.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct BeforeToolCall {
-    /// The assistant message the call belongs to.
-    pub assistant_message: Arc<AssistantMessage>,
+    /// The assistant message the call belongs to; `None` for a call made outside the loop
+    /// ([`Agent::run_tool_call`](super::Agent::run_tool_call), an MCP client's call).
+    pub assistant_message: Option<Arc<AssistantMessage>>,
     /// The call as the model sent it (raw arguments).
     pub tool_call: ToolCall,
     /// The validated, coerced arguments the tool would receive.
@@ -37,13 +37,14 @@ pub enum ToolCallDecision {
     /// Run the call with the validated arguments.
     #[default]
     Allow,
-    /// Run the call with these arguments instead. They are not validated again (SPEC §3.2).
+    /// Run the call with these arguments instead. They are not validated again (as in pi).
     Replace(Value),
     /// Do not run the call; the model sees an error result.
     Block {
         /// The text the model sees; `None` or empty: `Tool execution was blocked`.
         reason: Option<String>,
-        /// Mark the error result with `terminate` (SPEC §5.6).
+        /// Mark the error result with `terminate`: the run stops after this batch if every
+        /// result of the batch agrees.
         terminate: bool,
     },
 }
@@ -70,8 +71,9 @@ impl ToolCallDecision {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct AfterToolCall {
-    /// The assistant message the call belongs to.
-    pub assistant_message: Arc<AssistantMessage>,
+    /// The assistant message the call belongs to; `None` for a call made outside the loop
+    /// ([`Agent::run_tool_call`](super::Agent::run_tool_call), an MCP client's call).
+    pub assistant_message: Option<Arc<AssistantMessage>>,
     /// The call as the model sent it (raw arguments).
     pub tool_call: ToolCall,
     /// The arguments the tool received.
@@ -84,7 +86,7 @@ pub struct AfterToolCall {
     pub signal: CancellationToken,
 }
 
-/// Field-by-field changes to a result (SPEC §3.5): each `Some` replaces the field as a
+/// Field-by-field changes to a result: each `Some` replaces the field as a
 /// whole; `None` keeps it.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
@@ -104,6 +106,62 @@ pub struct ToolResultPatch {
 }
 
 impl ToolResultPatch {
+    /// A patch that changes nothing; set the fields to replace with the methods below.
+    ///
+    /// ```
+    /// use pi_runtime::agent::ToolResultPatch;
+    /// use pi_runtime::{ContentBlock, ToolResult};
+    ///
+    /// let mut result = ToolResult::text("secret: 42");
+    /// ToolResultPatch::new().content(vec![ContentBlock::text("[redacted]")]).apply(&mut result);
+    /// assert_eq!(result.text_content(), "[redacted]");
+    /// ```
+    pub fn new() -> Self {
+        ToolResultPatch::default()
+    }
+
+    /// Replace the content.
+    #[must_use]
+    pub fn content(mut self, content: Vec<ContentBlock>) -> Self {
+        self.content = Some(content);
+        self
+    }
+
+    /// Replace `details`.
+    #[must_use]
+    pub fn details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// Replace `structured_content`.
+    #[must_use]
+    pub fn structured_content(mut self, structured_content: Value) -> Self {
+        self.structured_content = Some(structured_content);
+        self
+    }
+
+    /// Replace `usage`.
+    #[must_use]
+    pub fn usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// Replace `terminate`.
+    #[must_use]
+    pub fn terminate(mut self, terminate: bool) -> Self {
+        self.terminate = Some(terminate);
+        self
+    }
+
+    /// Replace `is_error`.
+    #[must_use]
+    pub fn is_error(mut self, is_error: bool) -> Self {
+        self.is_error = Some(is_error);
+        self
+    }
+
     /// Apply the patch.
     pub fn apply(self, result: &mut ToolResult) {
         if let Some(content) = self.content {
@@ -140,11 +198,14 @@ pub struct FinishedTurn {
     pub tool_results: Vec<Arc<ToolResultMessage>>,
     /// How many messages the run has added so far.
     pub new_messages: usize,
+    /// This turn's number in the run, from 1 (count turns with it, not with a counter that
+    /// outlives the run).
+    pub turn: usize,
     /// The run's cancellation signal.
     pub signal: CancellationToken,
 }
 
-/// The answer of `finish_turn` (SPEC §5.10).
+/// The answer of `finish_turn`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum TurnControl {
@@ -157,7 +218,7 @@ pub enum TurnControl {
     Continue,
 }
 
-/// What `prepare_request` may change right before a model request (SPEC §5.10). Changes to
+/// What `prepare_request` may change right before a model request. Changes to
 /// the model and the thinking level stay for the rest of the run.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -168,6 +229,10 @@ pub struct RequestPlan {
     pub model: Arc<dyn LanguageModel>,
     /// The reasoning level.
     pub thinking_level: ThinkingLevel,
+    /// Which tool the model must call, for this request only (`None`: the provider's
+    /// default, which lets the model choose). Each wire API writes it in its own format; a
+    /// choice naming a tool the request does not offer is an error on every provider.
+    pub tool_choice: Option<ToolChoice>,
 }
 
 pub(crate) type BeforeHook = Arc<
@@ -181,9 +246,21 @@ pub(crate) type FinishTurnHook =
 pub(crate) type PrepareRequestHook =
     Arc<dyn Fn(RequestPlan) -> BoxFuture<'static, RequestPlan> + Send + Sync>;
 
-/// The hooks of a run.
+/// The hooks of a run: what an application decides around each call and each turn. An
+/// [`AgentBuilder`](super::AgentBuilder) sets them one by one; an
+/// [`McpServer`](crate::mcp::McpServer) takes the tool hooks of an agent
+/// ([`Agent::hooks`](super::Agent::hooks)) or its own.
+///
+/// ```
+/// use pi_runtime::agent::{Hooks, ToolCallDecision};
+///
+/// let hooks = Hooks::new().before_tool_call(|call| async move {
+///     Ok(if call.tool_call.name == "bash" { ToolCallDecision::block("no shell") } else { ToolCallDecision::Allow })
+/// });
+/// assert!(format!("{hooks:?}").contains("before_tool_call: true"));
+/// ```
 #[derive(Clone, Default)]
-pub(crate) struct Hooks {
+pub struct Hooks {
     pub(crate) before_tool_call: Option<BeforeHook>,
     pub(crate) after_tool_call: Option<AfterHook>,
     pub(crate) finish_turn: Option<FinishTurnHook>,
@@ -191,6 +268,57 @@ pub(crate) struct Hooks {
 }
 
 impl Hooks {
+    /// No hooks.
+    pub fn new() -> Self {
+        Hooks::default()
+    }
+
+    /// Decide about each call whose arguments passed validation: allow it, replace its
+    /// arguments, or block it. An `Err` or a panic becomes the call's error.
+    #[must_use]
+    pub fn before_tool_call<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(BeforeToolCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ToolCallDecision, ToolError>> + Send + 'static,
+    {
+        self.before_tool_call = Some(boxed_before(hook));
+        self
+    }
+
+    /// Patch each executed call's result. An `Err` or a panic replaces the
+    /// result with an error result.
+    #[must_use]
+    pub fn after_tool_call<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(AfterToolCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ToolResultPatch, ToolError>> + Send + 'static,
+    {
+        self.after_tool_call = Some(boxed_after(hook));
+        self
+    }
+
+    /// Called after every turn, before its `turn_end`. A panic ends the run.
+    #[must_use]
+    pub fn finish_turn<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(FinishedTurn) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = TurnControl> + Send + 'static,
+    {
+        self.finish_turn = Some(boxed_finish_turn(hook));
+        self
+    }
+
+    /// Change the context, the model or the thinking level right before each request.
+    #[must_use]
+    pub fn prepare_request<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(RequestPlan) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = RequestPlan> + Send + 'static,
+    {
+        self.prepare_request = Some(boxed_prepare_request(hook));
+        self
+    }
+
     /// Tool hooks see the transcript, so it is only snapshotted when one is set.
     pub(crate) fn wants_transcript(&self) -> bool {
         self.before_tool_call.is_some() || self.after_tool_call.is_some()

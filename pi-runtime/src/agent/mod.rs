@@ -1,4 +1,4 @@
-//! The agent loop (SPEC §5), the [`Agent`] and its builder, agent events and hooks.
+//! The agent loop, the [`Agent`] and its builder, agent events and hooks.
 //!
 //! A run streams a model response, runs its batch of tool calls (sequentially or in
 //! parallel), appends the results and asks the model again, until a response has no calls,
@@ -9,10 +9,9 @@
 //! Hooks are async closures. A permission check, a turn limit and a time limit:
 //!
 //! ```
-//! use std::sync::atomic::{AtomicUsize, Ordering};
 //! use std::time::Duration;
 //!
-//! use pi_runtime::agent::{Agent, ToolCallDecision, TurnControl};
+//! use pi_runtime::agent::{Agent, RunEnd, ToolCallDecision};
 //! use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 //! use pi_runtime::{FnTool, Message, ToolResult};
 //! use serde_json::json;
@@ -22,7 +21,6 @@
 //!     Ok(ToolResult::text("ran"))
 //! });
 //! let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "bash", json!({"cmd": "rm -rf /"})));
-//! let turns = AtomicUsize::new(0);
 //! let agent = Agent::builder()
 //!     .model(model)
 //!     .tools(bash)
@@ -30,44 +28,64 @@
 //!         let dangerous = call.args["cmd"].as_str().is_some_and(|cmd| cmd.starts_with("rm"));
 //!         Ok(if dangerous { ToolCallDecision::block("Deleting files is not allowed") } else { ToolCallDecision::Allow })
 //!     })
-//!     .finish_turn(move |_| {
-//!         let done = turns.fetch_add(1, Ordering::Relaxed) + 1;
-//!         std::future::ready(if done >= 4 { TurnControl::End } else { TurnControl::Proceed })
-//!     })
+//!     .max_turns(4)
 //!     .time_limit(Duration::from_secs(30))
 //!     .build()?;
 //!
-//! let messages = agent.prompt("Clean up.").await?;
-//! let Message::ToolResult(result) = &messages[2] else { unreachable!() };
+//! let run = agent.prompt("Clean up.").await?;
+//! let Message::ToolResult(result) = &run[2] else { unreachable!() };
 //! assert_eq!((result.is_error, result.text()), (true, "Deleting files is not allowed".to_owned()));
+//! assert_eq!(run.end, RunEnd::Completed);
 //! # Ok(()) }
 //! ```
+//!
+//! ## How a run ends
+//!
+//! `prompt()` and `continue_run()` return a [`RunOutcome`]: the messages the run added (it
+//! reads as their slice), the number of model requests, and a [`RunEnd`]:
+//!
+//! | `RunEnd` | when |
+//! |---|---|
+//! | `Completed` | the model answered without calling a tool, and nothing was queued |
+//! | `Terminated` | every result of the last batch asked to stop (`terminate`) |
+//! | `EndedByHook` | a `finish_turn` hook answered `TurnControl::End` |
+//! | `TurnLimit` | [`max_turns`](AgentBuilder::max_turns) requests were made and the run wanted another |
+//! | `TimeLimit` | the [`time_limit`](AgentBuilder::time_limit) aborted the run |
+//! | `Aborted` | [`Agent::abort`] |
+//! | `ModelError` | a request failed; it carries the provider's text |
+//!
+//! Only `Err` is a run that could not start (another is in progress, nothing to continue).
 
-mod batch;
 mod builder;
-pub(crate) mod call;
 mod config;
+pub(crate) mod dispatch;
 mod error;
 mod events;
-mod failure;
+pub(crate) mod failure;
 mod handle;
 pub(crate) mod hooks;
+mod outcome;
 mod run;
+mod run_state;
 mod sink;
 mod state;
 mod telemetry;
+pub(crate) mod turn_tools;
 
 pub mod extract;
 
 pub use builder::AgentBuilder;
-pub use call::validate_tool_call;
+pub use config::AgentDefinition;
+pub use dispatch::validate_tool_call;
 pub use error::{AgentError, BuildError};
 pub use events::AgentEvent;
 pub use extract::{ExtractBuilder, ExtractError, ExtractOptions, Extracted, Extractor};
 pub use handle::{Agent, Prompt};
 pub use hooks::{
-    AfterToolCall, BeforeToolCall, FinishedTurn, RequestPlan, ToolCallDecision, ToolResultPatch,
-    TurnControl,
+    AfterToolCall, BeforeToolCall, FinishedTurn, Hooks, RequestPlan, ToolCallDecision,
+    ToolResultPatch, TurnControl,
 };
+pub use outcome::{RunEnd, RunOutcome};
+pub use run_state::{RUN_STATE_VERSION, RunState, UnsupportedRunState};
 pub use sink::{EVENT_STREAM_BACKLOG, EventStream, SubscriptionId};
 pub use state::{AgentState, QueueMode};

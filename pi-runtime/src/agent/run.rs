@@ -1,179 +1,123 @@
-//! The run loop (SPEC §5.1): turns of "stream a response, run its batch" until nothing asks
-//! for another request, with steering and follow-up queues and the per-turn hooks.
+//! The in-memory driver of a run: it performs each [`Effect`] the [`RunState`] asks for
+//! (events, queues, model requests, batches, the turn hook) until the run is done.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
-use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::AgentEvent;
-use super::batch::run_batch;
-use super::call::{CallScope, guarded, panic_message};
 use super::config::{Config, Shared};
+use super::dispatch::{Dispatcher, RunLimits, guarded, panic_message};
+use super::failure::REQUEST_ABORTED;
 use super::hooks::{FinishedTurn, RequestPlan, TurnControl};
+use super::run_state::{Effect, RunState};
 use super::telemetry;
-use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, ToolResultMessage};
+use super::turn_tools::TurnTools;
+use crate::message::{AssistantMessage, ContentBlock, Message, StopReason};
 use crate::stream::{
-    AssistantMessageEvent, Context, LanguageModel, LiveMessage, StreamOptions, ThinkingLevel,
+    AssistantEventStream, AssistantMessageEvent, Context, LanguageModel, LiveMessage,
+    StreamOptions, ThinkingLevel,
 };
 
-/// The text of the response the loop makes up when the signal fired before a request
-/// (SPEC §11.3.5), as providers word it.
-const REQUEST_ABORTED: &str = "Request was aborted";
-
-/// Where a run starts.
-pub(crate) struct RunInput {
-    /// The transcript so far.
-    pub(crate) messages: Vec<Message>,
-    /// New messages to add first (empty for a continue-run).
-    pub(crate) prompts: Vec<Message>,
-    /// The caller already took the first messages from the steering queue.
-    pub(crate) skip_initial_steering: bool,
-    /// When the time limit cancels the run, if it has one.
-    pub(crate) deadline: Option<Instant>,
-}
-
-/// Run the loop to its end and return the messages it added.
+/// Drive `state` to its end and return the messages the run added; or, when `pause` says
+/// so between two effects, stop there and return `None` (the state then serializes).
 pub(crate) async fn run(
     shared: &Shared,
-    signal: CancellationToken,
-    input: RunInput,
-) -> Vec<Message> {
-    let mut run = Run {
+    limits: RunLimits,
+    state: &mut RunState,
+    pause: Option<&(dyn Fn(&RunState) -> bool + Sync)>,
+) -> Option<Vec<Message>> {
+    let mut driver = Driver {
         shared,
-        signal,
-        first_new: input.messages.len(),
-        context: input.messages,
-        deadline: input.deadline,
+        limits: Arc::new(limits),
         model: None,
-        thinking_level: None,
+        turn: None,
     };
-    run.emit(AgentEvent::AgentStart).await;
-    run.emit(AgentEvent::TurnStart).await;
-    for prompt in input.prompts {
-        run.add_message(prompt).await;
-    }
-    let mut pending = if input.skip_initial_steering {
-        Vec::new()
-    } else {
-        shared.bus.state().poll_steering()
-    };
-    let mut first_turn = true;
-    let mut forced = false;
-    'run: loop {
-        let mut more_tool_calls = true;
-        while more_tool_calls || forced || !pending.is_empty() {
-            if first_turn {
-                first_turn = false;
-            } else {
-                if pending.is_empty() {
-                    pending = shared.bus.state().poll_steering();
+    loop {
+        if pause.is_some_and(|pause| pause(state)) {
+            return None;
+        }
+        match state.next() {
+            Effect::Emit => {
+                if let Some(event) = state.take_event() {
+                    shared.bus.emit(event).await;
                 }
-                run.emit(AgentEvent::TurnStart).await;
             }
-            forced = false;
-            for message in pending.drain(..) {
-                run.add_message(message).await;
+            Effect::PollSteering => {
+                let queued = shared.bus.state().poll_steering();
+                state.queued(queued);
             }
-            let config = shared.config();
-            let message = run.respond(&config).await;
-            if message.stop_reason.is_failure() {
-                // Calls in a failed response never run (SPEC §5.8); the hook's answer cannot
-                // keep the run going.
-                run.finish_turn(&config, &message, &[]).await;
-                run.emit(AgentEvent::TurnEnd {
-                    message,
-                    tool_results: Vec::new(),
-                })
-                .await;
-                break 'run;
+            Effect::PollFollowUps => {
+                let queued = shared.bus.state().poll_follow_ups();
+                state.queued(queued);
             }
-            let mut results = Vec::new();
-            more_tool_calls = false;
-            if message.tool_calls().next().is_some() {
-                let batch = run.run_batch(&config, Arc::clone(&message)).await;
-                more_tool_calls = !batch.terminate;
-                run.context
-                    .extend(batch.results.iter().cloned().map(Message::from));
-                results = batch.results;
+            Effect::Request => {
+                let response = driver.respond(state).await;
+                state.responded(response);
             }
-            let control = run.finish_turn(&config, &message, &results).await;
-            run.emit(AgentEvent::TurnEnd {
-                message,
-                tool_results: results,
-            })
-            .await;
-            match control {
-                TurnControl::End => break 'run,
-                TurnControl::Continue => forced = true,
-                TurnControl::Proceed => {}
+            Effect::RunBatch(response) => {
+                let batch = driver.run_batch(state, response).await;
+                state.batch_finished(batch);
             }
-            pending = shared.bus.state().poll_steering();
-        }
-        pending = shared.bus.state().poll_follow_ups();
-        if pending.is_empty() {
-            break;
+            Effect::FinishTurn => {
+                let control = driver.finish_turn(state).await;
+                state.turn_finished(control);
+            }
+            Effect::Done(messages) => return Some(messages),
         }
     }
-    let messages = run.context.split_off(run.first_new);
-    shared
-        .bus
-        .emit(AgentEvent::AgentEnd {
-            messages: messages.clone(),
-        })
-        .await;
-    messages
 }
 
-/// One run's working state.
-struct Run<'a> {
+/// The configuration and tools one turn uses from its request to its batch.
+struct Turn {
+    config: Arc<Config>,
+    tools: Arc<TurnTools>,
+}
+
+/// What the driver keeps besides the state: the run's limits, the model a
+/// `prepare_request` hook chose, and the current turn's pinned configuration.
+struct Driver<'a> {
     shared: &'a Shared,
-    signal: CancellationToken,
-    /// The transcript the model sees; what this run added starts at `first_new`.
-    context: Vec<Message>,
-    first_new: usize,
-    deadline: Option<Instant>,
-    /// Replacements `prepare_request` made for the rest of the run.
+    /// Shared with every batch's dispatcher.
+    limits: Arc<RunLimits>,
     model: Option<Arc<dyn LanguageModel>>,
-    thinking_level: Option<ThinkingLevel>,
+    turn: Option<Turn>,
 }
 
-impl Run<'_> {
+impl Driver<'_> {
     async fn emit(&self, event: AgentEvent) {
         self.shared.bus.emit(event).await;
     }
 
-    /// A prompt or a queued message: emitted, then part of the transcript.
-    async fn add_message(&mut self, message: Message) {
-        self.emit(AgentEvent::MessageStart {
-            message: message.clone(),
+    /// The current turn, pinned at its request; a state resumed after its request pins the
+    /// agent's configuration now.
+    fn turn(&mut self) -> &Turn {
+        self.turn.get_or_insert_with(|| {
+            let config = self.shared.config();
+            let tools = Arc::clone(&config.tools);
+            Turn { config, tools }
         })
-        .await;
-        self.emit(AgentEvent::MessageEnd {
-            message: message.clone(),
-        })
-        .await;
-        self.context.push(message);
     }
 
-    /// Ask the model and stream its response into events; the final message joins the
-    /// transcript (which shares it with the events and the caller).
-    async fn respond(&mut self, config: &Config) -> Arc<AssistantMessage> {
+    /// Ask the model and stream its response into events, `message_end` included.
+    async fn respond(&mut self, state: &mut RunState) -> Arc<AssistantMessage> {
+        // A new turn: pin the agent's configuration as it is now.
+        self.turn = None;
+        let config = Arc::clone(&self.turn().config);
         let model = self
             .model
             .clone()
             .unwrap_or_else(|| Arc::clone(&config.model));
-        let message = if self.signal.is_cancelled() {
+        let message = if self.limits.signal.is_cancelled() {
             let mut aborted = failed_message(&*model, StopReason::Aborted, REQUEST_ABORTED);
             aborted.content.clear();
             self.started(aborted).await
         } else {
             let span = telemetry::chat_span(&*model);
             let message = self
-                .stream_response(config, model)
+                .stream_response(state, &config, model)
                 .instrument(span.clone())
                 .await;
             telemetry::record_response(&span, &message, config.capture_content);
@@ -183,62 +127,100 @@ impl Run<'_> {
             message: Arc::clone(&message).into(),
         })
         .await;
-        self.context.push(Arc::clone(&message).into());
         message
     }
 
-    /// Stream one response, emitting `message_start` and the updates (not `message_end`).
-    async fn stream_response(
+    /// Build the request from the turn's tools, let `prepare_request` change it, and pin
+    /// the tools it finally offers.
+    async fn plan_request(
         &mut self,
+        state: &mut RunState,
         config: &Config,
-        mut model: Arc<dyn LanguageModel>,
-    ) -> Arc<AssistantMessage> {
-        let mut context = Context {
-            system_prompt: config.system_prompt(),
-            messages: self.context.clone(),
-            tools: config
-                .tools
-                .active()
-                .map(|tool| tool.definition().clone())
-                .collect(),
+        model: Arc<dyn LanguageModel>,
+    ) -> Result<RequestPlan, String> {
+        let turn = self.turn();
+        let tools = Arc::clone(&turn.tools);
+        let system_prompt = config.system_prompt(&tools);
+        let context = Context {
+            system_prompt,
+            messages: state.transcript().to_vec(),
+            tools: tools.definitions(),
         };
-        let mut thinking_level = self.thinking_level.unwrap_or(config.thinking_level);
-        if let Some(prepare) = &config.hooks.prepare_request {
-            let plan = RequestPlan {
-                context,
-                model: Arc::clone(&model),
-                thinking_level,
-            };
-            match guarded(|| prepare(plan)).await {
-                Ok(plan) => {
-                    context = plan.context;
-                    model = plan.model;
-                    thinking_level = plan.thinking_level;
-                    self.model = Some(Arc::clone(&model));
-                    self.thinking_level = Some(thinking_level);
-                }
-                Err(panic) => {
-                    return self
-                        .started(failed_message(&*model, self.failure_reason(), &panic))
-                        .await;
-                }
+        let thinking_level = state.thinking_level().unwrap_or(config.thinking_level);
+        let plan = RequestPlan {
+            context,
+            model,
+            thinking_level,
+            tool_choice: None,
+        };
+        let Some(prepare) = &config.hooks.prepare_request else {
+            return Ok(plan);
+        };
+        let built_prompt = plan.context.system_prompt.clone();
+        let mut plan = guarded(|| prepare(plan)).await?;
+        self.model = Some(Arc::clone(&plan.model));
+        state.set_thinking_level(plan.thinking_level);
+        // The tools the request offers are the tools dispatch finds, and the prompt's tool
+        // section lists them unless the hook wrote its own prompt.
+        let unchanged = (plan.context.tools.iter().map(|tool| tool.name.as_str()))
+            .eq(tools.offered().map(|tool| tool.definition().name.as_str()));
+        if !unchanged {
+            let offered =
+                TurnTools::named(Arc::clone(config.tools.registry()), &plan.context.tools);
+            if plan.context.system_prompt == built_prompt {
+                plan.context.system_prompt = config.system_prompt(&offered);
+            }
+            if let Some(turn) = &mut self.turn {
+                turn.tools = Arc::new(offered);
             }
         }
+        Ok(plan)
+    }
+
+    /// Plan and stream one response, emitting `message_start` and the updates (not
+    /// `message_end`).
+    async fn stream_response(
+        &mut self,
+        state: &mut RunState,
+        config: &Config,
+        model: Arc<dyn LanguageModel>,
+    ) -> Arc<AssistantMessage> {
+        let plan = match self.plan_request(state, config, Arc::clone(&model)).await {
+            Ok(plan) => plan,
+            Err(panic) => {
+                let message = failed_message(&*model, self.failure_reason(), &panic);
+                return self.started(message).await;
+            }
+        };
+        let RequestPlan {
+            context,
+            model,
+            thinking_level,
+            tool_choice,
+        } = plan;
         let options = StreamOptions {
-            signal: self.signal.clone(),
+            signal: self.limits.signal.clone(),
             reasoning: (thinking_level != ThinkingLevel::Off).then_some(thinking_level),
             max_tokens: config.max_tokens,
+            tool_choice,
             ..StreamOptions::default()
         };
-        let mut stream =
-            match std::panic::catch_unwind(AssertUnwindSafe(|| model.stream(context, options))) {
-                Ok(stream) => stream,
-                Err(panic) => {
-                    let reason = self.failure_reason();
-                    let message = failed_message(&*model, reason, &panic_message(&*panic));
-                    return self.started(message).await;
-                }
-            };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| model.stream(context, options))) {
+            Ok(stream) => self.drain(&*model, stream).await,
+            Err(panic) => {
+                let reason = self.failure_reason();
+                let message = failed_message(&*model, reason, &panic_message(&*panic));
+                self.started(message).await
+            }
+        }
+    }
+
+    /// Turn a response stream into events until its final message.
+    async fn drain(
+        &self,
+        model: &dyn LanguageModel,
+        mut stream: AssistantEventStream,
+    ) -> Arc<AssistantMessage> {
         // The writer keeps this message current; every update only hands the handle on.
         let mut partial: Option<LiveMessage> = None;
         loop {
@@ -246,11 +228,11 @@ impl Run<'_> {
                 Ok(Some(event)) => event,
                 Ok(None) => {
                     let text = "the model's response ended without a final event";
-                    return self.fail_stream(&*model, partial, text.to_owned()).await;
+                    return self.fail_stream(model, partial, text.to_owned()).await;
                 }
                 Err(panic) => {
                     return self
-                        .fail_stream(&*model, partial, panic_message(&*panic))
+                        .fail_stream(model, partial, panic_message(&*panic))
                         .await;
                 }
             };
@@ -316,7 +298,7 @@ impl Run<'_> {
     }
 
     fn failure_reason(&self) -> StopReason {
-        if self.signal.is_cancelled() {
+        if self.limits.signal.is_cancelled() {
             StopReason::Aborted
         } else {
             StopReason::Error
@@ -324,47 +306,47 @@ impl Run<'_> {
     }
 
     async fn run_batch(
-        &self,
-        config: &Config,
-        message: Arc<AssistantMessage>,
-    ) -> super::batch::BatchOutcome {
-        let messages: Arc<[Message]> = if config.hooks.wants_transcript() {
-            Arc::from(self.context.as_slice())
-        } else {
-            Arc::from(Vec::new())
-        };
-        let scope = CallScope {
-            hooks: Arc::clone(&config.hooks),
-            assistant: message,
-            messages,
-            signal: self.signal.clone(),
-            deadline: self.deadline,
-            capture_content: config.capture_content,
-        };
-        run_batch(&config.tools, config.execution, scope, &self.shared.bus).await
+        &mut self,
+        state: &RunState,
+        response: Arc<AssistantMessage>,
+    ) -> super::dispatch::BatchOutcome {
+        let limits = Arc::clone(&self.limits);
+        let shared = self.shared;
+        let turn = self.turn();
+        let dispatcher = Dispatcher::new(
+            Arc::clone(&turn.tools),
+            Arc::clone(&turn.config.hooks),
+            turn.config.execution,
+            limits,
+            turn.config.capture_content,
+        );
+        // The hooks see the transcript before this batch: up to and including the response.
+        let messages = dispatcher.hook_transcript(state.transcript());
+        dispatcher.run_batch(response, messages, &shared.bus).await
     }
 
-    async fn finish_turn(
-        &self,
-        config: &Config,
-        message: &Arc<AssistantMessage>,
-        results: &[Arc<ToolResultMessage>],
-    ) -> TurnControl {
-        let Some(finish) = &config.hooks.finish_turn else {
+    async fn finish_turn(&mut self, state: &RunState) -> TurnControl {
+        let signal = self.limits.signal.clone();
+        let config = Arc::clone(&self.turn().config);
+        let (Some(finish), Some((response, results))) =
+            (&config.hooks.finish_turn, state.finishing_turn())
+        else {
             return TurnControl::Proceed;
         };
         let turn = FinishedTurn {
-            message: Arc::clone(message),
+            message: Arc::clone(response),
             tool_results: results.to_vec(),
-            new_messages: self.context.len() - self.first_new,
-            signal: self.signal.clone(),
+            new_messages: state.new_messages(),
+            turn: state.turns(),
+            signal,
         };
         // A panicking turn hook ends the run: it may be the hook that enforces a limit.
         guarded(|| finish(turn)).await.unwrap_or(TurnControl::End)
     }
 }
 
-/// The assistant message of a request that failed before or while streaming (SPEC §5.13).
+/// The assistant message of a request that failed before or while streaming: an empty
+/// text block, the stop reason and the error, as pi writes it.
 fn failed_message(model: &dyn LanguageModel, reason: StopReason, error: &str) -> AssistantMessage {
     let mut message = AssistantMessage::empty(model.api(), model.provider(), model.id());
     message.content.push(ContentBlock::text(""));

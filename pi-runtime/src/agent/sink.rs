@@ -1,5 +1,6 @@
 //! Event delivery: every event updates the agent's state, then goes to each subscriber in
-//! subscription order (awaited, SPEC §2.5, §11.3.7) and to every open event stream.
+//! subscription order (each awaited before the run goes on, so a subscriber has seen an
+//! event before anything after it happens) and to every open event stream.
 
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -14,7 +15,12 @@ use tokio::sync::mpsc;
 use super::AgentEvent;
 use super::state::Inner;
 
-pub(crate) type Listener = Arc<dyn Fn(&AgentEvent) -> BoxFuture<'static, ()> + Send + Sync>;
+/// A subscriber: called in place, or given a shared event and awaited.
+#[derive(Clone)]
+pub(crate) enum Listener {
+    Sync(Arc<dyn Fn(&AgentEvent) + Send + Sync>),
+    Async(Arc<dyn Fn(Arc<AgentEvent>) -> BoxFuture<'static, ()> + Send + Sync>),
+}
 
 /// Identifies a subscription, to [`unsubscribe`](super::Agent::unsubscribe) it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -148,9 +154,22 @@ impl Bus {
                 .read()
                 .unwrap_or_else(PoisonError::into_inner),
         );
+        // Shared once, and only when an async listener needs to keep the event.
+        let mut shared: Option<Arc<AgentEvent>> = None;
         for (_, listener) in listeners.iter() {
-            if let Ok(delivered) = std::panic::catch_unwind(AssertUnwindSafe(|| listener(&event))) {
-                let _ = AssertUnwindSafe(delivered).catch_unwind().await;
+            match listener {
+                Listener::Sync(listener) => {
+                    let event = shared.as_deref().unwrap_or(&event);
+                    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| listener(event)));
+                }
+                Listener::Async(listener) => {
+                    let event = Arc::clone(shared.get_or_insert_with(|| Arc::new(event.clone())));
+                    if let Ok(delivered) =
+                        std::panic::catch_unwind(AssertUnwindSafe(|| listener(event)))
+                    {
+                        let _ = AssertUnwindSafe(delivered).catch_unwind().await;
+                    }
+                }
             }
         }
     }

@@ -1,15 +1,17 @@
-//! The agent's observable state (SPEC §5.13) and the steering / follow-up queues (§5.11),
+//! The agent's observable state and the steering / follow-up queues,
 //! kept current from the run's own events.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
+use tokio::sync::watch;
 
 use super::AgentEvent;
+use super::dispatch::RunLimits;
 use crate::message::Message;
 use crate::stream::LiveMessage;
 
-/// How many queued messages one drain point delivers (SPEC §5.11).
+/// How many queued messages one drain point delivers. Steering is drained at the start of a
+/// run and after every turn; follow-ups only when the run would otherwise stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum QueueMode {
     /// One message per drain point.
@@ -25,7 +27,7 @@ pub enum QueueMode {
 pub struct AgentState {
     /// The transcript.
     pub messages: Vec<Message>,
-    /// A run is in progress.
+    /// A run is in progress (read from the run slot when the snapshot is taken).
     pub is_streaming: bool,
     /// The assistant message being streamed, if any, as it stands.
     pub streaming_message: Option<LiveMessage>,
@@ -37,11 +39,58 @@ pub struct AgentState {
     pub error_message: Option<String>,
 }
 
+/// Whether a run is in progress, and its limits: the one place that says so.
+#[derive(Debug)]
+pub(crate) struct RunSlot {
+    run: Option<RunLimits>,
+    /// `true` while a run is in progress, for [`Agent::wait_for_idle`](super::Agent::wait_for_idle).
+    busy: watch::Sender<bool>,
+}
+
+impl Default for RunSlot {
+    fn default() -> Self {
+        RunSlot {
+            run: None,
+            busy: watch::Sender::new(false),
+        }
+    }
+}
+
+impl RunSlot {
+    /// The running run's limits.
+    pub(crate) fn current(&self) -> Option<&RunLimits> {
+        self.run.as_ref()
+    }
+
+    pub(crate) fn is_busy(&self) -> bool {
+        self.run.is_some()
+    }
+
+    /// Take the slot for a run; the caller checked it was free.
+    pub(crate) fn claim(&mut self, limits: RunLimits) {
+        self.run = Some(limits);
+        self.busy.send_replace(true);
+    }
+
+    /// Free the slot, cancelling the run's signal so that tasks its tools started see the
+    /// run is over.
+    pub(crate) fn release(&mut self) {
+        if let Some(run) = self.run.take() {
+            run.signal.cancel();
+        }
+        self.busy.send_replace(false);
+    }
+
+    pub(crate) fn watch(&self) -> watch::Receiver<bool> {
+        self.busy.subscribe()
+    }
+}
+
 /// Mutable state behind the agent's lock: the snapshot plus the run bookkeeping.
 #[derive(Debug, Default)]
 pub(crate) struct Inner {
     pub(crate) view: AgentState,
-    pub(crate) run_signal: Option<CancellationToken>,
+    pub(crate) slot: RunSlot,
     pub(crate) steering: VecDeque<Message>,
     pub(crate) follow_ups: VecDeque<Message>,
     pub(crate) steering_mode: QueueMode,

@@ -21,7 +21,7 @@
 use tracing::field::Empty;
 use tracing::{Span, debug, info_span, warn};
 
-use super::call::Outcome;
+use super::dispatch::Outcome;
 use super::failure::CallFailure;
 use crate::message::{AssistantMessage, ToolCall};
 use crate::stream::LanguageModel;

@@ -30,11 +30,11 @@ pub(crate) enum Node {
 #[derive(Debug)]
 pub(crate) enum Reference {
     Node(NodeId),
-    /// The reference names nothing: that place rejects every value (SPEC §4.1).
+    /// The reference names nothing: that place rejects every value (as in pi).
     Dangling(String),
 }
 
-/// A numeric keyword value, with the text messages print (serde_json's, SPEC §0.2).
+/// A numeric keyword value, with the text messages print (serde_json's, not JavaScript's).
 #[derive(Debug)]
 pub(crate) struct Limit {
     pub(crate) value: f64,
@@ -141,7 +141,7 @@ impl Keywords {
     }
 
     /// The schema coercion uses for array item `index`: draft-7 `additionalItems` items are
-    /// validated but never coerced (SPEC §4.4.2).
+    /// validated but never coerced (as in pi).
     pub(crate) fn tuple_or_coerced_rest(&self, index: usize) -> Option<NodeId> {
         let rest = self.rest_items.filter(|_| self.coerce_rest);
         match &self.tuple {
@@ -195,25 +195,12 @@ impl Tree {
         self.root.is_valid(value)
     }
 
-    /// Whether jsonschema compiled node `id` on its own and accepts `value` (the explainer's
-    /// "nothing to report here").
-    pub(crate) fn has_validator_accepting(&self, id: NodeId, value: &Value) -> bool {
+    /// jsonschema's verdict on `value` under node `id`, if it compiled that node on its own:
+    /// only places under a dangling `$ref` lack a validator.
+    pub(crate) fn validator_verdict(&self, id: NodeId, value: &Value) -> Option<bool> {
         self.validators
             .get(&self.nodes[id].0)
-            .is_some_and(|validator| validator.is_valid(value))
-    }
-
-    /// Whether the subschema `id` accepts `value`.
-    pub(crate) fn accepts(&self, id: NodeId, value: &Value) -> bool {
-        match self.node(id) {
-            Node::Bool(accepts) => *accepts,
-            Node::Schema(_) => match self.validators.get(&self.nodes[id].0) {
-                Some(validator) => validator.is_valid(value),
-                // Only places under a dangling `$ref` lack a validator: decide by our own
-                // reading of the keywords.
-                None => !super::explain::has_errors(self, id, value),
-            },
-        }
+            .map(|validator| validator.is_valid(value))
     }
 }
 
@@ -231,7 +218,7 @@ pub(crate) fn compile(schema: &Value) -> Result<Tree, SchemaError> {
     for (pointer, patch) in &compiler.type_patches {
         if let Some(place) = document.to_mut().pointer_mut(pointer) {
             match patch {
-                // An unknown type name never matches (SPEC §4.9), so a `type` naming only
+                // An unknown type name never matches, so a `type` naming only
                 // unknown types rejects every value, which is what `false` says in words
                 // jsonschema accepts.
                 None => *place = Value::Bool(false),
@@ -243,8 +230,8 @@ pub(crate) fn compile(schema: &Value) -> Result<Tree, SchemaError> {
         Ok(root) => root,
         Err(error) if compiler.dangling.is_empty() => return Err(invalid(&error)),
         Err(_) => {
-            // jsonschema refuses a document with a dangling `$ref`; SPEC §4.1 wants that
-            // place to reject every value and the rest to validate, which is what `false`
+            // jsonschema refuses a document with a dangling `$ref`; pi makes that place
+            // reject every value and lets the rest validate, which is what `false`
             // in its place does.
             for pointer in &compiler.dangling {
                 if let Some(place) = document.to_mut().pointer_mut(pointer) {

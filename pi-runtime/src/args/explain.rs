@@ -1,6 +1,6 @@
 //! The explainer: walks schema and value together after validation failed and says, in
-//! SPEC §4.5's words and §4.6's order, where the value fails. jsonschema stays the judge of
-//! validity; this module only finds the words.
+//! pi-schema's words and order (its `explain.js`), where the value fails. jsonschema stays
+//! the judge of validity; this module only finds the words.
 
 use std::collections::HashSet;
 
@@ -27,12 +27,20 @@ pub(crate) fn explain(tree: &Tree, value: &Value) -> Vec<Issue> {
     explainer.issues
 }
 
-/// Whether the explainer finds anything wrong with `value` under node `id` (the fallback
-/// judge for places jsonschema could not compile on their own).
-pub(crate) fn has_errors(tree: &Tree, id: NodeId, value: &Value) -> bool {
-    let mut explainer = Explainer::new(tree);
-    explainer.explain(id, value);
-    !explainer.issues.is_empty()
+impl Tree {
+    /// Whether the subschema `id` accepts `value`: jsonschema's verdict where it compiled the
+    /// node, else (under a dangling `$ref`) whether the explainer finds nothing wrong. It
+    /// lives here, not in `compile`, because of that fallback.
+    pub(crate) fn accepts(&self, id: NodeId, value: &Value) -> bool {
+        match self.node(id) {
+            Node::Bool(accepts) => *accepts,
+            Node::Schema(_) => self.validator_verdict(id, value).unwrap_or_else(|| {
+                let mut explainer = Explainer::new(self);
+                explainer.explain(id, value);
+                explainer.issues.is_empty()
+            }),
+        }
+    }
 }
 
 struct Explainer<'a> {
@@ -78,7 +86,7 @@ impl<'a> Explainer<'a> {
             Node::Bool(false) => return self.report("no value is allowed here".to_owned()),
             Node::Schema(keywords) => keywords,
         };
-        if self.ref_depth > MAX_REF_DEPTH || tree.has_validator_accepting(id, value) {
+        if self.ref_depth > MAX_REF_DEPTH || tree.validator_verdict(id, value) == Some(true) {
             return;
         }
         let before = self.issues.len();
@@ -345,7 +353,9 @@ impl<'a> Explainer<'a> {
         }
     }
 
-    /// SPEC §4.7: which errors a failed `anyOf`/`oneOf` reports.
+    /// Which errors a failed `anyOf`/`oneOf` reports: a tagged union the selected branch's
+    /// (or the unknown tag); otherwise only the best branch's, the one declaring the most keys
+    /// of the value, then the one whose first error is deepest, then the earliest.
     fn union(&mut self, branches: &[NodeId], value: &'a Value, one_of: bool) {
         let tree = self.tree;
         let matching = branches

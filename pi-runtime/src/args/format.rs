@@ -1,4 +1,4 @@
-//! The text the model sees for invalid arguments (SPEC §4.2) and the dotted form of an
+//! The text the model sees for invalid arguments (pi's wording) and the dotted form of an
 //! error's location.
 
 use std::fmt::Write as _;
@@ -18,7 +18,8 @@ pub(crate) enum Segment<'a> {
 pub(crate) struct Issue {
     /// The dotted path (`edits.0.newText`, `root`).
     pub(crate) path: String,
-    /// Length of the location as a JSON Pointer string; §4.7 prefers deeper errors.
+    /// Length of the location as a JSON Pointer string; a failed union reports the branch
+    /// with the deeper first error.
     pub(crate) pointer_len: usize,
     pub(crate) message: String,
 }
@@ -84,7 +85,8 @@ pub(crate) fn validation_failed(tool_name: &str, issues: &[Issue], received: &Va
     text
 }
 
-/// `JSON.stringify(value, null, 2)`, numbers as serde_json writes them (SPEC §0.2 [RUST]).
+/// `JSON.stringify(value, null, 2)`, numbers as serde_json writes them (not as JavaScript
+/// does: `5.0` stays `5.0`, big integers stay exact).
 pub(crate) fn pretty(value: &Value) -> String {
     // Serializing a `Value` to a string cannot fail: keys are strings and there is no I/O.
     serde_json::to_string_pretty(value).unwrap_or_default()

@@ -1,33 +1,12 @@
-//! JavaScript's `Number(string)` grammar (SPEC §4.3.1) and the JSON numbers it produces.
+//! JavaScript's `Number(string)` grammar (which pi's coercion uses) and the JSON numbers it
+//! produces.
 
 use serde_json::{Number, Value};
 
+use crate::js::js_trim;
+
 /// The largest integer JavaScript holds exactly (2^53 − 1), the bound of the BigInt fallback.
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
-
-/// JS whitespace (the `WhiteSpace` and `LineTerminator` productions): Rust's `char::is_whitespace`
-/// differs (it includes U+0085 and excludes U+FEFF).
-fn is_js_whitespace(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\u{b}'
-            | '\u{c}'
-            | ' '
-            | '\u{a0}'
-            | '\u{feff}'
-            | '\n'
-            | '\r'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200a}' | '\u{202f}' | '\u{205f}' | '\u{3000}'
-    )
-}
-
-/// `text` without JS whitespace at either end.
-pub(crate) fn js_trim(text: &str) -> &str {
-    text.trim_matches(is_js_whitespace)
-}
 
 /// `Number(text)` in JavaScript: `None` where JS gives `NaN`. Infinities are returned as
 /// such; callers that need a finite number check for it.
@@ -109,7 +88,7 @@ fn parse_radix(digits: &str, radix: u32) -> Option<f64> {
 }
 
 /// The finite number JS reads from `text`, as a JSON number. A plain integer literal that fits
-/// 64 bits keeps its exact value (SPEC §4.3.1 [RUST]: no rounding above 2^53).
+/// 64 bits keeps its exact value (unlike JavaScript, no rounding above 2^53).
 pub(crate) fn finite_number(text: &str) -> Option<Value> {
     let trimmed = js_trim(text);
     let digits = trimmed.strip_prefix(['+', '-']).unwrap_or(trimmed);

@@ -1,5 +1,5 @@
-//! The argument pipeline: prepare -> coerce -> validate -> the error text the model sees
-//! (SPEC §4).
+//! The argument pipeline: prepare -> coerce -> validate -> the error text the model sees,
+//! with pi-schema's rules and words.
 //!
 //! This module knows schemas and values only; the tool layers and the agent build on it.
 //! A tool's parameter schema is compiled once ([`CompiledSchema::compile`], cached by
@@ -44,7 +44,8 @@ use std::fmt;
 
 use serde_json::Value;
 
-/// A parameter schema that cannot be used (SPEC §1.1, a Rust rule: rejected at registration).
+/// A parameter schema that cannot be used. It is rejected when the tool is registered, not
+/// at its first call as in pi.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct SchemaError {
@@ -60,7 +61,9 @@ impl SchemaError {
     }
 }
 
-/// Arguments that do not match a tool's parameters: the text the model sees (SPEC §4.2).
+/// Arguments that do not match a tool's parameters: the text the model sees (`Validation
+/// failed for tool "<name>":`, one `  - <path>: <message>` line per error, then the
+/// arguments as received; see the [module docs](self)).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ValidationError {
@@ -99,7 +102,7 @@ impl CompiledSchema {
     /// Compile a parameter schema.
     ///
     /// A `$ref` that names nothing is allowed: that place rejects every value with
-    /// `unresolved reference <ref>` and the rest validates normally (SPEC §4.1).
+    /// `unresolved reference <ref>` and the rest validates normally.
     ///
     /// # Errors
     /// The schema is not an object or does not compile (an invalid keyword value, a
@@ -109,8 +112,8 @@ impl CompiledSchema {
     }
 
     /// Coerce a copy of `arguments` and validate it; `Ok` carries the coerced arguments,
-    /// `Err` the exact text of SPEC §4.2 (its `Received arguments` block shows `arguments`
-    /// as given, before coercion).
+    /// `Err` the text the model sees (its `Received arguments` block shows `arguments` as
+    /// given, before coercion).
     ///
     /// # Errors
     /// The arguments do not match the schema.
@@ -127,7 +130,7 @@ impl CompiledSchema {
     }
 }
 
-/// Deserialize validated arguments into a tool's parameter type (SPEC §11.3.3). A failure
+/// Deserialize validated arguments into a tool's parameter type. A failure
 /// (schema and type disagree, or a hook changed the arguments) is reported in the validation
 /// format, at the place serde stopped: `Validation failed for tool "<name>":\n  - <path>:
 /// <serde message>\n\nReceived arguments:\n<json>`.

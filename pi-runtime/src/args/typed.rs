@@ -1,4 +1,4 @@
-//! Deserializing validated arguments into a tool's parameter type (SPEC §11.3.3), with the
+//! Deserializing validated arguments into a tool's parameter type, with the
 //! failing place reported in the validation format.
 
 use serde::de::DeserializeOwned;

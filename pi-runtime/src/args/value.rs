@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 /// The type names a schema's `type` keyword may use. Names outside JSON Schema (`bigint`,
-/// `undefined`, typos) are kept for the message and never match (SPEC §4.9).
+/// `undefined`, typos) are kept for the message and never match.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum JsonType {
     Null,
@@ -61,7 +61,7 @@ impl JsonType {
 }
 
 /// The name a message gives the value's type: its JSON type, `number` for every number
-/// (SPEC §4.8 D2).
+/// (a deliberate difference: pi says `integer` for an integral one).
 pub(crate) fn got_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",

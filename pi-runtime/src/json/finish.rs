@@ -1,4 +1,4 @@
-//! The final parse of a finished call (SPEC §6.4): strict, then repaired, then the object
+//! The final parse of a finished call: strict, then repaired, then the object
 //! check, with the raw text in the error the model sees.
 
 use crate::excerpt::{ARGUMENTS_EXCERPT_BYTES, excerpt_within};
@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 /// The error text of arguments that parse but are not an object.
 pub const NOT_AN_OBJECT: &str = "Tool arguments must be a JSON object";
 
-/// A finished call's arguments (SPEC §6.4): the object, or `{}` and the error the model sees.
+/// A finished call's arguments: the object, or `{}` and the error the model sees.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ParsedArguments {
@@ -26,7 +26,7 @@ impl ParsedArguments {
     }
 }
 
-/// The final parse of a finished call (SPEC §6.4).
+/// The final parse of a finished call, as pi's `parseToolCallArguments` does it.
 ///
 /// Blank text is `{}`. Text that is not strict JSON is repaired inside its string literals
 /// (raw control characters escaped, invalid backslashes doubled, lone surrogate escapes
@@ -74,8 +74,9 @@ pub fn parse_with_repair(text: &str) -> Result<Value, serde_json::Error> {
     })
 }
 
-/// Repair the inside of string literals (SPEC §6.4 step 2, plus §0.3's lone surrogates);
-/// `None` when nothing needed repair.
+/// Repair the inside of string literals: escape raw control characters, double a backslash
+/// that starts no valid escape (or ends the text), and replace a lone surrogate escape with
+/// `\ufffd`; `None` when nothing needed repair.
 pub fn repair(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut out = String::new();

@@ -1,4 +1,4 @@
-//! Streaming tool-call arguments (SPEC §6): the incremental partial-JSON parser and the
+//! Streaming tool-call arguments: the incremental partial-JSON parser and the
 //! final parse of a finished call.
 //!
 //! While a call streams, a provider feeds each argument delta to a [`PartialJsonParser`],
@@ -20,7 +20,7 @@
 //!
 //! # How the parser works
 //!
-//! The partial arguments are a function of the text alone, however it is cut (SPEC §6.2), and
+//! The partial arguments are a function of the text alone, however it is cut, and
 //! a stream must cost time linear in its length. So the parser reads every byte exactly once,
 //! keeps all it needs to resume in its state, and changes only the part of the value that the
 //! byte affects. The files:
@@ -79,8 +79,8 @@
 //!
 //! ## Changing it safely
 //!
-//! Every rule of SPEC §6.2 is one arm or one guard above; add a case to
-//! `tests/it/partial_json_spec.rs` with the rule. The property tests
+//! Every rule of the partial arguments (the table above and `tests/it/partial_json_spec.rs`)
+//! is one arm or one guard above; add a case to that file with the rule. The property tests
 //! (`tests/it/partial_json_props.rs`) check that the value after every delta equals
 //! [`parse_partial`] of the text so far, however the text is cut: a change that keeps
 //! something from one delta to the next must keep that true. The conformance cases
@@ -99,7 +99,7 @@ pub use parser::{MAX_DEPTH, PartialJsonError, PartialJsonParser};
 
 use serde_json::{Map, Value};
 
-/// The partial arguments of SPEC §6.2 for a whole text.
+/// The partial arguments a text shows (the table in the [module docs](self)).
 ///
 /// ```
 /// use pi_runtime::json::parse_partial;

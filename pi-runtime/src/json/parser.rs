@@ -1,4 +1,4 @@
-//! The incremental partial-JSON parser (SPEC §6.2, §11.3 item 1): the state machine that reads
+//! The incremental partial-JSON parser: the state machine that reads
 //! each delta once and keeps the caller's partial arguments current in place. The module docs
 //! of [`json`](super) describe the states and what each byte does to them.
 
@@ -31,9 +31,10 @@ pub enum PartialJsonError {
 ///
 /// The caller owns the partial arguments: it starts them as `{}` and passes the same value to
 /// every [`push`](Self::push). After each push the value is exactly the partial arguments of
-/// SPEC §6.2 for the text read so far, however the text was cut into deltas. Each byte is read
-/// once and the value is changed in place, so a push costs time proportional to its delta
-/// (plus the depth of the value), and a whole stream time linear in its length.
+/// the text read so far ([`parse_partial`](super::parse_partial) of it), however the text was
+/// cut into deltas. Each byte is read once and the value is changed in place, so a push costs
+/// time proportional to its delta (plus the depth of the value), and a whole stream time
+/// linear in its length.
 ///
 /// ```
 /// use pi_runtime::json::PartialJsonParser;
@@ -183,7 +184,7 @@ impl PartialJsonParser {
         self.error.as_ref()
     }
 
-    /// The final parse of the text read so far (SPEC §6.4), for when the call ends.
+    /// The final parse of the text read so far, for when the call ends.
     pub fn finish(&self) -> super::ParsedArguments {
         super::parse_tool_call_arguments(&self.text)
     }

@@ -1,5 +1,5 @@
-//! Number and literal tokens (SPEC §6.2): what an unterminated one shows and what a finished
-//! one is, decided byte by byte so that a long token costs linear time.
+//! Number and literal tokens: what an unterminated one shows in the partial arguments and what
+//! a finished one is, decided byte by byte so that a long token costs linear time.
 
 use serde_json::Value;
 

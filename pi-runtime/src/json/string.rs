@@ -1,4 +1,4 @@
-//! Decoding the inside of a string literal that arrives in pieces (SPEC §6.2, §0.3).
+//! Decoding the inside of a string literal that arrives in pieces.
 //!
 //! An escape cut by a delta is held back until it is complete. An escaped high surrogate is
 //! held back until the next escape shows whether its low half follows: a pair decodes to

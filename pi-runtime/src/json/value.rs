@@ -64,7 +64,7 @@ impl Shown {
 
     /// Make the open slot show `value`; returns what it showed before (for a member, the old
     /// value of a duplicate key). A new member goes last; a duplicate key keeps its position
-    /// (the first position, the last value: SPEC §0.1).
+    /// (the first position, the last value, as `JSON.parse` does).
     pub(super) fn show(&mut self, value: Value) -> Option<Value> {
         let (step, parent) = self.path.split_last_mut()?;
         match (walk(&mut self.value, parent)?, step) {

@@ -1,33 +1,32 @@
 //! An MCP server's tools in the agent: connect over stdio (a child process) or streamable
-//! HTTP, list the tools, and run each as an [`AgentTool`] (SPEC §12).
+//! HTTP, list the tools, and run each as an [`AgentTool`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, ClientRequest, Implementation, ListToolsRequest,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerResult,
-};
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::RoleClient;
+use rmcp::ServiceExt;
+use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
-use serde_json::Value;
 use tokio::io::AsyncReadExt;
-use tokio::sync::mpsc;
 
-use super::McpError;
+use super::connection::{ChildGuard, ClientInner, Handler, Shared};
 use super::content::{OutputSaver, TempFileSaver};
 use super::http::HttpBackend;
-use super::schema::{McpToolDefinition, tool_definitions};
+use super::schema::ListedTool;
 use super::tool::McpTool;
-use crate::tool::{Tool, ToolDefinition, ToolSet};
+use super::{McpError, errors};
+use crate::process::tree::{MARKER_VAR, Tree};
+use crate::tool::{ToolDefinition, ToolSet};
 
 /// How long a call may go without an answer or a progress notification, by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The most one call may take in all, by default, however often the server reports progress.
+pub const DEFAULT_MAX_CALL_TIME: Duration = Duration::from_secs(10 * 60);
 /// Bytes of a child's standard error kept for error messages.
 const STDERR_TAIL: usize = 4096;
 
@@ -56,6 +55,7 @@ const STDERR_TAIL: usize = 4096;
 pub struct McpClientBuilder {
     server: String,
     timeout: Duration,
+    max_call_time: Duration,
     taken: Vec<String>,
     saver: Arc<dyn OutputSaver>,
     http: Option<reqwest::Client>,
@@ -66,6 +66,7 @@ impl fmt::Debug for McpClientBuilder {
         f.debug_struct("McpClientBuilder")
             .field("server", &self.server)
             .field("timeout", &self.timeout)
+            .field("max_call_time", &self.max_call_time)
             .field("taken", &self.taken)
             .finish_non_exhaustive()
     }
@@ -79,8 +80,17 @@ impl McpClientBuilder {
         self
     }
 
+    /// The most one call may take in all, however often the server reports progress. When
+    /// it passes, the server gets `notifications/cancelled` and the tool result says the call
+    /// exceeded its total time limit. Default [`DEFAULT_MAX_CALL_TIME`].
+    pub fn max_call_time(mut self, limit: Duration) -> Self {
+        self.max_call_time = limit;
+        self
+    }
+
     /// Names other tools own already (those of servers connected before): a tool whose
-    /// plain name is taken gets a hashed one (SPEC §12.1).
+    /// plain name is taken gets a hashed one (`mcp__<server>__<tool>` cut to 55 characters,
+    /// `_`, and 8 hex digits of a SHA-256 of the raw names).
     pub fn taken<I, S>(mut self, names: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -104,8 +114,9 @@ impl McpClientBuilder {
     }
 
     /// Start `command` as the server and talk to it over its standard input and output.
-    /// The child runs in its own process group, and the whole group is killed when the
-    /// client and all its tools are dropped (or on [`McpClient::close`]). Its standard error
+    /// The child runs in its own process group, and every process it started (those that
+    /// left the group with `setsid` too) is killed when the client and all its tools are
+    /// dropped (or on [`McpClient::close`]). Its standard error
     /// is kept (the last 4 KB) for error messages.
     ///
     /// # Errors
@@ -120,8 +131,9 @@ impl McpClientBuilder {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        #[cfg(unix)]
-        command.process_group(0);
+        // A process group of its own; the marker finds what leaves it (`setsid`).
+        let token = Tree::new_token();
+        command.process_group(0).env(MARKER_VAR, &token);
         let mut child = command.spawn().map_err(|e| {
             McpError::Connect(format!("cannot start MCP server {}: {e}", self.server))
         })?;
@@ -141,18 +153,17 @@ impl McpClientBuilder {
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(McpError::Connect("the child's pipes are missing".into()));
         };
-        let guard = ChildGuard { child: Some(child) };
+        let guard = ChildGuard::new(child, &token);
         let shared = Shared::new(self.server.clone(), Some(stderr));
-        let handler = Handler {
-            shared: Arc::clone(&shared),
-        };
+        let handler = Handler::new(Arc::clone(&shared));
         let connect = handler.serve((stdout, stdin));
         let service = match tokio::time::timeout(self.timeout, connect).await {
             Ok(Ok(service)) => service,
             Ok(Err(error)) => {
                 return Err(McpError::Connect(shared.with_stderr(format!(
-                    "MCP server {} did not initialize: {error}",
-                    self.server
+                    "MCP server {} did not initialize: {}",
+                    self.server,
+                    errors::client_init(&error)
                 ))));
             }
             Err(_) => {
@@ -178,15 +189,14 @@ impl McpClientBuilder {
             StreamableHttpClientTransportConfig::with_uri(url.clone()),
         );
         let shared = Shared::new(self.server.clone(), None);
-        let handler = Handler {
-            shared: Arc::clone(&shared),
-        };
+        let handler = Handler::new(Arc::clone(&shared));
         let service = match tokio::time::timeout(self.timeout, handler.serve(transport)).await {
             Ok(Ok(service)) => service,
             Ok(Err(error)) => {
                 return Err(McpError::Connect(format!(
-                    "MCP server {} at {url} did not initialize: {error}",
-                    self.server
+                    "MCP server {} at {url} did not initialize: {}",
+                    self.server,
+                    errors::client_init(&error)
                 )));
             }
             Err(_) => {
@@ -205,21 +215,16 @@ impl McpClientBuilder {
         shared: Arc<Shared>,
         child: Option<ChildGuard>,
     ) -> Result<McpClient, McpError> {
-        let peer = service.peer().clone();
-        *shared.taken.lock().unwrap_or_else(PoisonError::into_inner) = self.taken;
-        let readable_resources = peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.resources.is_some());
-        let inner = Arc::new(ClientInner {
-            server: self.server,
-            peer,
+        shared.set_taken(self.taken);
+        let inner = Arc::new(ClientInner::new(
+            self.server,
+            service,
             shared,
-            timeout: self.timeout,
-            saver: self.saver,
-            readable_resources,
-            service: Mutex::new(Some(service)),
-            child: Mutex::new(child),
-        });
+            self.timeout,
+            self.max_call_time,
+            self.saver,
+            child,
+        ));
         let listed = tokio::time::timeout(inner.timeout, inner.list())
             .await
             .map_err(|_| {
@@ -238,8 +243,8 @@ impl McpClientBuilder {
 /// It is a [`ToolSet`]: `Agent::builder().tools((Read::new(cwd), client))` registers the
 /// server's tools next to any others, in the same one call. Each tool is named
 /// `mcp__<server>__<tool>` and converts arguments, progress, cancellation and results as
-/// pi's MCP extension does (SPEC §12). The server lives as long as the client or any of its
-/// tools; a stdio server's process group is killed then.
+/// pi's MCP extension does. The server lives as long as the client or any of its
+/// tools; a stdio server's processes are killed then.
 #[derive(Clone)]
 pub struct McpClient {
     inner: Arc<ClientInner>,
@@ -261,6 +266,7 @@ impl McpClient {
         McpClientBuilder {
             server: server.into(),
             timeout: DEFAULT_TIMEOUT,
+            max_call_time: DEFAULT_MAX_CALL_TIME,
             taken: Vec::new(),
             saver: Arc::new(TempFileSaver::new()),
             http: None,
@@ -274,8 +280,13 @@ impl McpClient {
 
     /// The current definitions of the server's tools (refreshed when the server says its
     /// list changed).
-    pub fn definitions(&self) -> Vec<McpToolDefinition> {
-        self.inner.shared.state().definitions.clone()
+    pub fn definitions(&self) -> Vec<ListedTool> {
+        let state = self.inner.shared.state();
+        state
+            .listed
+            .iter()
+            .map(|listed| listed.definition.clone())
+            .collect()
     }
 
     /// The names the agent knows the server's tools by, in the server's order.
@@ -283,9 +294,9 @@ impl McpClient {
         self.inner
             .shared
             .state()
-            .definitions
+            .listed
             .iter()
-            .map(|d| d.name.clone())
+            .map(|listed| listed.tool.name.clone())
             .collect()
     }
 
@@ -299,11 +310,10 @@ impl McpClient {
     pub fn tools(&self) -> Vec<Arc<dyn ToolDefinition>> {
         let state = self.inner.shared.state();
         state
-            .definitions
+            .listed
             .iter()
-            .map(|definition| {
-                Arc::new(McpTool::new(Arc::clone(&self.inner), definition))
-                    as Arc<dyn ToolDefinition>
+            .map(|listed| {
+                Arc::new(McpTool::new(Arc::clone(&self.inner), listed)) as Arc<dyn ToolDefinition>
             })
             .collect()
     }
@@ -315,13 +325,7 @@ impl McpClient {
 
     /// The process id of a stdio server (also its process group's id), while it runs.
     pub fn process_id(&self) -> Option<u32> {
-        self.inner
-            .child
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .and_then(|guard| guard.child.as_ref())
-            .and_then(tokio::process::Child::id)
+        self.inner.process_id()
     }
 
     /// The last bytes a stdio server wrote to its standard error.
@@ -329,28 +333,10 @@ impl McpClient {
         self.inner.shared.stderr_text()
     }
 
-    /// Close the connection now; a stdio server's process group is killed and reaped. Its
+    /// Close the connection now; a stdio server's processes are killed and reaped. Its
     /// tools answer with an error from then on.
     pub async fn close(&self) {
-        let service = self
-            .inner
-            .service
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(service) = service {
-            let _ = service.cancel().await;
-        }
-        let child = self
-            .inner
-            .child
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(mut child) = child {
-            child.kill_and_wait().await;
-        }
-        self.inner.shared.fail("the connection was closed".into());
+        self.inner.close().await;
     }
 }
 
@@ -363,253 +349,5 @@ impl ToolSet for McpClient {
 impl ToolSet for &McpClient {
     fn into_tools(self) -> Vec<Arc<dyn ToolDefinition>> {
         self.tools()
-    }
-}
-
-/// A stdio server's process: its group is killed on drop.
-struct ChildGuard {
-    child: Option<tokio::process::Child>,
-}
-
-impl ChildGuard {
-    fn kill_group(child: &mut tokio::process::Child) {
-        #[cfg(unix)]
-        if let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-        let _ = child.start_kill();
-    }
-
-    async fn kill_and_wait(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            Self::kill_group(&mut child);
-            let _ = child.wait().await;
-        }
-    }
-}
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            Self::kill_group(&mut child);
-            // Reap it; without a runtime, tokio's orphan queue does it later.
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn(async move {
-                    let _ = child.wait().await;
-                });
-            }
-        }
-    }
-}
-
-pub(super) struct ClientInner {
-    pub(super) server: String,
-    pub(super) peer: Peer<RoleClient>,
-    pub(super) shared: Arc<Shared>,
-    pub(super) timeout: Duration,
-    pub(super) saver: Arc<dyn OutputSaver>,
-    pub(super) readable_resources: bool,
-    // Dropped last: the service, then the child.
-    service: Mutex<Option<RunningService<RoleClient, Handler>>>,
-    child: Mutex<Option<ChildGuard>>,
-}
-
-impl ClientInner {
-    pub(super) fn failure(&self) -> Option<String> {
-        if let Some(failure) = self.shared.failure() {
-            return Some(failure);
-        }
-        if self.peer.is_transport_closed() {
-            self.shared.fail("the server closed the connection".into());
-            return self.shared.failure();
-        }
-        None
-    }
-
-    /// Every page of `tools/list`, as the JSON the server sent.
-    async fn list(&self) -> Result<Vec<Value>, McpError> {
-        list_tools(&self.peer, &self.server).await
-    }
-
-    /// Name the listed tools and keep those whose schema compiles.
-    fn install(&self, listed: Vec<Value>) -> Result<(), McpError> {
-        let taken = self
-            .shared
-            .taken
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        install(&self.shared, &listed, &taken)
-    }
-}
-
-async fn list_tools(peer: &Peer<RoleClient>, server: &str) -> Result<Vec<Value>, McpError> {
-    let mut tools = Vec::new();
-    let mut cursor = None;
-    loop {
-        let request = ListToolsRequest {
-            method: Default::default(),
-            params: Some(PaginatedRequestParams::default().with_cursor(cursor)),
-            extensions: Default::default(),
-        };
-        let page = match peer
-            .send_request(ClientRequest::ListToolsRequest(request))
-            .await
-        {
-            Ok(ServerResult::ListToolsResult(page)) => page,
-            Ok(_) => return Err(McpError::InvalidToolList),
-            Err(error) => {
-                return Err(McpError::Connect(format!(
-                    "MCP server {server} did not list its tools: {error}"
-                )));
-            }
-        };
-        for tool in &page.tools {
-            tools.push(serde_json::to_value(tool).map_err(|_| McpError::InvalidToolList)?);
-        }
-        match page.next_cursor {
-            Some(next) if !next.is_empty() => cursor = Some(next),
-            _ => return Ok(tools),
-        }
-    }
-}
-
-fn install(shared: &Shared, listed: &[Value], taken: &[String]) -> Result<(), McpError> {
-    let definitions = tool_definitions(&shared.server, listed, |name| {
-        taken.iter().any(|t| t == name)
-    })?;
-    let mut kept = Vec::with_capacity(definitions.len());
-    let mut rejected = Vec::new();
-    for definition in definitions {
-        let tool = Tool::new(
-            definition.name.clone(),
-            definition.description.clone(),
-            definition.parameters.clone(),
-        );
-        match tool.compiled_schema() {
-            Ok(_) => kept.push(definition),
-            Err(error) => rejected.push((definition.name, error.to_string())),
-        }
-    }
-    let mut state = shared.tools.write().unwrap_or_else(PoisonError::into_inner);
-    state.definitions = kept;
-    state.rejected = rejected;
-    Ok(())
-}
-
-#[derive(Default)]
-struct ToolsState {
-    definitions: Vec<McpToolDefinition>,
-    rejected: Vec<(String, String)>,
-}
-
-/// What the connection's handler and the tools share.
-pub(super) struct Shared {
-    server: String,
-    tools: RwLock<ToolsState>,
-    pub(super) progress:
-        Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<ProgressNotificationParam>>>,
-    failure: Mutex<Option<String>>,
-    stderr: Option<Arc<Mutex<VecDeque<u8>>>>,
-    taken: Mutex<Vec<String>>,
-}
-
-impl Shared {
-    fn new(server: String, stderr: Option<Arc<Mutex<VecDeque<u8>>>>) -> Arc<Self> {
-        Arc::new(Shared {
-            server,
-            tools: RwLock::default(),
-            progress: Mutex::default(),
-            failure: Mutex::default(),
-            stderr,
-            taken: Mutex::default(),
-        })
-    }
-
-    fn state(&self) -> std::sync::RwLockReadGuard<'_, ToolsState> {
-        self.tools.read().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(super) fn failure(&self) -> Option<String> {
-        self.failure
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    pub(super) fn fail(&self, reason: String) {
-        let mut failure = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
-        if failure.is_none() {
-            *failure = Some(self.with_stderr(reason));
-        }
-    }
-
-    fn stderr_text(&self) -> String {
-        self.stderr.as_ref().map_or_else(String::new, |tail| {
-            let tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
-            let (a, b) = tail.as_slices();
-            let mut bytes = a.to_vec();
-            bytes.extend_from_slice(b);
-            String::from_utf8_lossy(&bytes).trim().to_owned()
-        })
-    }
-
-    fn with_stderr(&self, message: String) -> String {
-        let stderr = self.stderr_text();
-        if stderr.is_empty() {
-            message
-        } else {
-            format!("{message}\n\nThe server's standard error ended with:\n{stderr}")
-        }
-    }
-}
-
-/// The client side's handler: routes progress to the running call and refreshes the tool
-/// list when the server says it changed.
-struct Handler {
-    shared: Arc<Shared>,
-}
-
-impl ClientHandler for Handler {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("pi-runtime", env!("CARGO_PKG_VERSION")),
-        )
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let progress = self
-            .shared
-            .progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(sender) = progress.get(&params.progress_token) {
-            let _ = sender.send(params);
-        }
-    }
-
-    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
-        let shared = Arc::clone(&self.shared);
-        let peer = context.peer;
-        // Listing is a request to the same peer: it cannot be awaited inside its own
-        // notification handler.
-        tokio::spawn(async move {
-            if let Ok(listed) = list_tools(&peer, &shared.server).await {
-                let taken = shared
-                    .taken
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone();
-                let _ = install(&shared, &listed, &taken);
-            }
-        });
     }
 }

@@ -1,18 +1,19 @@
-//! What the model sees of an MCP `tools/call` result (SPEC §12.2): content conversion, the
+//! What the model sees of an MCP `tools/call` result: content conversion, the
 //! error text, the 20 KB output limit and the details, as pi's MCP extension makes them.
 
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::McpError;
-use super::naming::js_trim;
+use crate::js::js_trim;
 use crate::message::ContentBlock;
 use crate::tool::ToolResult;
 
-/// The joined text of a result above this many UTF-8 bytes is cut (SPEC §12.2).
+/// The joined text of a result above this many UTF-8 bytes is cut: its head and tail are
+/// kept, and the full text is saved to a file the model is told about.
 pub const MCP_OUTPUT_MAX_BYTES: usize = 20 * 1024;
 
 /// Where the full text of a cut result and binary resources are written.
@@ -106,7 +107,7 @@ impl<'a> ResultOptions<'a> {
 }
 
 /// Convert an MCP `tools/call` result (the JSON the server sent) into the result the model
-/// sees (SPEC §12.2). `tool` is the MCP tool's own name.
+/// sees, as pi's MCP extension does. `tool` is the MCP tool's own name.
 ///
 /// ```
 /// use pi_runtime::mcp::{ResultOptions, TempFileSaver, convert_result};
@@ -188,31 +189,6 @@ pub fn convert_result(
         is_error,
         ..ToolResult::default()
     })
-}
-
-/// The answer shape of the conformance protocol: `{content, details, isError?}`.
-#[doc(hidden)]
-pub fn result_to_json(result: &ToolResult) -> Value {
-    let content: Vec<Value> = result
-        .content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Image(image) => {
-                json!({"type": "image", "data": image.data, "mimeType": image.mime_type})
-            }
-            other => json!({"type": "text", "text": other.as_text().unwrap_or_default()}),
-        })
-        .collect();
-    let mut out = Map::new();
-    out.insert("content".into(), Value::Array(content));
-    out.insert(
-        "details".into(),
-        result.details.clone().unwrap_or(Value::Null),
-    );
-    if result.is_error {
-        out.insert("isError".into(), Value::Bool(true));
-    }
-    Value::Object(out)
 }
 
 fn joined_text(content: &[ContentBlock]) -> String {

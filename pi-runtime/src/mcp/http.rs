@@ -7,9 +7,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures::stream::{BoxStream, Stream, StreamExt};
@@ -25,7 +23,10 @@ use rmcp::transport::streamable_http_client::{
     AuthRequiredError, HttpStatusError, InsufficientScopeError, SseError, StreamableHttpClient,
     StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
-use sse_stream::{Sse, SseStream};
+use sse_stream::Sse;
+
+use crate::excerpt::excerpt_within;
+use crate::sse::{self, SseDecoder};
 
 /// The streamable HTTP backend of [`McpClient`](super::McpClient): a reqwest 0.12 client.
 #[derive(Debug, Clone)]
@@ -335,13 +336,9 @@ impl StreamableHttpClient for HttpBackend {
     }
 }
 
+/// The start of a body, as an error message quotes it: at most `max` bytes of its text.
 fn preview(body: &[u8], max: usize) -> String {
-    let text = String::from_utf8_lossy(body);
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_owned()
+    excerpt_within(&String::from_utf8_lossy(body), max).to_string()
 }
 
 /// An SSE event over the size limit.
@@ -349,74 +346,48 @@ fn preview(body: &[u8], max: usize) -> String {
 #[error("an SSE event is larger than {0} bytes")]
 struct EventTooLarge(usize);
 
-/// Bytes with a limit on the size of one event (the bytes between blank lines).
-struct Bounded<S> {
-    inner: S,
-    max: usize,
-    current: usize,
-    last_newline: bool,
-    failed: bool,
-}
-
-impl<S> Stream for Bounded<S>
-where
-    S: Stream<Item = Result<Bytes, reqwest::Error>> + Unpin,
-{
-    type Item = Result<Bytes, BoundedError>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if self.failed {
-            return Poll::Ready(None);
-        }
-        match self.inner.poll_next_unpin(cx) {
-            Poll::Ready(Some(Ok(chunk))) => {
-                for &byte in chunk.iter() {
-                    match byte {
-                        b'\r' => {}
-                        b'\n' => {
-                            if self.last_newline {
-                                self.current = 0;
-                            }
-                            self.last_newline = true;
-                        }
-                        _ => {
-                            self.last_newline = false;
-                            self.current += 1;
-                        }
-                    }
-                    if self.current > self.max {
-                        self.failed = true;
-                        let max = self.max;
-                        return Poll::Ready(Some(Err(BoundedError::TooLarge(EventTooLarge(max)))));
-                    }
-                }
-                Poll::Ready(Some(Ok(chunk)))
-            }
-            Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(BoundedError::Http(error)))),
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-enum BoundedError {
-    #[error(transparent)]
-    Http(reqwest::Error),
-    #[error(transparent)]
-    TooLarge(EventTooLarge),
-}
-
+/// The events of a body, for rmcp, decoded by the crate's one SSE decoder with at most `max`
+/// bytes per event. A failure (the body's, an event too large, a byte that is not UTF-8) is
+/// the stream's last item.
 fn bounded_sse<S>(bytes: S, max: usize) -> BoxStream<'static, Result<Sse, SseError>>
 where
     S: Stream<Item = Result<Bytes, reqwest::Error>> + Send + Unpin + 'static,
 {
-    let bounded = Bounded {
-        inner: bytes,
-        max,
-        current: 0,
-        last_newline: false,
-        failed: false,
-    };
-    SseStream::from_bytes_stream(bounded).boxed()
+    let state = Some((bytes, SseDecoder::new(max)));
+    futures::stream::unfold(state, |state| async move {
+        let (mut bytes, mut decoder) = state?;
+        let failure = loop {
+            match decoder.next_event() {
+                Ok(Some(event)) => {
+                    let sse = Sse {
+                        event: (event.name != "message").then(|| event.name.to_owned()),
+                        data: event.data.map(str::to_owned),
+                        id: event.id.map(str::to_owned),
+                        retry: event.retry,
+                    };
+                    return Some((Ok(sse), Some((bytes, decoder))));
+                }
+                Ok(None) => {}
+                Err(error) => break body_error(error),
+            }
+            match bytes.next().await {
+                Some(Ok(piece)) => decoder.push_bytes(&piece),
+                Some(Err(error)) => break SseError::Body(Box::new(error)),
+                None => match decoder.finish() {
+                    Ok(()) => return None,
+                    Err(error) => break body_error(error),
+                },
+            }
+        };
+        Some((Err(failure), None))
+    })
+    .boxed()
+}
+
+/// A decoding failure as rmcp's SSE errors carry it.
+fn body_error(error: sse::SseError) -> SseError {
+    match error {
+        sse::SseError::TooLarge(max) => SseError::Body(Box::new(EventTooLarge(max))),
+        other => SseError::Body(Box::new(other)),
+    }
 }

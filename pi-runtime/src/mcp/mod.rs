@@ -11,7 +11,7 @@
 //!   HTTP.
 //! - **Client** ([`McpClient`]): connects to a server over stdio (a child process) or streamable
 //!   HTTP and turns each of its tools into an [`AgentTool`](crate::AgentTool) exactly as pi's
-//!   MCP extension does (SPEC §12): [`tool_definitions`] for the definitions,
+//!   MCP extension does: [`tool_definitions`] for the definitions,
 //!   [`convert_result`] for what the model sees of a result.
 //!
 //! Both ways at once: a `#[tool]` served over streamable HTTP on loopback, and an agent that
@@ -68,9 +68,13 @@
 //! ```
 
 mod client;
+mod connection;
 mod content;
+mod errors;
+mod hints;
 mod http;
 mod naming;
+mod parse_error;
 mod schema;
 mod server;
 mod tool;
@@ -79,12 +83,13 @@ use thiserror::Error;
 
 use crate::tool::RegistryError;
 
-pub use client::{DEFAULT_TIMEOUT, McpClient, McpClientBuilder};
+pub use client::{DEFAULT_MAX_CALL_TIME, DEFAULT_TIMEOUT, McpClient, McpClientBuilder};
 pub use content::{
-    MCP_OUTPUT_MAX_BYTES, OutputSaver, ResultOptions, TempFileSaver, convert_result, result_to_json,
+    MCP_OUTPUT_MAX_BYTES, OutputSaver, ResultOptions, TempFileSaver, convert_result,
 };
-pub use schema::{McpToolDefinition, tool_definitions};
-pub use server::{McpHttpServer, McpServer, ToolHints};
+pub use hints::ToolHints;
+pub use schema::{ListedTool, tool_definitions};
+pub use server::{McpHttpServer, McpServer};
 
 /// Everything that can go wrong between us and an MCP peer.
 #[derive(Debug, Error)]

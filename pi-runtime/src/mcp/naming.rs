@@ -1,4 +1,4 @@
-//! The names an MCP server's tools get in the agent (SPEC §12.1): `mcp__<server>__<tool>`,
+//! The names an MCP server's tools get in the agent (pi's): `mcp__<server>__<tool>`,
 //! sanitized, with a hash suffix when it is too long or taken.
 
 use std::collections::{HashMap, HashSet};
@@ -59,7 +59,7 @@ fn hashed(mut name: String, server: &str, tool: &str) -> String {
     name
 }
 
-/// The names of one server's listed tools, in order (SPEC §12.1). A plain name is taken when
+/// The names of one server's listed tools, in order. A plain name is taken when
 /// `taken` says another tool owns it, when an earlier tool of the list got it, or when two
 /// different tool names of the list sanitize to it; a name listed twice counts once, so its
 /// second listing is hashed.
@@ -88,24 +88,6 @@ pub(crate) fn assign_names<'a>(
         names.push(name);
     }
     names
-}
-
-/// JavaScript's `String.prototype.trim`: its whitespace differs from Rust's (it removes U+FEFF
-/// and keeps U+0085).
-pub(crate) fn js_trim(text: &str) -> &str {
-    text.trim_matches(|c: char| {
-        matches!(
-            c,
-            '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
-                ..='\u{200a}'
-                    | '\u{2028}'
-                    | '\u{2029}'
-                    | '\u{202f}'
-                    | '\u{205f}'
-                    | '\u{3000}'
-                    | '\u{feff}'
-        )
-    })
 }
 
 #[cfg(test)]
@@ -144,11 +126,5 @@ mod tests {
         let twice = assign_names("f", ["status", "status"], |_| false);
         assert_eq!(twice[0], "mcp__f__status");
         assert_ne!(twice[1], "mcp__f__status");
-    }
-
-    #[test]
-    fn js_whitespace() {
-        assert_eq!(js_trim("\u{feff} a \u{3000}"), "a");
-        assert_eq!(js_trim("\u{85}a\u{200b}"), "\u{85}a\u{200b}");
     }
 }

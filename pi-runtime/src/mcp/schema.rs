@@ -1,13 +1,14 @@
-//! What an MCP server's `tools/list` entry becomes in the agent (SPEC §12.1): name, label,
+//! What an MCP server's `tools/list` entry becomes in the agent: name, label,
 //! description, parameters, output schema and annotation hints, exactly as pi's MCP extension
 //! makes them.
 
 use serde_json::{Map, Value, json};
 
-use super::McpError;
-use super::naming::{assign_names, js_trim};
+use super::naming::assign_names;
+use super::{McpError, ToolHints};
+use crate::js::js_trim;
 
-/// The definition one MCP tool gets in the agent (SPEC §12.1).
+/// The definition one MCP tool gets in the agent, as pi's MCP extension makes it.
 ///
 /// ```
 /// use pi_runtime::mcp::tool_definitions;
@@ -23,7 +24,7 @@ use super::naming::{assign_names, js_trim};
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub struct McpToolDefinition {
+pub struct ListedTool {
     /// The name the model calls: `mcp__<server>__<tool>`, sanitized, maybe hashed.
     pub name: String,
     /// `<server>/<tool>`, the raw names.
@@ -39,13 +40,14 @@ pub struct McpToolDefinition {
     /// The schema of the whole `CallToolResult`, with the tool's own output schema as
     /// `structuredContent`.
     pub output_schema: Value,
-    /// The boolean hints of the tool's annotations, in a fixed order; `None` without any.
-    pub annotations: Option<Value>,
+    /// The boolean hints of the tool's annotations; `None` without any. They serialize as
+    /// MCP writes them (`{"readOnlyHint": true}`).
+    pub annotations: Option<ToolHints>,
 }
 
-/// Turn one server's `tools/list` entries (every page, in order) into agent tool definitions
-/// (SPEC §12.1). `taken` says whether another tool (of a server registered earlier) owns a
-/// name already.
+/// Turn one server's `tools/list` entries (every page, in order) into agent tool definitions,
+/// as pi's MCP extension does. `taken` says whether another tool (of a server registered
+/// earlier) owns a name already.
 ///
 /// # Errors
 /// [`McpError::InvalidToolList`] when an entry is not an object with a string `name` and an
@@ -54,7 +56,7 @@ pub fn tool_definitions(
     server: &str,
     tools: &[Value],
     taken: impl Fn(&str) -> bool,
-) -> Result<Vec<McpToolDefinition>, McpError> {
+) -> Result<Vec<ListedTool>, McpError> {
     let mut entries = Vec::with_capacity(tools.len());
     for tool in tools {
         let name = tool.get("name").and_then(Value::as_str);
@@ -68,7 +70,7 @@ pub fn tool_definitions(
     Ok(entries
         .into_iter()
         .zip(names)
-        .map(|((tool, raw, schema), name)| McpToolDefinition {
+        .map(|((tool, raw, schema), name)| ListedTool {
             name,
             label: format!("{server}/{raw}"),
             server: server.to_owned(),
@@ -118,26 +120,21 @@ pub(crate) fn normalize_input_schema(schema: &Map<String, Value>) -> Map<String,
     out
 }
 
-const HINTS: [&str; 4] = [
-    "readOnlyHint",
-    "destructiveHint",
-    "idempotentHint",
-    "openWorldHint",
-];
-
-/// The boolean hints of `annotations`, in a fixed order; `None` without any.
-fn annotation_hints(annotations: Option<&Value>) -> Option<Value> {
+/// The boolean hints of `annotations`; `None` without any.
+fn annotation_hints(annotations: Option<&Value>) -> Option<ToolHints> {
     let annotations = annotations?.as_object()?;
-    let hints: Map<String, Value> = HINTS
-        .iter()
-        .filter_map(|&hint| match annotations.get(hint) {
-            Some(Value::Bool(b)) => Some((hint.to_owned(), Value::Bool(*b))),
-            _ => None,
-        })
-        .collect();
-    (!hints.is_empty()).then_some(Value::Object(hints))
+    let hint = |key: &str| annotations.get(key).and_then(Value::as_bool);
+    let hints = ToolHints {
+        read_only: hint("readOnlyHint"),
+        destructive: hint("destructiveHint"),
+        idempotent: hint("idempotentHint"),
+        open_world: hint("openWorldHint"),
+    };
+    (hints != ToolHints::default()).then_some(hints)
 }
 
+/// The hints as MCP's `ToolAnnotations` writes them, in this fixed order, a `None` left out:
+/// `{"readOnlyHint": true, "openWorldHint": false}`.
 /// The `CallToolResult` schema pi gives every MCP tool, with the tool's own output schema
 /// (its local `$ref`s relocated) as `structuredContent`, or `{}` without one.
 pub(crate) fn result_schema(output_schema: Option<&Value>) -> Value {

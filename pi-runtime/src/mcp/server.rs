@@ -18,72 +18,15 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::RwLock;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::McpError;
-use crate::agent::call::{self, CallScope, Preflight};
-use crate::agent::hooks::Hooks;
-use crate::message::{AssistantMessage, ContentBlock, ToolCall};
+use super::{McpError, ToolHints, errors, parse_error};
+use crate::agent::Hooks;
+use crate::agent::dispatch::{Dispatcher, Lane, RunLimits};
+use crate::agent::turn_tools::TurnTools;
+use crate::message::{ContentBlock, ToolCall};
 use crate::tool::{ExecutionMode, ToolDefinition, ToolRegistry, ToolResult, ToolSet};
-
-/// Behaviour hints an MCP client may show or use for a tool (MCP `ToolAnnotations`). All are
-/// hints; `None` leaves a hint out.
-///
-/// ```
-/// use pi_runtime::mcp::ToolHints;
-///
-/// let hints = ToolHints::new().read_only(true).open_world(false);
-/// assert_eq!(hints.read_only, Some(true));
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ToolHints {
-    /// The tool does not modify its environment.
-    pub read_only: Option<bool>,
-    /// The tool may destroy data.
-    pub destructive: Option<bool>,
-    /// Calling it twice with the same arguments does nothing more.
-    pub idempotent: Option<bool>,
-    /// The tool reaches outside the machine.
-    pub open_world: Option<bool>,
-}
-
-impl ToolHints {
-    /// No hints.
-    pub fn new() -> Self {
-        ToolHints::default()
-    }
-
-    /// Set `readOnlyHint`.
-    #[must_use]
-    pub fn read_only(mut self, value: bool) -> Self {
-        self.read_only = Some(value);
-        self
-    }
-
-    /// Set `destructiveHint`.
-    #[must_use]
-    pub fn destructive(mut self, value: bool) -> Self {
-        self.destructive = Some(value);
-        self
-    }
-
-    /// Set `idempotentHint`.
-    #[must_use]
-    pub fn idempotent(mut self, value: bool) -> Self {
-        self.idempotent = Some(value);
-        self
-    }
-
-    /// Set `openWorldHint`.
-    #[must_use]
-    pub fn open_world(mut self, value: bool) -> Self {
-        self.open_world = Some(value);
-        self
-    }
-}
 
 /// Serves a [`ToolSet`] to MCP clients: `tools/list` and `tools/call` (with the agent loop's
 /// prepare, coerce, validate and execute steps, and its error texts), over stdio
@@ -121,24 +64,23 @@ pub struct McpServer {
 }
 
 struct ServerInner {
-    registry: ToolRegistry,
+    tools: Arc<TurnTools>,
+    hooks: Arc<Hooks>,
     listed: Vec<McpTool>,
-    /// Tools whose `details` are their structured content (a `Json<T>` output).
-    structured: Vec<bool>,
     name: String,
     version: String,
     instructions: Option<String>,
     /// Tools per `tools/list` page; all in one page when `None`.
     page_size: Option<usize>,
-    /// Sequential tools take it for writing, every other tool for reading.
-    turns: RwLock<()>,
+    /// Sequential tools run alone across every connection.
+    lane: Lane,
 }
 
 impl fmt::Debug for McpServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpServer")
             .field("name", &self.inner.name)
-            .field("tools", &self.inner.registry)
+            .field("tools", &self.inner.tools)
             .finish_non_exhaustive()
     }
 }
@@ -150,25 +92,33 @@ impl McpServer {
     /// # Errors
     /// [`McpError::Registry`]: two tools share a name, or a schema does not compile.
     pub fn new(tools: impl ToolSet) -> Result<Self, McpError> {
-        let registry = ToolRegistry::new(tools)?;
-        let tools: Vec<&Arc<dyn ToolDefinition>> = registry.active().collect();
+        let tools = TurnTools::active(Arc::new(ToolRegistry::new(tools)?));
         let listed = tools
-            .iter()
+            .offered()
             .map(|tool| listed_tool(tool.as_ref()))
             .collect();
-        let structured = tools.iter().map(|t| t.output_schema().is_some()).collect();
         Ok(McpServer {
             inner: Arc::new(ServerInner {
-                registry,
+                tools: Arc::new(tools),
+                hooks: Arc::new(Hooks::default()),
                 listed,
-                structured,
                 name: "pi-runtime".to_owned(),
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 instructions: None,
                 page_size: None,
-                turns: RwLock::new(()),
+                lane: Lane::default(),
             }),
         })
+    }
+
+    /// Run these hooks around every call, as an agent does: `before_tool_call` may block
+    /// or rewrite a call, `after_tool_call` may patch its result. Give it an agent's hooks
+    /// ([`Agent::hooks`](crate::agent::Agent::hooks)) to serve its tools under the same
+    /// rules. The turn hooks are not used: a server has no turns.
+    #[must_use]
+    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
+        self.inner_mut().hooks = Arc::new(hooks);
+        self
     }
 
     /// The name and version clients see in `initialize` (default: `pi-runtime` and this
@@ -216,14 +166,14 @@ impl McpServer {
         if Arc::get_mut(&mut self.inner).is_none() {
             let old = &self.inner;
             self.inner = Arc::new(ServerInner {
-                registry: old.registry.clone(),
+                tools: Arc::clone(&old.tools),
+                hooks: Arc::clone(&old.hooks),
                 listed: old.listed.clone(),
-                structured: old.structured.clone(),
                 name: old.name.clone(),
                 version: old.version.clone(),
                 instructions: old.instructions.clone(),
                 page_size: old.page_size,
-                turns: RwLock::new(()),
+                lane: Lane::default(),
             });
         }
         Arc::get_mut(&mut self.inner).unwrap_or_else(|| unreachable!("just made unique"))
@@ -259,11 +209,11 @@ impl McpServer {
         let running = self
             .serve((reader, writer))
             .await
-            .map_err(|e| McpError::Connect(e.to_string()))?;
+            .map_err(|e| McpError::Connect(errors::server_init(&e)))?;
         running
             .waiting()
             .await
-            .map_err(|e| McpError::Connect(e.to_string()))?;
+            .map_err(|e| McpError::Connect(format!("the connection's task failed: {e}")))?;
         Ok(())
     }
 
@@ -290,12 +240,15 @@ impl McpServer {
 
     fn router_with(&self, path: &str, config: StreamableHttpServerConfig) -> axum::Router {
         let server = self.clone();
+        let max_body = config.max_request_body_bytes;
         let service = StreamableHttpService::new(
             move || Ok(server.clone()),
             Arc::new(LocalSessionManager::default()),
             config,
         );
-        axum::Router::new().route_service(path, service)
+        axum::Router::new().route_service(path, service).layer(
+            axum::middleware::from_fn_with_state(max_body, parse_error::check_body),
+        )
     }
 
     /// Serve streamable HTTP at `http://<addr>/mcp` in a background task. Bind a loopback
@@ -365,39 +318,33 @@ impl McpServer {
     ) -> Result<CallToolResult, ErrorData> {
         let inner = &self.inner;
         let name = request.name.as_ref();
-        let (index, tool) = inner
-            .registry
-            .active()
-            .enumerate()
-            .find(|(_, t)| t.definition().name == name)
-            .ok_or_else(|| ErrorData::invalid_params(format!("Unknown tool: {name}"), None))?;
+        // A `Json<T>` output's `details` are its structured content.
+        let structured = inner
+            .tools
+            .get(name)
+            .ok_or_else(|| ErrorData::invalid_params(format!("Unknown tool: {name}"), None))?
+            .output_schema()
+            .is_some();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let call = ToolCall::new(request_id(&context), name, arguments);
-        let assistant = AssistantMessage::empty("mcp", "mcp", "mcp");
-        let scope = CallScope {
-            hooks: Arc::new(Hooks::default()),
-            assistant: Arc::new(assistant),
-            messages: Arc::from(Vec::new()),
+        let limits = RunLimits {
             signal: context.ct.clone(),
             deadline: None,
-            capture_content: false,
         };
-        let sequential = tool.execution_mode() == ExecutionMode::Sequential;
-        let result = match call::prepare(&call, &inner.registry, &scope).await {
-            Preflight::Immediate(outcome) => outcome.result,
-            Preflight::Ready(ready) => {
-                let (_read, _write) = if sequential {
-                    (None, Some(inner.turns.write().await))
-                } else {
-                    (Some(inner.turns.read().await), None)
-                };
-                let progress = Progress::new(&context);
-                call::execute(ready, &call, &scope, |update| progress.send(update))
-                    .await
-                    .result
-            }
-        };
-        Ok(mcp_result(result, inner.structured[index]))
+        let dispatcher = Dispatcher::new(
+            Arc::clone(&inner.tools),
+            Arc::clone(&inner.hooks),
+            ExecutionMode::Parallel,
+            Arc::new(limits),
+            false,
+        );
+        let progress = Progress::new(&context);
+        let result = dispatcher
+            .call(&call, Arc::from(Vec::new()), Some(&inner.lane), |update| {
+                progress.send(update)
+            })
+            .await;
+        Ok(mcp_result(result, structured))
     }
 }
 

@@ -1,5 +1,5 @@
 //! One MCP tool as the agent runs it: arguments out, progress in, cancellation out, the
-//! result converted as pi's MCP extension converts it (SPEC §12.2).
+//! result converted as pi's MCP extension converts it.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -8,20 +8,21 @@ use std::sync::{Arc, PoisonError};
 use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientNotification,
-    ClientRequest, ProgressNotificationParam, ProgressToken, Request, ServerResult,
+    ClientRequest, ProgressNotificationParam, ProgressToken, Request, RequestId, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::client::{ClientInner, Shared};
+use super::connection::{ClientInner, Listed, Shared};
 use super::content::{ResultOptions, convert_result};
-use super::schema::McpToolDefinition;
+use super::errors;
 use crate::message::ContentBlock;
 use crate::tool::{AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
 
-/// The text of a call stopped by the run's cancellation signal (SPEC §3.7).
-const ABORTED: &str = "Operation aborted";
+/// The text of a call stopped by the run's cancellation signal, as in the agent loop.
+use crate::agent::failure::OPERATION_ABORTED as ABORTED;
 
 /// One tool of an MCP server, as the agent runs it.
 pub(super) struct McpTool {
@@ -33,17 +34,14 @@ pub(super) struct McpTool {
 }
 
 impl McpTool {
-    pub(super) fn new(client: Arc<ClientInner>, definition: &McpToolDefinition) -> Self {
+    /// The tool `listed` on `client`'s server; it shares the listing's compiled schema.
+    pub(super) fn new(client: Arc<ClientInner>, listed: &Listed) -> Self {
         McpTool {
             client,
-            definition: Tool::new(
-                definition.name.clone(),
-                definition.description.clone(),
-                definition.parameters.clone(),
-            ),
-            label: definition.label.clone(),
-            tool: definition.tool.clone(),
-            output_schema: definition.output_schema.clone(),
+            definition: listed.tool.clone(),
+            label: listed.definition.label.clone(),
+            tool: listed.definition.tool.clone(),
+            output_schema: listed.definition.output_schema.clone(),
         }
     }
 
@@ -86,19 +84,25 @@ impl McpTool {
         let id = handle.id.clone();
         let peer = handle.peer.clone();
         let mut response = std::pin::pin!(handle.await_response());
+        // Progress restarts rmcp's timer, so a server that reports progress forever would
+        // hold the call forever without this cap on the whole call.
+        let mut time_limit = std::pin::pin!(tokio::time::sleep(client.max_call_time));
         let answer = loop {
             tokio::select! {
                 biased;
                 answer = &mut response => break answer,
                 () = ctx.signal().cancelled() => {
-                    let notification = CancelledNotification::new(CancelledNotificationParam::new(
-                        Some(id),
-                        Some(ABORTED.into()),
-                    ));
-                    let _ = peer
-                        .send_notification(ClientNotification::CancelledNotification(notification))
-                        .await;
+                    cancel(&peer, id, ABORTED).await;
                     return self.error(ABORTED.into());
+                }
+                () = &mut time_limit => {
+                    let text = format!(
+                        "MCP tool {} exceeded its total time limit of {:.1} s",
+                        self.label,
+                        client.max_call_time.as_secs_f64()
+                    );
+                    cancel(&peer, id, &text).await;
+                    return self.error(text);
                 }
                 Some(progress) = rx.recv() => ctx.update(progress_update(&progress)),
             }
@@ -148,13 +152,26 @@ impl McpTool {
                 ))
             }
             other => {
+                let reason = errors::service(other);
                 if client.peer.is_transport_closed() {
-                    client.shared.fail(other.to_string());
+                    client.shared.fail(reason.clone());
                 }
-                self.error(format!("MCP tool {} failed: {other}", self.label))
+                self.error(format!("MCP tool {} failed: {reason}", self.label))
             }
         }
     }
+}
+
+/// Tell the server the request `id` is cancelled, and why.
+async fn cancel(peer: &Peer<RoleClient>, id: RequestId, reason: &str) {
+    let notification = CancelledNotification::new(CancelledNotificationParam::new(
+        Some(id),
+        Some(reason.to_owned()),
+    ));
+    // A server that is gone has nothing left to cancel.
+    let _ = peer
+        .send_notification(ClientNotification::CancelledNotification(notification))
+        .await;
 }
 
 /// A progress notification as a `ToolContext` update: its message, or `progress/total`.

@@ -76,3 +76,25 @@ impl<T: IntoToolResult, E: IntoToolError> IntoToolOutcome for Result<T, E> {
             .map_err(IntoToolError::into_tool_error)
     }
 }
+
+/// The name of a tool type `#[tool]` generates is free: `Named` (what the name means where
+/// the tool is defined) is the tool type itself. A type of the user's with the same name is
+/// reported here, with the key that renames the tool type, next to rustc's E0428.
+#[diagnostic::on_unimplemented(
+    message = "`#[tool]` cannot name its tool type `{Self}`: your code has another item named `{Self}`",
+    label = "the tool type is named here",
+    note = "name the tool type yourself: `#[tool(type_name = \"{Self}Tool\")]` (its argument struct is then named `{Self}ToolParams`)"
+)]
+pub trait NamesTheTool<T: ?Sized> {}
+
+impl<T: ?Sized> NamesTheTool<T> for T {}
+
+/// Compares a tool type reached through its value with `N`, the type its name resolves to.
+/// A method, so that `Self` is fixed by the value before `N: NamesTheTool<Self>` is checked
+/// (a free fn with both as parameters would unify them through the blanket impl instead).
+pub trait NameCheck {
+    /// Type-checked only, never called.
+    fn names_the_tool<N: NamesTheTool<Self>>(&self) {}
+}
+
+impl<T> NameCheck for T {}

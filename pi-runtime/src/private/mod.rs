@@ -6,7 +6,10 @@ mod bounds;
 mod schema;
 mod shim;
 
-pub use bounds::{DescribeArgument, DeserializeArgument, IntoToolOutcome, SendFuture, ToolState};
+pub use bounds::{
+    DescribeArgument, DeserializeArgument, IntoToolOutcome, NameCheck, NamesTheTool, SendFuture,
+    ToolState,
+};
 pub use schema::{OutputSchemaNone, OutputSchemaOf, OutputSchemaProbe, parameters_schema};
 pub use shim::{PrepareFn, prepare, rename_aliases};
 

@@ -1,5 +1,5 @@
 //! The parameter schema of a tool, generated once per type: schemars' output tidied into the
-//! shape SPEC §1 and §7.2 expect (root `type: "object"`, `required` always present, no
+//! shape providers and strict mode expect (root `type: "object"`, `required` always present, no
 //! `$schema`, no root `title`/`description`, everything inline, closed objects by default).
 
 use schemars::generate::SchemaSettings;
@@ -17,10 +17,10 @@ const RUST_NUMBER_FORMATS: &[&str] = &[
 /// The `parameters` schema of a tool whose arguments deserialize into `T`.
 ///
 /// With `closed`, every object schema that lists `properties` and says nothing about
-/// `additionalProperties` gets `"additionalProperties": false` (SPEC §1.1's recommendation),
+/// `additionalProperties` gets `"additionalProperties": false` (as pi-schema's `obj()` does),
 /// so an extra key is reported to the model as an unknown field.
 pub fn parameters_schema<T: JsonSchema + ?Sized>(closed: bool) -> Value {
-    // Inline everything: strict mode (SPEC §7.2) rejects `$defs`/`$ref`. Recursive types
+    // Inline everything: strict mode rejects `$defs`/`$ref`. Recursive types
     // still get a `$ref`; they cannot be strict anyway.
     let settings = SchemaSettings::draft2020_12().with(|settings| {
         settings.meta_schema = None;
@@ -104,6 +104,7 @@ struct Tidy {
 impl Transform for Tidy {
     fn transform(&mut self, schema: &mut Schema) {
         if let Some(node) = schema.as_object_mut() {
+            collapse_value_union(node);
             // One key order everywhere, whatever order schemars wrote: `additionalProperties`
             // after `properties` and `required`, the description last (as TypeBox writes it).
             if node.contains_key("properties") {
@@ -147,4 +148,98 @@ fn tidy_root(root: &mut Map<String, Value>) {
         root.insert(key.to_owned(), value);
     }
     root.extend(rest);
+}
+
+/// A unit enum whose variants have doc comments: schemars writes a `oneOf` of `const`s, each
+/// with its description. A failed union is explained by one branch only (pi's rule: the
+/// first of equally good branches), so the model would read `units: expected "metric"` for
+/// a `metric | imperial` enum; and strict mode rejects `oneOf`. As an `enum`, with each
+/// variant's description as a line of the node's description, the model reads the same
+/// text and is told `units: expected one of ["metric","imperial"]`.
+///
+/// Only a union that is the node's whole meaning is rewritten: branches of `const` or `enum`
+/// primitives with at most a `type` (the value's own) and a `description`, and no other
+/// keyword on the node but `description`.
+fn collapse_value_union(node: &mut Map<String, Value>) {
+    let key = match (node.contains_key("oneOf"), node.contains_key("anyOf")) {
+        (true, false) => "oneOf",
+        (false, true) => "anyOf",
+        _ => return,
+    };
+    if node
+        .keys()
+        .any(|other| other != key && other != "description")
+    {
+        return;
+    }
+    let Some(Value::Array(branches)) = node.get(key) else {
+        return;
+    };
+    let mut values: Vec<Value> = Vec::new();
+    let mut types: Vec<&str> = Vec::new();
+    let mut lines: Vec<String> = Vec::new();
+    for branch in branches {
+        let Some(branch) = branch.as_object() else {
+            return;
+        };
+        if branch
+            .keys()
+            .any(|keyword| !matches!(keyword.as_str(), "const" | "enum" | "type" | "description"))
+        {
+            return;
+        }
+        let members = match (branch.get("const"), branch.get("enum")) {
+            (Some(value), None) => std::slice::from_ref(value),
+            (None, Some(Value::Array(members))) => members.as_slice(),
+            _ => return,
+        };
+        for member in members {
+            let Some(member_type) = primitive_type(member) else {
+                return;
+            };
+            if branch
+                .get("type")
+                .is_some_and(|ty| ty.as_str() != Some(member_type))
+                || values.contains(member)
+            {
+                return;
+            }
+            if !types.contains(&member_type) {
+                types.push(member_type);
+            }
+            values.push(member.clone());
+        }
+        if let (Some(Value::String(description)), [value]) = (branch.get("description"), members) {
+            lines.push(format!("- {value}: {description}"));
+        }
+    }
+    if values.is_empty() {
+        return;
+    }
+    let description = node
+        .get("description")
+        .and_then(Value::as_str)
+        .into_iter()
+        .map(str::to_owned)
+        .chain(lines)
+        .collect::<Vec<_>>()
+        .join("\n");
+    node.clear();
+    if let [only] = types.as_slice() {
+        node.insert("type".to_owned(), Value::from(*only));
+    }
+    node.insert("enum".to_owned(), Value::Array(values));
+    if !description.is_empty() {
+        node.insert("description".to_owned(), Value::String(description));
+    }
+}
+
+/// The JSON type of a string, number or boolean; `None` for the rest.
+fn primitive_type(value: &Value) -> Option<&'static str> {
+    match value {
+        Value::String(_) => Some("string"),
+        Value::Number(_) => Some("number"),
+        Value::Bool(_) => Some("boolean"),
+        _ => None,
+    }
 }

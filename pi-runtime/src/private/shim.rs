@@ -1,4 +1,4 @@
-//! The `prepare_arguments` shim `#[tool]` generates (SPEC §3.3): old argument names renamed to
+//! The `prepare_arguments` shim `#[tool]` generates: old argument names renamed to
 //! current ones, then the user's own shim if any. Unchanged arguments are returned borrowed,
 //! so the common case costs no copy.
 

@@ -32,6 +32,7 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::failure::REQUEST_ABORTED;
 use crate::json::PartialJsonParser;
 use crate::message::{
     AssistantMessage, ContentBlock, StopReason, ThinkingContent, ToolCall, now_ms,
@@ -328,7 +329,7 @@ enum Beat {
     },
     /// The call's final arguments and arguments error, as scripted. Like pi's faux
     /// provider, an object is taken as it is (the streamed text only showed it growing);
-    /// anything else gets the final parse's verdict on the text (SPEC §6.4).
+    /// anything else gets the final parse's verdict on the text.
     FinishToolCall(usize, Value, Option<String>),
     /// A block that streams no events.
     Silent(ContentBlock),
@@ -430,7 +431,7 @@ impl Replay {
             self.started = true;
             if self.signal.is_cancelled() {
                 self.writer.message_mut().timestamp = now_ms();
-                self.writer.fail(StopReason::Aborted, "Request was aborted");
+                self.writer.fail(StopReason::Aborted, REQUEST_ABORTED);
                 continue;
             }
             match self.beats.pop_front() {

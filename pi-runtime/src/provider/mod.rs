@@ -40,8 +40,6 @@ pub mod openai_responses;
 )]
 mod shared;
 #[cfg(feature = "http")]
-pub(crate) use crate::excerpt;
-#[cfg(feature = "http")]
 #[cfg_attr(
     not(all(
         feature = "openai",
@@ -51,12 +49,12 @@ pub(crate) use crate::excerpt;
     )),
     allow(unused_imports)
 )]
-pub(crate) use shared::{compat, ids, strict, thinking, tokens, transform};
+pub(crate) use shared::{choice, compat, ids, strict, thinking, tokens, transform};
 
 #[cfg(feature = "http")]
-pub(crate) mod output;
-#[cfg(feature = "http")]
 mod request;
+#[cfg(feature = "http")]
+pub(crate) mod wire;
 
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]

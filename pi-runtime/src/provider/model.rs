@@ -1,5 +1,5 @@
 //! `Model`: which API, which server, which model, and the compatibility flags that change
-//! the wire format (SPEC §7.3–§7.6).
+//! the wire format.
 
 use serde::{Deserialize, Serialize};
 
@@ -12,7 +12,7 @@ pub enum Api {
     #[serde(rename = "openai-completions")]
     OpenAiCompletions,
     /// The OpenAI Responses API (`POST /responses`): OpenAI's own models, whose reasoning
-    /// is carried from one tool call to the next (SPEC §7.7).
+    /// is carried from one tool call to the next.
     #[serde(rename = "openai-responses")]
     OpenAiResponses,
     /// Anthropic Messages.
@@ -35,8 +35,9 @@ impl Api {
     }
 }
 
-/// Compatibility flags. `None` means "detect from the provider and base URL" (SPEC §7.3,
-/// §7.4); `Some` overrides the detection.
+/// Compatibility flags. `None` means "detect from the provider and base URL" (as pi 1.6
+/// does: for example a `deepseek.com` URL turns on DeepSeek's fields); `Some` overrides the
+/// detection.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 #[non_exhaustive]

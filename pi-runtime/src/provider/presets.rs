@@ -196,7 +196,8 @@ fn is_openai_reasoning_model(id: &str) -> bool {
 }
 
 /// A DeepSeek model; key from `DEEPSEEK_API_KEY`. The provider name turns on DeepSeek's
-/// wire details (SPEC §7.4).
+/// wire details (`thinking` plus `reasoning_effort`, and `reasoning_content` on replayed
+/// assistant messages).
 pub fn deepseek(id: &str) -> Preset {
     Preset::new(
         "deepseek",

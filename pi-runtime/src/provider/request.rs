@@ -1,9 +1,9 @@
-//! The JSON body a provider request would POST, built without sending it (SPEC §7).
+//! The JSON body a provider request would POST, built without sending it.
 
 use serde_json::Value;
 
-use super::Model;
-use super::http::wire_api;
+use crate::provider::wire::WireApi;
+use crate::provider::{Api, Model};
 use crate::stream::{Context, StreamOptions};
 
 /// Why a request cannot be built.
@@ -54,4 +54,32 @@ pub fn request_body(
     wire_api(model.api)?
         .body(model, context, options)
         .map_err(RequestError::Invalid)
+}
+
+/// The implementation of `api`, if its feature is on.
+pub(crate) fn wire_api(api: Api) -> Result<&'static dyn WireApi, RequestError> {
+    // Used only by the arms of APIs this build leaves out.
+    #[allow(unused_variables)]
+    let not_built = |feature| RequestError::NotBuilt {
+        api: api.as_str(),
+        feature,
+    };
+    match api {
+        #[cfg(feature = "openai")]
+        Api::OpenAiCompletions => Ok(&super::openai::Completions),
+        #[cfg(not(feature = "openai"))]
+        Api::OpenAiCompletions => Err(not_built("openai")),
+        #[cfg(feature = "openai-responses")]
+        Api::OpenAiResponses => Ok(&super::openai_responses::Responses),
+        #[cfg(not(feature = "openai-responses"))]
+        Api::OpenAiResponses => Err(not_built("openai-responses")),
+        #[cfg(feature = "anthropic")]
+        Api::AnthropicMessages => Ok(&super::anthropic::Messages),
+        #[cfg(not(feature = "anthropic"))]
+        Api::AnthropicMessages => Err(not_built("anthropic")),
+        #[cfg(feature = "google")]
+        Api::GoogleGenerativeAi => Ok(&super::google::GenerateContent),
+        #[cfg(not(feature = "google"))]
+        Api::GoogleGenerativeAi => Err(not_built("google")),
+    }
 }

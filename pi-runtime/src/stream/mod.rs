@@ -1,4 +1,4 @@
-//! Assistant-message stream events (SPEC §2.4), their one writer, and the model interface
+//! Assistant-message stream events, their one writer, and the model interface
 //! every provider and the faux model implement.
 
 use std::fmt;
@@ -79,11 +79,11 @@ pub enum AssistantMessageEvent {
     ToolCallDelta {
         /// The block.
         content_index: usize,
-        /// The raw argument text piece; the call's partial arguments (SPEC §6.2) in the
-        /// live message already show it.
+        /// The raw argument text piece; the call's partial arguments in the live message
+        /// already show it (see [`parse_partial`](crate::json::parse_partial)).
         delta: String,
     },
-    /// A tool call's arguments are final (SPEC §6.4).
+    /// A tool call's arguments are final: the one strict parse of the complete text.
     ToolCallEnd {
         /// The block.
         content_index: usize,
@@ -204,8 +204,8 @@ pub struct StreamOptions {
     pub signal: CancellationToken,
     /// Requested reasoning level (`None` or `Off`: no reasoning).
     pub reasoning: Option<ThinkingLevel>,
-    /// Forwarded as the provider's tool choice (`"auto"`, `"none"`, or an object).
-    pub tool_choice: Option<Value>,
+    /// Which tools the model may or must call; `None` sends no tool choice.
+    pub tool_choice: Option<ToolChoice>,
     /// Output token limit.
     pub max_tokens: Option<u32>,
     /// Sampling temperature.
@@ -236,7 +236,7 @@ impl StreamOptions {
 
     /// Send this tool choice.
     #[must_use]
-    pub fn with_tool_choice(mut self, choice: Value) -> Self {
+    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
         self.tool_choice = Some(choice);
         self
     }
@@ -268,6 +268,42 @@ impl StreamOptions {
         self.session_id = Some(id.into());
         self
     }
+}
+
+/// Which tools the model may or must call, whatever its provider. Each wire API's request
+/// writes it in its own format:
+///
+/// | choice | OpenAI Chat Completions | OpenAI Responses | Anthropic Messages | Google Gemini (`functionCallingConfig.mode`) |
+/// |---|---|---|---|---|
+/// | `Auto` | `"auto"` | `"auto"` | `{"type":"auto"}` | `AUTO` (`VALIDATED` with a strict tool) |
+/// | `None` | `"none"` | `"none"` | `{"type":"none"}` | `NONE` |
+/// | `Required` | `"required"` | `"required"` | `{"type":"any"}` | `ANY` |
+/// | `Tool(name)` | `{"type":"function","function":{"name":name}}` | `{"type":"function","name":name}` | `{"type":"tool","name":name}` | `ANY`: the request names no function, so the model must call some tool |
+/// | `Raw(json)` | `json` | `json` | a string `s` as `{"type":s}`, an object as is | `"none"` and `"any"` as `NONE` and `ANY`; `null`, `false` and `""` as no choice; anything else as `Auto` |
+///
+/// Models that are not HTTP wire APIs (the faux model, your own [`LanguageModel`]) may
+/// ignore it; the faux model does.
+///
+/// ```
+/// use pi_runtime::{StreamOptions, ToolChoice};
+///
+/// let options = StreamOptions::default().with_tool_choice(ToolChoice::Tool("submit".into()));
+/// assert_eq!(options.tool_choice, Some(ToolChoice::Tool("submit".into())));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ToolChoice {
+    /// The model decides whether to call tools.
+    Auto,
+    /// The model calls no tool.
+    None,
+    /// The model calls at least one tool, of its choosing (Anthropic and Gemini: "any").
+    Required,
+    /// The model calls this tool (on Gemini: some tool, see the table).
+    Tool(String),
+    /// The provider's own `tool_choice` JSON, forwarded as given, for what the
+    /// variants above do not say, such as OpenAI Responses' `allowed_tools`.
+    Raw(Value),
 }
 
 /// How long a provider should keep the request's prompt prefix cached.

@@ -1,4 +1,4 @@
-//! The one writer of the assistant-message event protocol (SPEC §2.4): every step of a
+//! The one writer of the assistant-message event protocol: every step of a
 //! response changes the message in place and queues the event that reports it.
 //!
 //! Every provider adapter, the faux model, and a user's own [`LanguageModel`](super::LanguageModel)
@@ -244,7 +244,7 @@ impl MessageWriter {
         });
     }
 
-    /// The call's complete argument text arrived: parse it once, strictly (SPEC §6.4), and
+    /// The call's complete argument text arrived: parse it once, strictly, and
     /// emit `toolcall_end`.
     pub fn finish_tool_call(&mut self, index: usize, text: &str) {
         let parsed = parse_tool_call_arguments(text);

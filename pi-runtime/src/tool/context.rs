@@ -1,41 +1,107 @@
 //! `ToolContext`: what a running tool gets besides its arguments: its call id, the run's
-//! cancellation signal and a progress channel (SPEC §1.2, §5.9, §5.12).
+//! cancellation signal and a progress channel.
 
 // futures' channel rather than tokio's: it allocates per update, where tokio's allocates a
 // block of 32 results up front, for every call, though most calls send no update at all.
+use std::sync::Arc;
+
 use futures::channel::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use futures::future::BoxFuture;
+
 use super::ToolResult;
+use crate::message::ToolCall;
 
 /// The context of one tool execution.
 ///
 /// Cloning is cheap. A clone that outlives the call is harmless: updates sent after the
-/// call settled are dropped silently (SPEC §5.12).
-#[derive(Debug, Clone)]
+/// call settled are dropped silently.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+///
+/// use pi_runtime::{ToolContext, ToolResult};
+/// use tokio_util::sync::CancellationToken;
+///
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = Arc::clone(&seen);
+/// let context = ToolContext::new("c1", CancellationToken::new())
+///     .on_update(move |update: ToolResult| sink.lock().unwrap().push(update.text_content()));
+/// context.update(ToolResult::text("halfway"));
+/// assert_eq!(*seen.lock().unwrap(), ["halfway"]);
+/// ```
+#[derive(Clone)]
 pub struct ToolContext {
     call_id: String,
     signal: CancellationToken,
-    updates: Option<mpsc::UnboundedSender<ToolResult>>,
+    updates: Updates,
+    /// The pipeline of the call's dispatcher, for the tool's own calls of other tools.
+    caller: Option<Arc<dyn ToolCaller>>,
+}
+
+/// Runs a tool's calls of other tools through the pipeline that runs the tool itself.
+pub(crate) trait ToolCaller: Send + Sync {
+    fn call(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, ToolResult>;
+}
+
+/// Where a context's progress updates go.
+#[derive(Clone)]
+enum Updates {
+    Dropped,
+    Channel(mpsc::UnboundedSender<ToolResult>),
+    Callback(Arc<dyn Fn(ToolResult) + Send + Sync>),
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("call_id", &self.call_id)
+            .field("signal", &self.signal)
+            .field("updates", &!matches!(self.updates, Updates::Dropped))
+            .field("caller", &self.caller.is_some())
+            .finish()
+    }
 }
 
 impl ToolContext {
-    /// A context whose updates go to `updates`.
-    pub fn new(
-        call_id: impl Into<String>,
-        signal: CancellationToken,
-        updates: Option<mpsc::UnboundedSender<ToolResult>>,
-    ) -> Self {
+    /// A context for the call `call_id` under `signal`; its updates are dropped until
+    /// [`on_update`](Self::on_update) says where they go.
+    pub fn new(call_id: impl Into<String>, signal: CancellationToken) -> Self {
         ToolContext {
             call_id: call_id.into(),
             signal,
-            updates,
+            updates: Updates::Dropped,
+            caller: None,
+        }
+    }
+
+    /// Send each progress update to `sink`.
+    #[must_use]
+    pub fn on_update(mut self, sink: impl Fn(ToolResult) + Send + Sync + 'static) -> Self {
+        self.updates = Updates::Callback(Arc::new(sink));
+        self
+    }
+
+    /// The dispatcher's context: updates go to the call's channel, and the tool's own calls
+    /// to `caller`.
+    pub(crate) fn dispatched(
+        call_id: String,
+        signal: CancellationToken,
+        updates: mpsc::UnboundedSender<ToolResult>,
+        caller: Arc<dyn ToolCaller>,
+    ) -> Self {
+        ToolContext {
+            call_id,
+            signal,
+            updates: Updates::Channel(updates),
+            caller: Some(caller),
         }
     }
 
     /// A context for calling a tool directly: never cancelled, updates dropped.
     pub fn detached(call_id: impl Into<String>) -> Self {
-        ToolContext::new(call_id, CancellationToken::new(), None)
+        ToolContext::new(call_id, CancellationToken::new())
     }
 
     /// The id of the call being executed.
@@ -44,7 +110,7 @@ impl ToolContext {
     }
 
     /// The run's cancellation signal. A tool must watch it itself: the loop never
-    /// interrupts a running tool (SPEC §5.9).
+    /// interrupts a running tool.
     pub fn signal(&self) -> &CancellationToken {
         &self.signal
     }
@@ -54,12 +120,34 @@ impl ToolContext {
         self.signal.is_cancelled()
     }
 
+    /// Call another tool of the same turn through the pipeline that runs this one: lookup,
+    /// `prepare_arguments`, validation, the agent's `before_tool_call` and
+    /// `after_tool_call`, the run's cancellation and time limit. The result is what the
+    /// model would have seen; the nested call emits no events and adds no message. Its
+    /// progress updates are dropped.
+    ///
+    /// A context made outside an agent ([`new`](Self::new), [`detached`](Self::detached))
+    /// has no tools to call: the result is an error.
+    pub async fn call_tool(&self, call: ToolCall) -> ToolResult {
+        match &self.caller {
+            Some(caller) => Arc::clone(caller).call(call).await,
+            None => ToolResult::error(format!(
+                "Tool {} not found: this context was not made by an agent, so it has no tools to call",
+                call.name
+            )),
+        }
+    }
+
     /// Stream a progress update (`tool_execution_update`). Never fails; an update sent
     /// after the call finished is ignored.
     pub fn update(&self, partial: ToolResult) {
-        if let Some(tx) = &self.updates {
+        match &self.updates {
+            Updates::Dropped => {}
             // The receiver is gone once the call settled; late updates are no-ops by design.
-            let _ = tx.unbounded_send(partial);
+            Updates::Channel(tx) => {
+                let _ = tx.unbounded_send(partial);
+            }
+            Updates::Callback(sink) => sink(partial),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! `Tool`: the provider-facing definition of a tool (SPEC §1.1).
+//! `Tool`: the provider-facing definition of a tool.
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -8,9 +8,12 @@ use serde_json::Value;
 
 use crate::args::{CompiledSchema, SchemaError, ValidationError};
 
-/// How strictly the provider should constrain sampling to the schema (SPEC §7.2).
+/// How strictly the provider should constrain sampling to the schema. In strict mode the
+/// provider gets a rewritten schema: every property required, optional ones nullable (the
+/// `null` is dropped again before validation), every object closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum Strictness {
     /// Strict where the provider and the schema allow it, silently normal otherwise.
     Prefer,
@@ -29,7 +32,7 @@ pub struct GrammarVariants {
     pub openai_regex: Option<String>,
 }
 
-/// Provider-side constrained decoding of a tool's arguments (SPEC §1.1).
+/// Provider-side constrained decoding of a tool's arguments.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -84,15 +87,15 @@ impl Tool {
     /// The compiled validator of `parameters`, compiled on the first call and cached.
     ///
     /// # Errors
-    /// The schema is not an object or does not compile (SPEC §1.1, a Rust rule).
+    /// The schema is not an object or does not compile (pi would only fail at the first call).
     pub fn compiled_schema(&self) -> Result<&Arc<CompiledSchema>, &SchemaError> {
         self.compiled
             .get_or_init(|| CompiledSchema::compile(&self.parameters).map(Arc::new))
             .as_ref()
     }
 
-    /// Coerce and validate `arguments` against the parameters (SPEC §4.1); `Ok` carries the
-    /// coerced arguments.
+    /// Coerce and validate `arguments` against the parameters (see [`args`](crate::args));
+    /// `Ok` carries the coerced arguments.
     ///
     /// # Errors
     /// The text the model sees: the arguments do not match, or the schema does not compile.

@@ -110,8 +110,8 @@ impl FnTool {
         self
     }
 
-    /// A shape shim: return `Ok(None)` to keep the raw arguments, `Ok(Some(v))` to replace
-    /// them (SPEC §3.3).
+    /// A shape shim, run before validation: return `Ok(None)` to keep the raw arguments,
+    /// `Ok(Some(v))` to replace them (the transcript keeps the raw ones).
     #[must_use]
     pub fn with_prepare<F>(mut self, prepare: F) -> Self
     where

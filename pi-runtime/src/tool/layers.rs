@@ -1,5 +1,5 @@
-//! The execution layer (`AgentTool`, SPEC §1.2) and the application layer
-//! (`ToolDefinition`, SPEC §1.3).
+//! The execution layer (`AgentTool`) and the application layer (`ToolDefinition`), named
+//! after pi's.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -10,9 +10,10 @@ use serde_json::Value;
 
 use super::{Tool, ToolContext, ToolError, ToolResult};
 
-/// Whether a tool may run alongside others of its batch (SPEC §5.2).
+/// Whether a tool may run alongside others of its batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum ExecutionMode {
     /// Runs concurrently with the rest of the batch (the default).
     #[default]
@@ -35,7 +36,8 @@ pub trait AgentTool: Send + Sync + 'static {
         &self.definition().name
     }
 
-    /// The shape shim of SPEC §3.3: raw model arguments in, arguments to validate out.
+    /// A shape shim (rename keys, wrap values; not a validator): raw model arguments in,
+    /// arguments to validate out.
     /// Returning `Cow::Borrowed` (the default) means "unchanged" and costs no copy. The
     /// transcript always keeps the raw arguments.
     ///
@@ -64,7 +66,7 @@ pub trait AgentTool: Send + Sync + 'static {
 /// The application layer: what the system prompt and UIs need on top of [`AgentTool`].
 ///
 /// Every method has a default, so `impl ToolDefinition for MyTool {}` is enough for a tool
-/// that has no snippet (it is then callable but not listed in the prompt, SPEC §8.2).
+/// that has no snippet (it is then callable but not listed in the prompt).
 pub trait ToolDefinition: AgentTool {
     /// One line for the system prompt's `Available tools:` list.
     fn prompt_snippet(&self) -> Option<Cow<'_, str>> {

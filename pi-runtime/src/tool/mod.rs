@@ -1,8 +1,15 @@
-//! The three tool layers of SPEC §1: [`Tool`] (what the provider sees), [`AgentTool`] (adds
-//! execution) and [`ToolDefinition`] (adds prompt metadata), plus results, errors, the
-//! execution context, run-time tools and the registry.
+//! The tool layers, plus results, errors, the execution context, run-time tools and the
+//! registry. Each layer adds one thing to the one before:
+//!
+//! - [`Tool`] (struct): what a model request declares: name, description, JSON Schema.
+//! - [`AgentTool`] (trait): a `Tool` that executes.
+//! - [`ToolDefinition`] (trait): an `AgentTool` with what the agent needs around it (prompt
+//!   snippet and guidelines, execution mode, `prepare_arguments`, validation). `#[tool]`
+//!   generates one; [`FnTool`] is one made at run time.
+//! - [`ToolSet`] (trait): anything that registers as tools in one call.
+//! - [`ToolRegistry`] (struct): registered tools by name, with the active subset.
 
-mod context;
+pub(crate) mod context;
 mod definition;
 mod dynamic;
 mod layers;
@@ -16,4 +23,6 @@ pub use dynamic::FnTool;
 pub use layers::{AgentTool, ExecutionMode, ToolDefinition};
 pub use params::{Args, State};
 pub use registry::{RegistryError, ToolRegistry, ToolSet};
-pub use result::{IntoToolError, IntoToolResult, Json, ToolError, ToolErrorKind, ToolResult};
+pub use result::{
+    IntoToolError, IntoToolResult, Json, JsonOutput, ToolError, ToolErrorKind, ToolResult,
+};

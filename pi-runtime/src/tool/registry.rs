@@ -1,5 +1,5 @@
 //! The tool registry: tools registered in one call, looked up by name, with an active
-//! subset (SPEC §3.2 lookup, §8.1 activation order).
+//! subset in activation order (the order the system prompt lists tools in).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -73,11 +73,21 @@ tuple_tool_set!(A B C D E F G H I J);
 tuple_tool_set!(A B C D E F G H I J K);
 tuple_tool_set!(A B C D E F G H I J K L);
 
-/// Registered tools: lookup by name and the active subset, in activation order.
+/// One registered tool and what the registry knows about it.
+#[derive(Clone)]
+struct Entry {
+    tool: Arc<dyn ToolDefinition>,
+    /// Offered to the model (and callable) while the tool is active.
+    active: bool,
+}
+
+/// Registered tools: lookup by name in constant time, and the active subset in activation
+/// order.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: Vec<Arc<dyn ToolDefinition>>,
+    entries: Vec<Entry>,
     by_name: HashMap<String, usize>,
+    /// Indexes of the active entries, in activation order.
     active: Vec<usize>,
 }
 
@@ -104,10 +114,36 @@ impl ToolRegistry {
     /// A duplicate name or a schema that does not compile.
     pub fn new(tools: impl ToolSet) -> Result<Self, RegistryError> {
         let mut registry = ToolRegistry::default();
-        for tool in tools.into_tools() {
-            registry.register(tool)?;
-        }
+        registry.register_all(tools)?;
         Ok(registry)
+    }
+
+    /// Register more tools (active), all or none: on an error the registry is unchanged.
+    ///
+    /// # Errors
+    /// A duplicate name or a schema that does not compile.
+    pub fn register_all(&mut self, tools: impl ToolSet) -> Result<(), RegistryError> {
+        let tools = tools.into_tools();
+        let mut names = std::collections::HashSet::with_capacity(tools.len());
+        for tool in &tools {
+            let definition = tool.definition();
+            if self.by_name.contains_key(&definition.name) || !names.insert(&definition.name) {
+                return Err(RegistryError::DuplicateName(definition.name.clone()));
+            }
+            if let Err(error) = definition.compiled_schema() {
+                return Err(RegistryError::InvalidSchema {
+                    tool: definition.name.clone(),
+                    error: error.clone(),
+                });
+            }
+        }
+        for tool in tools {
+            let index = self.entries.len();
+            self.by_name.insert(tool.definition().name.clone(), index);
+            self.entries.push(Entry { tool, active: true });
+            self.active.push(index);
+        }
+        Ok(())
     }
 
     /// Register one more tool (active).
@@ -115,27 +151,47 @@ impl ToolRegistry {
     /// # Errors
     /// A duplicate name or a schema that does not compile.
     pub fn register(&mut self, tool: Arc<dyn ToolDefinition>) -> Result<(), RegistryError> {
-        let definition = tool.definition();
-        if self.by_name.contains_key(&definition.name) {
-            return Err(RegistryError::DuplicateName(definition.name.clone()));
+        self.register_all(vec![tool])
+    }
+
+    /// Unregister the tool with this name; `None` if there is none.
+    pub fn remove(&mut self, name: &str) -> Option<Arc<dyn ToolDefinition>> {
+        let index = self.by_name.remove(name)?;
+        let removed = self.entries.remove(index);
+        self.active.retain(|&i| i != index);
+        // Every later entry moved down by one.
+        for i in self.by_name.values_mut().chain(self.active.iter_mut()) {
+            if *i > index {
+                *i -= 1;
+            }
         }
-        if let Err(error) = definition.compiled_schema() {
-            return Err(RegistryError::InvalidSchema {
-                tool: definition.name.clone(),
-                error: error.clone(),
-            });
-        }
-        let index = self.tools.len();
-        self.by_name.insert(definition.name.clone(), index);
-        self.tools.push(tool);
-        self.active.push(index);
-        Ok(())
+        Some(removed.tool)
     }
 
     /// The active tool with this exact name.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn ToolDefinition>> {
-        let index = *self.by_name.get(name)?;
-        self.active.contains(&index).then(|| &self.tools[index])
+        let entry = &self.entries[*self.by_name.get(name)?];
+        entry.active.then_some(&entry.tool)
+    }
+
+    /// The registered tool with this exact name, active or not.
+    pub fn get_registered(&self, name: &str) -> Option<&Arc<dyn ToolDefinition>> {
+        self.index_of(name).map(|index| &self.entries[index].tool)
+    }
+
+    /// Where the tool with this name is registered.
+    pub(crate) fn index_of(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The tool registered at `index` (see [`index_of`](Self::index_of)).
+    pub(crate) fn at(&self, index: usize) -> &Arc<dyn ToolDefinition> {
+        &self.entries[index].tool
+    }
+
+    /// Indexes of the active tools, in activation order.
+    pub(crate) fn active_indexes(&self) -> &[usize] {
+        &self.active
     }
 
     /// Make exactly these tools active, in this order.
@@ -146,13 +202,18 @@ impl ToolRegistry {
         let mut active = Vec::with_capacity(names.len());
         for name in names {
             let name = name.as_ref();
-            let index = *self
-                .by_name
-                .get(name)
+            let index = self
+                .index_of(name)
                 .ok_or_else(|| RegistryError::UnknownTool(name.to_owned()))?;
             if !active.contains(&index) {
                 active.push(index);
             }
+        }
+        for entry in &mut self.entries {
+            entry.active = false;
+        }
+        for &index in &active {
+            self.entries[index].active = true;
         }
         self.active = active;
         Ok(())
@@ -160,21 +221,76 @@ impl ToolRegistry {
 
     /// The active tools, in activation order.
     pub fn active(&self) -> impl Iterator<Item = &Arc<dyn ToolDefinition>> {
-        self.active.iter().map(|&i| &self.tools[i])
+        self.active.iter().map(|&i| &self.entries[i].tool)
     }
 
     /// Every registered name, in registration order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.tools.iter().map(|t| t.definition().name.as_str())
+        self.entries
+            .iter()
+            .map(|entry| entry.tool.definition().name.as_str())
     }
 
     /// Number of registered tools.
     pub fn len(&self) -> usize {
-        self.tools.len()
+        self.entries.len()
     }
 
     /// No tool registered.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::FnTool;
+    use crate::tool::ToolResult;
+    use serde_json::json;
+
+    fn tool(name: &str) -> Arc<dyn ToolDefinition> {
+        Arc::new(FnTool::new(
+            name,
+            "A tool.",
+            json!({"type": "object"}),
+            |_, _| async { Ok(ToolResult::text("ok")) },
+        ))
+    }
+
+    fn active(registry: &ToolRegistry) -> Vec<String> {
+        registry
+            .active()
+            .map(|t| t.definition().name.clone())
+            .collect()
+    }
+
+    #[test]
+    fn registration_is_all_or_nothing() {
+        let mut registry = ToolRegistry::new(vec![tool("a")]).unwrap();
+        let error = registry
+            .register_all(vec![tool("b"), tool("a")])
+            .unwrap_err();
+        assert_eq!(error, RegistryError::DuplicateName("a".into()));
+        let error = registry
+            .register_all(vec![tool("c"), tool("c")])
+            .unwrap_err();
+        assert_eq!(error, RegistryError::DuplicateName("c".into()));
+        assert_eq!(registry.names().collect::<Vec<_>>(), ["a"]);
+    }
+
+    #[test]
+    fn removal_keeps_lookups_and_activation_order() {
+        let mut registry = ToolRegistry::new(vec![tool("a"), tool("b"), tool("c")]).unwrap();
+        registry.set_active(&["c", "a"]).unwrap();
+        assert!(registry.remove("a").is_some());
+        assert!(registry.remove("a").is_none());
+        assert_eq!(active(&registry), ["c"]);
+        assert!(registry.get("b").is_none(), "inactive");
+        assert!(registry.get_registered("b").is_some());
+        assert_eq!(registry.get("c").unwrap().definition().name, "c");
+        registry.register(tool("a")).unwrap();
+        assert_eq!(active(&registry), ["c", "a"]);
+        assert_eq!(registry.names().collect::<Vec<_>>(), ["b", "c", "a"]);
     }
 }

@@ -1,5 +1,5 @@
-//! `ToolResult` (what `execute` returns, SPEC §1.4), `ToolError` (a failure the model sees,
-//! SPEC §1.5) and the conversions a `#[tool]` fn's return value goes through.
+//! `ToolResult` (what `execute` returns), `ToolError` (a failure the model sees) and the
+//! conversions a `#[tool]` fn's return value goes through.
 
 use std::fmt;
 
@@ -9,8 +9,24 @@ use serde_json::Value;
 use crate::args::ValidationError;
 use crate::message::{ContentBlock, Usage};
 
-/// The result of a tool execution.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// The result of a tool execution. Build it with [`text`](Self::text),
+/// [`error`](Self::error) or [`new`](Self::new) and the `with_*` methods; it serializes
+/// (camelCase, as pi names the fields), so a saved run keeps its results.
+///
+/// ```
+/// use pi_runtime::{ContentBlock, ToolResult};
+/// use serde_json::json;
+///
+/// let result = ToolResult::new(vec![ContentBlock::text("2 files")])
+///     .with_structured_content(json!({"files": 2}))
+///     .with_terminate(true);
+/// let json = serde_json::to_value(&result).unwrap();
+/// assert_eq!(json["structuredContent"], json!({"files": 2}));
+/// assert_eq!(serde_json::from_value::<ToolResult>(json).unwrap(), result);
+/// ```
+#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+#[non_exhaustive]
 pub struct ToolResult {
     /// Ordered text and image blocks for the model.
     pub content: Vec<ContentBlock>,
@@ -22,11 +38,19 @@ pub struct ToolResult {
     pub usage: Option<Usage>,
     /// The call failed (the details are kept).
     pub is_error: bool,
-    /// Stop after this batch if every result of the batch agrees (SPEC §5.6).
+    /// Stop after this batch if every result of the batch agrees.
     pub terminate: bool,
 }
 
 impl ToolResult {
+    /// A result with these content blocks.
+    pub fn new(content: Vec<ContentBlock>) -> Self {
+        ToolResult {
+            content,
+            ..ToolResult::default()
+        }
+    }
+
     /// A result with one text block.
     pub fn text(text: impl Into<String>) -> Self {
         ToolResult {
@@ -35,7 +59,8 @@ impl ToolResult {
         }
     }
 
-    /// The error result of SPEC §1.5: one text block, `details: {}`, `isError: true`.
+    /// The error result every failure of a call becomes: one text block, `details: {}`,
+    /// `isError: true`.
     pub fn error(message: impl Into<String>) -> Self {
         ToolResult {
             content: vec![ContentBlock::text(message)],
@@ -49,6 +74,20 @@ impl ToolResult {
     #[must_use]
     pub fn with_details(mut self, details: Value) -> Self {
         self.details = Some(details);
+        self
+    }
+
+    /// Set `structuredContent`.
+    #[must_use]
+    pub fn with_structured_content(mut self, structured_content: Value) -> Self {
+        self.structured_content = Some(structured_content);
+        self
+    }
+
+    /// Set `usage`.
+    #[must_use]
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
         self
     }
 
@@ -213,7 +252,22 @@ impl IntoToolResult for Vec<ContentBlock> {
     }
 }
 
-impl<T: Serialize> IntoToolResult for Json<T> {
+/// What [`Json<T>`] carries out of a tool: a `T: Serialize`. Implemented for every such `T`;
+/// it exists so that a `T` without `Serialize` is reported with the fix for tool outputs,
+/// `#[tool_args(serialize)]`, rather than serde's generic advice.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool's JSON output: it does not implement `serde::Serialize`",
+    label = "`Json<{Self}>` is serialized for the model",
+    note = "derive it: put `#[pi_runtime::tool_args(serialize)]` on the type (or `#[derive(serde::Serialize)]`)"
+)]
+pub trait JsonOutput: Serialize {}
+
+// `do_not_recommend`: an unmet bound is reported as `T: JsonOutput` with the message above,
+// not as rustc's `T: Serialize` through this impl (which suggests a bare serde derive).
+#[diagnostic::do_not_recommend]
+impl<T: Serialize + ?Sized> JsonOutput for T {}
+
+impl<T: JsonOutput> IntoToolResult for Json<T> {
     fn into_tool_result(self) -> ToolResult {
         match serde_json::to_value(&self.0) {
             Ok(value) => ToolResult {

@@ -6,8 +6,12 @@
 //! open here adds `O_NONBLOCK`, which regular files ignore, and the caller checks what it
 //! opened with [`special_kind`] before reading or writing a byte.
 
-use std::fs::Metadata;
+use std::fs::{File, Metadata};
+use std::io;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+
+use nix::errno::Errno;
+use nix::fcntl::{FallocateFlags, fallocate};
 
 /// What a path is when it is not a regular file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,4 +95,17 @@ pub(crate) async fn special_at(path: &std::path::Path) -> Option<SpecialKind> {
         .ok()
         .as_ref()
         .and_then(special_kind)
+}
+
+/// Allocate `len` bytes from `offset`, so the write after cannot run out of space halfway.
+/// File systems without `fallocate` are written to anyway.
+///
+/// Without `FALLOC_FL_KEEP_SIZE`, on purpose: only a call that grows the file checks the
+/// file-size limit (`RLIMIT_FSIZE`), and that limit must fail here too, not halfway through.
+pub(crate) fn reserve(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    let to_off = |n: u64| i64::try_from(n).map_err(|_| io::Error::from(Errno::EFBIG));
+    match fallocate(file, FallocateFlags::empty(), to_off(offset)?, to_off(len)?) {
+        Ok(()) | Err(Errno::EOPNOTSUPP | Errno::ENOSYS | Errno::EINVAL) => Ok(()),
+        Err(errno) => Err(errno.into()),
+    }
 }

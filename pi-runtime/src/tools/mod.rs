@@ -1,8 +1,10 @@
-//! Built-in coding tools (read, write, edit, bash) and the per-file mutation queue (SPEC §9).
+//! Built-in coding tools (read, write, edit, bash, as pi 1.6 has them) and the per-file
+//! mutation queue.
 //!
 //! Each tool is an ordinary `async fn` under [`#[tool]`](macro@crate::tool) — [`read()`],
 //! [`write()`], [`edit()`], [`bash()`] — taking the [`WorkingDir`] that relative paths resolve
-//! against through [`State`](crate::State). The macro generates the tool types [`Read`],
+//! against through [`State`](crate::State) (`bash` takes [`BashOptions`], which holds one).
+//! The macro generates the tool types [`Read`],
 //! [`Write`], [`Edit`] and [`Bash`] with pi's description, prompt snippet and guidelines, and
 //! `constrainedSampling: {type: json_schema, strict: prefer}`:
 //!
@@ -14,7 +16,7 @@
 //! let cwd = WorkingDir::from(std::env::temp_dir());
 //! let tools: Vec<Arc<dyn ToolDefinition>> = vec![
 //!     Arc::new(Read::new(cwd.clone())),
-//!     Arc::new(Bash::new(cwd.clone())),
+//!     Arc::new(Bash::new(cwd.clone().into())),
 //!     Arc::new(Edit::new(cwd.clone())),
 //!     Arc::new(Write::new(cwd)),
 //! ];
@@ -38,14 +40,16 @@
 mod bash;
 mod edit;
 mod file;
+mod journal;
 mod mutation_queue;
 mod path;
+mod private_dir;
 mod read;
 mod replace;
 pub mod truncate;
 mod write;
 
-pub use bash::{Bash, BashParams, bash};
+pub use bash::{Bash, BashOptions, BashParams, bash};
 pub use edit::{Edit, EditParams, Replacement, edit, prepare_edit_arguments};
 pub use mutation_queue::{FileMutationGuard, FileMutationQueue};
 pub use path::{WorkingDir, resolve_to_cwd};
@@ -53,4 +57,4 @@ pub use read::{Read, ReadParams, read};
 pub use write::{Write, WriteParams, write};
 
 /// The failure text of a tool stopped by the run's cancellation signal.
-pub(crate) const ABORTED: &str = "Operation aborted";
+pub(crate) use crate::agent::failure::OPERATION_ABORTED as ABORTED;

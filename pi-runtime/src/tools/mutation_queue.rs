@@ -1,5 +1,5 @@
-//! The per-file mutation queue (SPEC §9.1): operations on one file run one after another in
-//! call order, operations on different files run concurrently.
+//! The per-file mutation queue (pi's `withFileMutationQueue`): operations on one file run one
+//! after another in call order, operations on different files run concurrently.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -100,7 +100,7 @@ impl FileMutationQueue {
         Ok(guard)
     }
 
-    /// Run `operation` in this file's turn, `withFileMutationQueue` of SPEC §9.1. The place is
+    /// Run `operation` in this file's turn, as pi's `withFileMutationQueue` does. The place is
     /// released when the operation settles, whatever its result.
     ///
     /// # Errors

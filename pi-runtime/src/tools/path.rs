@@ -1,4 +1,4 @@
-//! Where a tool's `path` argument points (SPEC §9.2), and the directory it is relative to.
+//! Where a tool's `path` argument points, and the directory it is relative to.
 
 use std::ops::Deref;
 use std::path::{Component, Path, PathBuf};

@@ -1,4 +1,4 @@
-//! The built-in `read` tool (SPEC §9.3): a text file's lines from an offset, truncated to
+//! The built-in `read` tool: a text file's lines from an offset, truncated to
 //! 2000 lines / 50 KB with a footer that says how to continue, or an image as an attachment.
 //!
 //! Memory stays bounded whatever the file: text is read in one streaming pass that keeps
@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::file::{SpecialKind, nonblocking_async, special_at, special_kind};
+use super::journal;
 use super::truncate::{MAX_BYTES, MAX_LINES, TruncatedBy, Truncation, format_size, truncate_head};
 use super::{ABORTED, WorkingDir, path::resolve_to_cwd};
 
@@ -100,6 +101,7 @@ async fn read_uncancelled(cwd: &Path, request: Request<'_>) -> Result<ToolResult
     {
         return Err(not_regular(request.path, kind));
     }
+    journal::recover_async(&absolute).await;
     let mut file = nonblocking_async(tokio::fs::OpenOptions::new().read(true))
         .open(&absolute)
         .await
@@ -394,7 +396,7 @@ async fn read_up_to(file: &mut tokio::fs::File, buf: &mut [u8]) -> io::Result<us
     Ok(filled)
 }
 
-/// Node's wording for a failed open, which pi shows verbatim (SPEC §9.3).
+/// Node's wording for a failed open, which pi shows verbatim.
 fn access_error(error: &io::Error, path: &Path) -> ToolError {
     let path = path.display();
     match error.kind() {

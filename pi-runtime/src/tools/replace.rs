@@ -15,8 +15,9 @@
 //!   (a rename would split them), its owner, group or mode cannot be given to a new file
 //!   (a rename would change them), or its directory refuses the rename (not writable, or
 //!   sticky). The target is overwritten through its own inode; its growth is reserved first
-//!   with `fallocate`, so a full disk fails before a byte changes. This way is not
-//!   crash-atomic.
+//!   with `fallocate`, so a full disk fails before a byte changes. The new contents are
+//!   [`journal`](super::journal)ed first, so a process killed halfway leaves a write that the
+//!   next tool to touch the file finishes: never a file that is neither old nor new.
 //!
 //! Either way, the target is first opened for writing, so the kernel's permission check of
 //! the file itself decides: a file the process may not write is refused with `EACCES` even
@@ -39,10 +40,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::errno::Errno;
-use nix::fcntl::{AT_FDCWD, AtFlags, FallocateFlags, fallocate};
+use nix::fcntl::{AT_FDCWD, AtFlags};
 use nix::unistd::linkat;
 
-use super::file::{SpecialKind, nonblocking, special_kind};
+use super::file::{SpecialKind, nonblocking, reserve, special_kind};
+use super::journal::{self, Journal};
 
 /// What the caller read: the replace is refused unless the target is still this.
 #[derive(Debug)]
@@ -105,6 +107,9 @@ fn replace_blocking(
     original: Option<&Original>,
 ) -> Result<(), ReplaceError> {
     let target = real_target(path).map_err(failed("open"))?;
+    // A write in place that a killed process left half done is finished before anything
+    // else; if that fails, the write below replaces the file whole anyway.
+    let _ = journal::recover(&target);
     let Some(existing) = Existing::open(&target)? else {
         if original.is_some() {
             // Deleted since it was read.
@@ -236,27 +241,23 @@ fn in_place(
     }
     let new_len = contents.len() as u64;
     let old_len = existing.meta.len();
-    if new_len > old_len {
-        reserve(&existing.file, old_len, new_len - old_len).map_err(failed("write"))?;
+    let journal = Journal::begin(target, &existing.meta, contents).map_err(failed("write"))?;
+    if new_len > old_len
+        && let Err(error) = reserve(&existing.file, old_len, new_len - old_len)
+    {
+        // Nothing changed yet: the failed write must not be finished later.
+        journal.end();
+        return Err(failed("write")(error));
     }
+    // From here a failure leaves the journal, so the next tool finishes the write rather
+    // than leave the file half written.
     let mut file = &existing.file;
     file.seek(SeekFrom::Start(0)).map_err(failed("write"))?;
     file.write_all(contents).map_err(failed("write"))?;
     file.set_len(new_len).map_err(failed("write"))?;
-    file.sync_all().map_err(failed("write"))
-}
-
-/// Allocate `len` bytes from `offset`, so the write after cannot run out of space halfway.
-/// File systems without `fallocate` are written to anyway.
-///
-/// Without `FALLOC_FL_KEEP_SIZE`, on purpose: only a call that grows the file checks the
-/// file-size limit (`RLIMIT_FSIZE`), and that limit must fail here too, not halfway through.
-fn reserve(file: &File, offset: u64, len: u64) -> io::Result<()> {
-    let to_off = |n: u64| i64::try_from(n).map_err(|_| io::Error::from(Errno::EFBIG));
-    match fallocate(file, FallocateFlags::empty(), to_off(offset)?, to_off(len)?) {
-        Ok(()) | Err(Errno::EOPNOTSUPP | Errno::ENOSYS | Errno::EINVAL) => Ok(()),
-        Err(errno) => Err(errno.into()),
-    }
+    file.sync_all().map_err(failed("write"))?;
+    journal.end();
+    Ok(())
 }
 
 /// `Ok` if the file at `target` is still `original`: the same inode with the same bytes.

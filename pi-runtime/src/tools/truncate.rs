@@ -1,4 +1,4 @@
-//! Line- and byte-limited views of tool output (SPEC §9.3, §9.6): the head of a file for
+//! Line- and byte-limited views of tool output: the head of a file for
 //! `read`, the tail of a command's output for `bash`. Only whole lines are kept, except the
 //! tail of one over-long last line.
 

@@ -1,4 +1,4 @@
-//! The built-in `write` tool (SPEC §9.4): create or replace a file, creating its parent
+//! The built-in `write` tool: create or replace a file, creating its parent
 //! directories, inside the file's mutation queue.
 
 use std::path::Path;
@@ -14,7 +14,7 @@ use crate::tool::{State, ToolContext, ToolError};
 ///
 /// Runs inside the file's [`FileMutationQueue`] slot. The signal is checked after each
 /// file-system step, never in the middle of one, so the slot is held until the step in flight
-/// has settled (SPEC §9.1).
+/// has settled.
 ///
 /// An existing file keeps its inode when it has other hard links, and its owner, group and
 /// mode always; a file the process may not write is refused, as `open(2)` would refuse it,

@@ -43,7 +43,9 @@ const ONE_CALL_RUN: [&str; 16] = [
     "agent_end",
 ];
 
-#[tokio::test]
+// On the paused clock, which stands still while a task is ready to run: the run is still
+// streaming while the checks below ask, however loaded the machine.
+#[tokio::test(start_paused = true)]
 async fn busy_and_empty_states_answer_with_the_exact_errors() {
     let model = FauxModel::new().with_chunk_delay(Duration::from_millis(20));
     let agent = Agent::builder().model(model).build().unwrap();
@@ -59,7 +61,7 @@ async fn busy_and_empty_states_answer_with_the_exact_errors() {
     }
     assert_eq!(
         agent.prompt("again").await.unwrap_err().to_string(),
-        "Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion."
+        "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, or wait for completion."
     );
     assert_eq!(
         agent.continue_run().await.unwrap_err().to_string(),
@@ -114,11 +116,10 @@ async fn steering_arrives_after_the_turns_tools_and_follow_ups_when_it_would_sto
         .respond(FauxResponse::text("followed up"));
     let agent = Agent::builder().model(model).tools(echo()).build().unwrap();
     let steerer = agent.clone();
-    agent.subscribe(move |event| {
+    agent.on_event(move |event| {
         if let AgentEvent::ToolExecutionStart { .. } = event {
             steerer.steer(UserMessage::text("use the other file"));
         }
-        std::future::ready(())
     });
     agent.follow_up(UserMessage::text("one more thing"));
     let added = agent.prompt("go").await.unwrap();
@@ -148,7 +149,7 @@ async fn subscribers_are_awaited_in_order_before_the_run_goes_on() {
     let slow_log = Arc::clone(&log);
     agent.subscribe(move |event| {
         let is_assistant_end = matches!(
-            event,
+            &*event,
             AgentEvent::MessageEnd {
                 message: Message::Assistant(_)
             }
@@ -162,11 +163,10 @@ async fn subscribers_are_awaited_in_order_before_the_run_goes_on() {
         }
     });
     let fast_log = Arc::clone(&log);
-    agent.subscribe(move |event| {
+    agent.on_event(move |event| {
         if let AgentEvent::ToolExecutionStart { .. } = event {
             fast_log.lock().unwrap().push("tool start");
         }
-        std::future::ready(())
     });
     agent.prompt("go").await.unwrap();
     assert_eq!(
@@ -196,13 +196,12 @@ async fn state_tracks_pending_calls_while_they_run() {
     let agent = Agent::builder().model(model).tools(echo()).build().unwrap();
     let observed = Arc::new(Mutex::new(Vec::new()));
     let (watcher, sink) = (agent.clone(), Arc::clone(&observed));
-    agent.subscribe(move |event| {
+    agent.on_event(move |event| {
         if let AgentEvent::ToolExecutionStart { .. } | AgentEvent::ToolExecutionEnd { .. } = event {
             sink.lock()
                 .unwrap()
                 .push(Vec::from(watcher.state().pending_tool_calls));
         }
-        std::future::ready(())
     });
     agent.prompt("go").await.unwrap();
     assert_eq!(*observed.lock().unwrap(), [vec!["c1".to_owned()], vec![]]);
@@ -324,4 +323,322 @@ async fn a_reader_that_falls_behind_skips_only_message_updates() {
         call.arguments["text"].as_str().map(str::len),
         Some(128 << 10)
     );
+}
+
+#[tokio::test]
+async fn a_tool_hidden_by_prepare_request_is_not_found_and_left_out_of_the_prompt() {
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call("c1", "echo", json!({})))
+        .respond(FauxResponse::text("ok"));
+    let requests = model.clone();
+    let agent = Agent::builder()
+        .model(model)
+        .tools((
+            echo().with_snippet("Echo the arguments"),
+            FnTool::new("other", "Other.", json!({"type": "object"}), |_, _| async {
+                Ok(ToolResult::text("other"))
+            })
+            .with_snippet("Do the other thing"),
+        ))
+        .prepare_request(|mut plan| async move {
+            plan.context.tools.retain(|tool| tool.name != "echo");
+            plan
+        })
+        .build()
+        .unwrap();
+    let messages = agent.prompt("go").await.unwrap();
+    let Message::ToolResult(result) = &messages[2] else {
+        panic!("a tool result: {messages:?}")
+    };
+    assert_eq!(
+        (result.is_error, result.text()),
+        (true, "Tool echo not found".to_owned())
+    );
+    let request = &requests.requests()[0];
+    let offered: Vec<_> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(offered, ["other"]);
+    assert!(
+        request
+            .system_prompt
+            .contains("- other: Do the other thing"),
+        "{}",
+        request.system_prompt
+    );
+    assert!(
+        !request.system_prompt.contains("echo"),
+        "{}",
+        request.system_prompt
+    );
+}
+
+#[tokio::test]
+async fn a_refused_continue_keeps_the_last_error() {
+    let model = FauxModel::new().respond(FauxResponse::error("the server is down"));
+    let agent = Agent::builder().model(model).build().unwrap();
+    agent.prompt("go").await.unwrap();
+    assert_eq!(agent.error_message().as_deref(), Some("the server is down"));
+    assert_eq!(
+        agent.continue_run().await.unwrap_err(),
+        AgentError::CannotContinueFrom("assistant")
+    );
+    assert_eq!(agent.error_message().as_deref(), Some("the server is down"));
+    assert!(!agent.is_streaming());
+}
+
+#[tokio::test]
+async fn tools_registered_or_removed_after_build_apply_from_the_next_request() {
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call("c1", "echo", json!({"n": 1})))
+        .respond(FauxResponse::text("first"))
+        .respond(FauxResponse::tool_call("c2", "echo", json!({"n": 2})))
+        .respond(FauxResponse::text("second"));
+    let requests = model.clone();
+    let agent = Agent::builder().model(model).build().unwrap();
+    let first = agent.prompt("go").await.unwrap();
+    assert_eq!(
+        pi_runtime::Message::text_content(&first[2]),
+        "Tool echo not found"
+    );
+
+    agent.register_tools(echo()).unwrap();
+    assert_eq!(
+        agent.register_tools(echo()).unwrap_err().to_string(),
+        "duplicate tool name \"echo\": every tool needs its own name"
+    );
+    let second = agent.prompt("again").await.unwrap();
+    assert_eq!(pi_runtime::Message::text_content(&second[2]), r#"{"n":2}"#);
+    assert_eq!(requests.requests()[2].tools.len(), 1);
+
+    assert!(agent.remove_tool("echo"));
+    assert!(!agent.remove_tool("echo"));
+    agent.prompt("last").await.unwrap();
+    assert!(requests.requests().last().unwrap().tools.is_empty());
+}
+
+/// One definition, 1,000 conversations at once on a multi-thread runtime: each sees only its
+/// own messages, in the model's requests, in its tool calls and in its transcript.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_conversations_of_one_definition_stay_apart() {
+    const CONVERSATIONS: usize = 1000;
+    let mut model = FauxModel::new().without_fallback();
+    for _ in 0..2 * CONVERSATIONS {
+        model = model.respond_with(|context| {
+            let who = pi_runtime::Message::text_content(&context.messages[0]);
+            match context.messages.last() {
+                Some(Message::User(_)) => {
+                    FauxResponse::tool_call(format!("call-{who}"), "whoami", json!({"who": who}))
+                }
+                _ => {
+                    // Everything this conversation sent is about `who` alone.
+                    let seen = serde_json::to_string(&context.messages).unwrap();
+                    assert_eq!(seen.matches("tenant-").count(), seen.matches(&who).count());
+                    FauxResponse::text(format!("done {who}"))
+                }
+            }
+        });
+    }
+    let whoami = FnTool::new(
+        "whoami",
+        "Who.",
+        json!({"type": "object"}),
+        |args, ctx| async move {
+            let who = args["who"].as_str().unwrap_or_default().to_owned();
+            assert_eq!(ctx.call_id(), format!("call-{who}"));
+            Ok(ToolResult::text(who))
+        },
+    );
+    let definition = Agent::builder()
+        .model(model)
+        .tools(whoami)
+        .build_definition()
+        .unwrap();
+    let runs: Vec<_> = (0..CONVERSATIONS)
+        .map(|i| {
+            let agent = definition.conversation();
+            tokio::spawn(async move {
+                let who = format!("tenant-{i}:");
+                let messages = agent.prompt(who.clone()).await.unwrap();
+                (who, messages, agent.messages())
+            })
+        })
+        .collect();
+    for run in runs {
+        let (who, messages, transcript) = run.await.unwrap();
+        assert_eq!(
+            messages.messages, transcript,
+            "the transcript is this run alone"
+        );
+        let texts: Vec<String> = messages.iter().map(Message::text_content).collect();
+        assert_eq!(
+            texts,
+            [
+                who.clone(),
+                String::new(),
+                who.clone(),
+                format!("done {who}")
+            ]
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_tool_calls_other_tools_through_the_agents_pipeline() {
+    // `both` calls `echo` twice from inside the run; the agent's hook blocks one of them.
+    let both = FnTool::new(
+        "both",
+        "Both.",
+        json!({"type": "object"}),
+        |_, ctx| async move {
+            let allowed = ctx
+                .call_tool(ToolCall::new("inner-1", "echo", json!({"n": 1})))
+                .await;
+            let blocked = ctx
+                .call_tool(ToolCall::new("inner-2", "echo", json!({"secret": true})))
+                .await;
+            let missing = ctx
+                .call_tool(ToolCall::new("inner-3", "nope", json!({})))
+                .await;
+            Ok::<_, ToolError>(ToolResult::text(format!(
+                "{} | {} {} | {}",
+                allowed.text_content(),
+                blocked.is_error,
+                blocked.text_content(),
+                missing.text_content()
+            )))
+        },
+    );
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call("c1", "both", json!({})))
+        .respond(FauxResponse::text("done"));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let ids = Arc::clone(&seen);
+    let agent = Agent::builder()
+        .model(model)
+        .tools((both, echo()))
+        .before_tool_call(move |call| {
+            ids.lock().unwrap().push(call.tool_call.id.clone());
+            async move {
+                Ok(if call.args.get("secret").is_some() {
+                    ToolCallDecision::block("no secrets")
+                } else {
+                    ToolCallDecision::Allow
+                })
+            }
+        })
+        .build()
+        .unwrap();
+    let messages = agent.prompt("go").await.unwrap();
+    assert_eq!(
+        pi_runtime::Message::text_content(&messages[2]),
+        r#"{"n":1} | true no secrets | Tool nope not found"#
+    );
+    assert_eq!(*seen.lock().unwrap(), ["c1", "inner-1", "inner-2"]);
+    assert_eq!(
+        roles(&messages),
+        ["user", "assistant", "toolResult", "assistant"]
+    );
+
+    let detached = pi_runtime::ToolContext::detached("x")
+        .call_tool(ToolCall::new("y", "echo", json!({})))
+        .await;
+    assert_eq!(
+        (detached.is_error, detached.text_content()),
+        (
+            true,
+            "Tool echo not found: this context was not made by an agent, so it has no tools to call"
+                .to_owned()
+        )
+    );
+}
+
+/// Every way a run ends, as `prompt()` reports it.
+#[tokio::test(start_paused = true)]
+async fn prompt_says_how_the_run_ended() {
+    use pi_runtime::agent::{RunEnd, TurnControl};
+
+    let ends = |model: FauxModel| async move {
+        let agent = Agent::builder().model(model).tools(echo()).build().unwrap();
+        agent.prompt("go").await.unwrap()
+    };
+    let completed = ends(FauxModel::new().respond(FauxResponse::text("hi"))).await;
+    assert_eq!(
+        (completed.end.clone(), completed.turns),
+        (RunEnd::Completed, 1)
+    );
+    assert!(completed.end.is_success());
+
+    let failed = ends(FauxModel::new().respond(FauxResponse::error("overloaded"))).await;
+    assert_eq!(
+        failed.end,
+        RunEnd::ModelError {
+            message: "overloaded".into()
+        }
+    );
+    assert!(!failed.end.is_success());
+
+    let stop = FnTool::new("stop", "Stop.", json!({"type": "object"}), |_, _| async {
+        Ok(ToolResult::text("stopped").with_terminate(true))
+    });
+    let agent = Agent::builder()
+        .model(FauxModel::new().respond(FauxResponse::tool_call("c1", "stop", json!({}))))
+        .tools(stop)
+        .build()
+        .unwrap();
+    assert_eq!(agent.prompt("go").await.unwrap().end, RunEnd::Terminated);
+
+    // Three calls in a row, two turns allowed, twice on the same agent: each run counts afresh.
+    let model = FauxModel::new().with_fallback(FauxResponse::tool_call("c", "echo", json!({})));
+    let agent = Agent::builder()
+        .model(model)
+        .tools(echo())
+        .max_turns(2)
+        .build()
+        .unwrap();
+    for _ in 0..2 {
+        let limited = agent.prompt("loop").await.unwrap();
+        assert_eq!(
+            (&limited.end, limited.turns),
+            (&RunEnd::TurnLimit { max_turns: 2 }, 2)
+        );
+        assert_eq!(
+            roles(&limited),
+            ["user", "assistant", "toolResult", "assistant", "toolResult"]
+        );
+    }
+
+    let agent = Agent::builder()
+        .model(FauxModel::new().respond(FauxResponse::tool_call("c1", "echo", json!({}))))
+        .tools(echo())
+        .finish_turn(|turn| async move {
+            assert_eq!(turn.turn, 1);
+            TurnControl::End
+        })
+        .build()
+        .unwrap();
+    assert_eq!(agent.prompt("go").await.unwrap().end, RunEnd::EndedByHook);
+
+    let slow = FauxModel::new()
+        .respond(FauxResponse::text("a long answer"))
+        .with_chunk_chars(1)
+        .with_chunk_delay(Duration::from_secs(1));
+    let agent = Agent::builder()
+        .model(slow.clone())
+        .time_limit(Duration::from_secs(3))
+        .build()
+        .unwrap();
+    let timed_out = agent.prompt("go").await.unwrap();
+    assert_eq!(
+        timed_out.end,
+        RunEnd::TimeLimit {
+            limit: Duration::from_secs(3)
+        }
+    );
+
+    let agent = Agent::builder().model(slow).build().unwrap();
+    let aborter = agent.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        aborter.abort();
+    });
+    assert_eq!(agent.prompt("go").await.unwrap().end, RunEnd::Aborted);
 }

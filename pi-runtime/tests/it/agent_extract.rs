@@ -179,9 +179,8 @@ async fn accepted_on_the_first_try_ends_the_run_without_another_request() {
     assert_eq!(
         request.system_prompt,
         "You analyse source code.\n\nAvailable tools:\n- submit_analysis: Submit the final \
-         result\n\nAdditional tools may be available.\n\nGuidelines:\n- Hand in your final result by calling \
-         submit_analysis; an answer in text is not accepted\n- Be concise in your responses\n\
-         - Show file paths clearly when working with files"
+         result\n\nGuidelines:\n- Hand in your final result by calling \
+         submit_analysis; an answer in text is not accepted"
     );
     let [tool] = &request.tools[..] else {
         panic!("one tool: {:?}", request.tools);
@@ -207,7 +206,7 @@ async fn accepted_on_the_first_try_ends_the_run_without_another_request() {
                 "parameters": {"type": "array", "items": {"type": "string"},
                                "description": "The parameter names, in order."},
                 "summary": {"type": "string", "description": "What the function does, in one sentence."},
-                "emptyInputBehavior": {"type": ["string", "null"],
+                "emptyInputBehavior": {"type": "string",
                                        "description": "What it does with an empty input; null when unsure."},
                 "evidence": {"type": "string", "description": "A verbatim quote from the source."}
             },
@@ -657,7 +656,7 @@ async fn the_partial_submission_streams_through_the_events() {
     // The same from any subscriber: the live message's call arguments after each delta.
     let by_hand = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&by_hand);
-    extractor.agent().subscribe(move |event| {
+    extractor.agent().on_event(move |event| {
         if let AgentEvent::MessageUpdate {
             message,
             assistant_message_event: AssistantMessageEvent::ToolCallDelta { content_index, .. },
@@ -669,7 +668,6 @@ async fn the_partial_submission_streams_through_the_events() {
             });
             sink.lock().unwrap().push(arguments);
         }
-        std::future::ready(())
     });
 
     extractor.extract(PROMPT).await.expect("accepted");
@@ -732,7 +730,9 @@ async fn hooks_set_on_the_agent_builder_keep_running() {
     );
 }
 
-#[tokio::test]
+// On the paused clock, which stands still while a task is ready to run: the first
+// extraction is still streaming when the second asks, however loaded the machine.
+#[tokio::test(start_paused = true)]
 async fn each_extraction_is_a_task_of_its_own() {
     let model = FauxModel::new()
         .with_chunk_delay(Duration::from_millis(5))
@@ -754,6 +754,34 @@ async fn each_extraction_is_a_task_of_its_own() {
     let second = extractor.extract("And again.").await.expect("accepted");
     assert_eq!(second.value.evidence, "items[0]");
     assert_eq!(lines(&second.messages)[0], "user: And again.");
+    // Nor does it see the first task's messages: the model got only the new prompt.
+    assert_eq!(seen(&model)[1], ["user: And again."]);
+    assert_eq!(extractor.agent().messages(), second.messages);
+}
+
+#[tokio::test]
+async fn keep_transcript_carries_one_task_into_the_next() {
+    let model = FauxModel::new()
+        .respond(submit("c1", valid()))
+        .respond(submit("c2", valid()));
+    let extractor = Agent::builder()
+        .model(model.clone())
+        .extract::<FunctionAnalysis>()
+        .tool_name(TOOL)
+        .keep_transcript()
+        .build()
+        .expect("extractor");
+    extractor.extract(PROMPT).await.expect("accepted");
+    extractor.extract("And again.").await.expect("accepted");
+    assert_eq!(
+        seen(&model)[1],
+        [
+            user(),
+            call("c1", &valid()),
+            accepted("c1"),
+            "user: And again.".to_owned()
+        ]
+    );
 }
 
 #[tokio::test]

@@ -47,10 +47,14 @@ fn extractor(preset: Preset, server: &Server, force: bool) -> Extractor<Function
     builder.build().expect("extractor")
 }
 
-/// `T`'s schema as sent in strict mode (SPEC §7.2): every property required, closed.
-/// `emptyInputBehavior` already allows `null`, so it keeps its schema.
+/// `T`'s schema as sent in strict mode (SPEC §7.2): every property required, closed, and
+/// the optional `emptyInputBehavior` (an `Option<String>`) allows `null`.
 fn strict_schema() -> Value {
     let mut schema = plain_schema();
+    schema["properties"]["emptyInputBehavior"] = json!({"anyOf": [
+        {"type": "string", "description": "What it does with an empty input; null when unsure."},
+        {"type": "null"}
+    ]});
     schema["required"] = json!([
         "name",
         "parameters",
@@ -70,7 +74,7 @@ fn plain_schema() -> Value {
             "parameters": {"type": "array", "items": {"type": "string"},
                            "description": "The parameter names, in order."},
             "summary": {"type": "string", "description": "What the function does, in one sentence."},
-            "emptyInputBehavior": {"type": ["string", "null"],
+            "emptyInputBehavior": {"type": "string",
                                    "description": "What it does with an empty input; null when unsure."},
             "evidence": {"type": "string", "description": "A verbatim quote from the source."}
         },

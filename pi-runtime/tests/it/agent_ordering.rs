@@ -1,11 +1,16 @@
 //! The ordering guarantees of SPEC §5.5, asserted on whole event traces.
+//!
+//! No test here depends on how long a sleep really takes, which a loaded machine
+//! stretches: orders come from gates the tools wait on, sleeps on one thread run on tokio's
+//! paused clock, and the one real-time overlap check has a bound that only running the two
+//! calls one after the other could break.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pi_runtime::agent::{Agent, AgentEvent};
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
-use pi_runtime::{ExecutionMode, FnTool, ToolError, ToolResult};
+use pi_runtime::{CancellationToken, ExecutionMode, FnTool, ToolError, ToolResult};
 use serde_json::{Value, json};
 
 /// A tool that reports one update, then sleeps `ms`, then echoes its arguments.
@@ -22,11 +27,52 @@ fn sleeper(name: &str, ms: u64) -> FnTool {
     )
 }
 
+/// A tool that waits for `start`, reports one update, waits for `finish`, then echoes its
+/// arguments. A gate is a token that cancelling opens, for good.
+fn gated(name: &str, start: &CancellationToken, finish: &CancellationToken) -> FnTool {
+    let (start, finish) = (start.clone(), finish.clone());
+    FnTool::new(
+        name,
+        "Waits for its gates, then echoes.",
+        json!({"type": "object", "properties": {"msg": {"type": "string"}}}),
+        move |args: Value, ctx| {
+            let (start, finish) = (start.clone(), finish.clone());
+            async move {
+                start.cancelled().await;
+                ctx.update(ToolResult::text("working"));
+                finish.cancelled().await;
+                Ok::<_, ToolError>(ToolResult::text(args.to_string()))
+            }
+        },
+    )
+}
+
+/// A gate already open.
+fn open_gate() -> CancellationToken {
+    let gate = CancellationToken::new();
+    gate.cancel();
+    gate
+}
+
+/// Open `gate` once `agent` emits an event that `opens` accepts.
+fn open_on(
+    agent: &Agent,
+    gate: &CancellationToken,
+    opens: impl Fn(&AgentEvent) -> bool + Send + Sync + 'static,
+) {
+    let gate = gate.clone();
+    agent.on_event(move |event| {
+        if opens(event) {
+            gate.cancel();
+        }
+    });
+}
+
 /// Record every event except `message_update` as a short line.
 fn record(agent: &Agent) -> Arc<Mutex<Vec<String>>> {
     let trace = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&trace);
-    agent.subscribe(move |event| {
+    agent.on_event(move |event| {
         let line = match event {
             AgentEvent::MessageUpdate { .. } => None,
             AgentEvent::MessageStart { message } => Some(format!("start {}", message.role())),
@@ -52,7 +98,6 @@ fn record(agent: &Agent) -> Arc<Mutex<Vec<String>>> {
         if let Some(line) = line {
             sink.lock().unwrap().push(line);
         }
-        std::future::ready(())
     });
     trace
 }
@@ -75,33 +120,51 @@ async fn parallel_batch_follows_the_verified_trace_on_one_thread() {
     parallel_batch_trace().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn parallel_calls_overlap_on_one_thread() {
-    assert_two_calls_overlap((sleeper("a", 150), sleeper("b", 150))).await;
-}
-
-/// Run one response that calls `a` and `b` (150 ms each) and check that they ran at the
-/// same time.
-async fn assert_two_calls_overlap(tools: impl pi_runtime::ToolSet) {
-    let model = FauxModel::new()
-        .respond(FauxResponse::tool_call("c1", "a", json!({})).and_tool_call("c2", "b", json!({})));
-    let agent = Agent::builder().model(model).tools(tools).build().unwrap();
-    let started = Instant::now();
-    agent.prompt("go").await.unwrap();
-    let elapsed = started.elapsed();
+    let elapsed = two_calls_take((sleeper("a", 150), sleeper("b", 150))).await;
+    // The paused clock moves only when every task waits: one call after the other would
+    // take it 300 ms on.
     assert!(
-        elapsed < Duration::from_millis(280),
+        elapsed < Duration::from_millis(300),
         "two 150 ms tools took {elapsed:?}: they did not overlap"
     );
 }
 
+/// How long a run takes whose one response calls `a` and `b`, on tokio's clock (the real
+/// one unless the test paused it).
+async fn two_calls_take(tools: impl pi_runtime::ToolSet) -> Duration {
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call("c1", "a", json!({})).and_tool_call("c2", "b", json!({})));
+    let agent = Agent::builder().model(model).tools(tools).build().unwrap();
+    let started = tokio::time::Instant::now();
+    agent.prompt("go").await.unwrap();
+    started.elapsed()
+}
+
+/// The slow call (c1) ends after the fast one (c2), and c2 updates after c1: gates, opened
+/// by the events themselves, make that order whatever the scheduler does.
 async fn parallel_batch_trace() {
     let model = FauxModel::new().respond(three_calls());
+    let (c1_updated, c2_ended) = (CancellationToken::new(), CancellationToken::new());
     let agent = Agent::builder()
         .model(model)
-        .tools((sleeper("slow", 60), sleeper("fast", 5)))
+        .tools((
+            gated("slow", &open_gate(), &c2_ended),
+            gated("fast", &c1_updated, &open_gate()),
+        ))
         .build()
         .unwrap();
+    open_on(
+        &agent,
+        &c1_updated,
+        |event| matches!(event, AgentEvent::ToolExecutionUpdate { tool_call_id, .. } if tool_call_id == "c1"),
+    );
+    open_on(
+        &agent,
+        &c2_ended,
+        |event| matches!(event, AgentEvent::ToolExecutionEnd { tool_call_id, .. } if tool_call_id == "c2"),
+    );
     let trace = record(&agent);
     agent.prompt("go").await.unwrap();
     let trace = trace.lock().unwrap().clone();
@@ -160,7 +223,7 @@ async fn parallel_batch_trace() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn sequential_mode_keeps_everything_in_source_order() {
     let model = FauxModel::new().respond(three_calls());
     let agent = Agent::builder()
@@ -200,7 +263,7 @@ async fn sequential_mode_keeps_everything_in_source_order() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn one_sequential_tool_makes_the_whole_batch_sequential() {
     let model = FauxModel::new().respond(
         FauxResponse::tool_call("c1", "slow", json!({}))
@@ -225,20 +288,30 @@ async fn one_sequential_tool_makes_the_whole_batch_sequential() {
     assert_eq!(ends, ["tool_end c1", "tool_end c2", "tool_end c3"]);
 }
 
+/// The one test here on the real clock: on two threads, two calls that block their thread
+/// really overlap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocking_tools_really_run_in_parallel() {
+    const BLOCK: Duration = Duration::from_secs(1);
     let blocking = |name: &str| {
         FnTool::new(
             name,
             "Blocks its thread.",
             json!({"type": "object"}),
             |_, _| async {
-                std::thread::sleep(Duration::from_millis(150));
+                std::thread::sleep(BLOCK);
                 Ok::<_, ToolError>(ToolResult::text("done"))
             },
         )
     };
-    assert_two_calls_overlap((blocking("a"), blocking("b"))).await;
+    let elapsed = two_calls_take((blocking("a"), blocking("b"))).await;
+    // A thread sleeps at least as long as asked, so one call after the other takes 2 s or
+    // more however loaded the machine; overlapping calls leave a whole second for everything
+    // else the run does, which takes milliseconds even on a busy machine.
+    assert!(
+        elapsed < 2 * BLOCK,
+        "two 1 s calls took {elapsed:?}: they did not overlap"
+    );
 }
 
 #[tokio::test]
@@ -275,31 +348,39 @@ async fn instant_parallel_calls_end_in_source_order() {
 
 #[tokio::test]
 async fn updates_after_the_tool_finished_are_ignored() {
+    let (tool_ended, late_sent) = (CancellationToken::new(), CancellationToken::new());
+    let (ended, sent) = (tool_ended.clone(), late_sent.clone());
     let late = FnTool::new(
         "late",
         "Updates too late.",
         json!({"type": "object"}),
-        |_, ctx| async move {
-            ctx.update(ToolResult::text("in time"));
-            let handle = ctx.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-                handle.update(ToolResult::text("too late"));
-            });
-            Ok::<_, ToolError>(ToolResult::text("done"))
+        move |_, ctx| {
+            let (ended, sent) = (ended.clone(), sent.clone());
+            async move {
+                ctx.update(ToolResult::text("in time"));
+                let handle = ctx.clone();
+                tokio::spawn(async move {
+                    ended.cancelled().await;
+                    handle.update(ToolResult::text("too late"));
+                    sent.cancel();
+                });
+                Ok::<_, ToolError>(ToolResult::text("done"))
+            }
         },
     );
     let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "late", json!({})));
     let agent = Agent::builder().model(model).tools(late).build().unwrap();
+    open_on(&agent, &tool_ended, |event| {
+        matches!(event, AgentEvent::ToolExecutionEnd { .. })
+    });
     let updates = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&updates);
-    agent.subscribe(move |event| {
+    agent.on_event(move |event| {
         if let AgentEvent::ToolExecutionUpdate { partial_result, .. } = event {
             sink.lock().unwrap().push(partial_result.text_content());
         }
-        std::future::ready(())
     });
     agent.prompt("go").await.unwrap();
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    late_sent.cancelled().await;
     assert_eq!(*updates.lock().unwrap(), ["in time"]);
 }

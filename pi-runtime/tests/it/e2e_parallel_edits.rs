@@ -57,7 +57,7 @@ struct ToolEvents {
 fn record_tool_events(agent: &Agent) -> Arc<Mutex<ToolEvents>> {
     let events = Arc::new(Mutex::new(ToolEvents::default()));
     let sink = Arc::clone(&events);
-    agent.subscribe(move |event| {
+    agent.on_event(move |event| {
         let mut events = sink.lock().expect("lock");
         match event {
             AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
@@ -68,7 +68,6 @@ fn record_tool_events(agent: &Agent) -> Arc<Mutex<ToolEvents>> {
             }
             _ => {}
         }
-        std::future::ready(())
     });
     events
 }

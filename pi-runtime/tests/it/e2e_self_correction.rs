@@ -169,7 +169,7 @@ async fn openai_self_correction_through_the_agent() {
 
     let ids = ["call_1", "call_2"];
     assert_eq!(transcript(&added), expected_transcript(ids, None));
-    assert_eq!(agent.messages(), added);
+    assert_eq!(agent.messages(), added.messages);
     assert_eq!(agent.error_message(), None);
     assert_eq!(
         recorded(&trace),

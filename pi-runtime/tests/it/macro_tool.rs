@@ -273,10 +273,10 @@ async fn progress(ctx: ToolContext, steps: u32) -> ToolResult {
 #[tokio::test]
 async fn tool_context_may_come_first() {
     let (tx, mut rx) = mpsc::unbounded();
-    let ctx = ToolContext::new(
-        "call-7",
-        tokio_util::sync::CancellationToken::new(),
-        Some(tx),
+    let ctx = ToolContext::new("call-7", tokio_util::sync::CancellationToken::new()).on_update(
+        move |update| {
+            let _ = tx.unbounded_send(update);
+        },
     );
     let result = Progress
         .execute("call-7".to_owned(), json!({"steps": 2}), ctx)

@@ -34,6 +34,8 @@ mod macro_lints;
 mod macro_tool;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "mcp")]
+mod mcp_hostile;
 mod partial_json_malformed;
 mod partial_json_props;
 mod partial_json_spec;

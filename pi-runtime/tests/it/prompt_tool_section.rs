@@ -42,7 +42,7 @@ fn built_ins_in_default_order() {
     let cwd = WorkingDir::from(std::env::temp_dir());
     let tools: Vec<Arc<dyn ToolDefinition>> = vec![
         Arc::new(Read::new(cwd.clone())),
-        Arc::new(Bash::new(cwd.clone())),
+        Arc::new(Bash::new(cwd.clone().into())),
         Arc::new(Edit::new(cwd.clone())),
         Arc::new(Write::new(cwd)),
     ];
@@ -136,4 +136,37 @@ fn closing_rules_are_not_repeated() {
     assert!(section.to_string().ends_with(
         "Guidelines:\n- Same rule\n- Be concise in your responses\n- Show file paths clearly when working with files"
     ));
+}
+
+/// An agent's system prompt gets the plain section unless it asks for pi's coding-agent one.
+#[tokio::test]
+async fn an_agent_names_its_tool_section_style() {
+    use pi_runtime::agent::Agent;
+    use pi_runtime::prompt::ToolSectionStyle;
+    use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+
+    let prompt_of = |style: Option<ToolSectionStyle>| async move {
+        let model = FauxModel::new().respond(FauxResponse::text("ok"));
+        let requests = model.clone();
+        let mut builder = Agent::builder()
+            .model(model)
+            .system_prompt("Be helpful.")
+            .tools(fn_tool("bash").with_snippet("Run a command"));
+        if let Some(style) = style {
+            builder = builder.tool_section(style);
+        }
+        builder.build().unwrap().prompt("hi").await.unwrap();
+        requests.requests()[0].system_prompt.clone()
+    };
+    assert_eq!(
+        prompt_of(None).await,
+        "Be helpful.\n\nAvailable tools:\n- bash: Run a command"
+    );
+    assert_eq!(
+        prompt_of(Some(ToolSectionStyle::CodingAgent)).await,
+        "Be helpful.\n\nAvailable tools:\n- bash: Run a command\n\nAdditional tools may be available.\n\n\
+         Guidelines:\n- Use bash for file operations like ls, rg, find\n- Be concise in your responses\n\
+         - Show file paths clearly when working with files"
+    );
+    assert_eq!(prompt_of(Some(ToolSectionStyle::None)).await, "Be helpful.");
 }

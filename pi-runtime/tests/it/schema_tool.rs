@@ -2,6 +2,7 @@
 //! serde (the schema accepts what the parameter type deserializes and rejects what it
 //! refuses), checked with the `jsonschema` validator.
 
+use pi_runtime::args::CompiledSchema;
 use pi_runtime::{AgentTool, Args, ToolContext, tool, tool_args};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -272,10 +273,10 @@ fn args_takes_the_schema_of_its_type() {
     // The type's own doc comment is not repeated at the root: the tool has a description.
     assert_eq!(
         schema(&SubmitAnalysis).to_string(),
-        r#"{"type":"object","properties":{"name":{"type":"string","description":"The function's name."},"parameters":{"type":"array","items":{"type":"string"},"description":"Its parameter names."},"summary":{"type":"string","description":"One sentence."},"emptyInputBehavior":{"type":["string","null"],"description":"What it does with an empty input; null when unsure."},"evidence":{"type":"string","description":"A quote from the source."}},"required":["name","parameters","summary","evidence"],"additionalProperties":false}"#
+        r#"{"type":"object","properties":{"name":{"type":"string","description":"The function's name."},"parameters":{"type":"array","items":{"type":"string"},"description":"Its parameter names."},"summary":{"type":"string","description":"One sentence."},"emptyInputBehavior":{"type":"string","description":"What it does with an empty input; null when unsure."},"evidence":{"type":"string","description":"A quote from the source."}},"required":["name","parameters","summary","evidence"],"additionalProperties":false}"#
     );
     let valid = json!({"name": "first", "parameters": ["items"], "summary": "s",
-                       "emptyInputBehavior": null, "evidence": "items[0]"});
+                       "emptyInputBehavior": "returns undefined", "evidence": "items[0]"});
     assert_accepted::<FunctionAnalysis>(
         &schema(&SubmitAnalysis),
         &[
@@ -309,6 +310,100 @@ async fn args_receives_the_whole_value() {
         result.text_content(),
         "first(items) first item None items[0]"
     );
+}
+
+/// Report the weather.
+#[tool]
+async fn forecast(
+    /// Conditions to report.
+    conditions: Option<Vec<String>>,
+) -> String {
+    format!("{conditions:?}")
+}
+
+/// The arguments of `forecast`, as one type.
+#[tool_args]
+struct ForecastArgs {
+    /// Conditions to report.
+    conditions: Option<Vec<String>>,
+}
+
+/// Report the weather.
+#[tool(type_name = "ForecastArgsTool")]
+async fn forecast_args(Args(args): Args<ForecastArgs>) -> String {
+    format!("{:?}", args.conditions)
+}
+
+#[test]
+fn option_is_an_optional_property_in_both_forms() {
+    // One rule for a `#[tool]` parameter and a `#[tool_args]` field: `T`'s schema, not
+    // required, so coercion wraps a single value and drops an explicit `null`.
+    let expected = r#"{"type":"object","properties":{"conditions":{"type":"array","items":{"type":"string"},"description":"Conditions to report."}},"required":[],"additionalProperties":false}"#;
+    assert_eq!(schema(&Forecast).to_string(), expected);
+    assert_eq!(schema(&ForecastArgsTool).to_string(), expected);
+    for tool in [&Forecast as &dyn AgentTool, &ForecastArgsTool] {
+        let compiled = CompiledSchema::compile(&schema(tool)).unwrap();
+        for (sent, validated, conditions) in [
+            (
+                json!({"conditions": "wind"}),
+                json!({"conditions": ["wind"]}),
+                Some(vec!["wind"]),
+            ),
+            (json!({"conditions": null}), json!({}), None),
+            (json!({}), json!({}), None),
+        ] {
+            let coerced = compiled.validate("forecast", &sent).unwrap();
+            assert_eq!(coerced, validated, "{sent}");
+            let args: ForecastArgs = serde_json::from_value(coerced).unwrap();
+            let conditions = conditions.map(|list| list.into_iter().map(str::to_owned).collect());
+            assert_eq!(args.conditions, conditions, "{sent}");
+        }
+    }
+}
+
+/// Units of measure.
+#[tool_args]
+#[serde(rename_all = "lowercase")]
+enum Units {
+    /// Celsius and km/h.
+    Metric,
+    /// Fahrenheit and mph.
+    Imperial,
+}
+
+/// Get the weather.
+#[tool]
+async fn weather(
+    /// Units for the numbers.
+    units: Units,
+    /// Units for each day, when they differ.
+    daily: Option<Vec<Units>>,
+) -> String {
+    let _ = (units, daily);
+    String::new()
+}
+
+#[test]
+fn an_enum_with_documented_variants_lists_its_values() {
+    // schemars writes a `oneOf` of documented `const`s; a failed union is explained by its
+    // first branch alone (`expected "metric"`), so the schema is an `enum` instead.
+    assert_eq!(
+        schema(&Weather).to_string(),
+        r#"{"type":"object","properties":{"units":{"type":"string","enum":["metric","imperial"],"description":"Units for the numbers.\n- \"metric\": Celsius and km/h.\n- \"imperial\": Fahrenheit and mph."},"daily":{"type":"array","items":{"type":"string","enum":["metric","imperial"],"description":"Units of measure.\n- \"metric\": Celsius and km/h.\n- \"imperial\": Fahrenheit and mph."},"description":"Units for each day, when they differ."}},"required":["units"],"additionalProperties":false}"#
+    );
+    let compiled = CompiledSchema::compile(&schema(&Weather)).unwrap();
+    let error = compiled
+        .validate("weather", &json!({"units": "kelvin", "daily": "celsius"}))
+        .unwrap_err();
+    assert_eq!(
+        error.message(),
+        "Validation failed for tool \"weather\":\n  - units: expected one of [\"metric\",\"imperial\"]\n  - daily.0: expected one of [\"metric\",\"imperial\"]\n\nReceived arguments:\n{\n  \"units\": \"kelvin\",\n  \"daily\": \"celsius\"\n}"
+    );
+    assert_accepted::<WeatherParams>(
+        &schema(&Weather),
+        &[json!({"units": "imperial", "daily": ["metric"]})],
+    );
+    assert_rejected::<WeatherParams>(&schema(&Weather), &[json!({"units": "Metric"})]);
 }
 
 /// An open schema, like pi's built-in tools.

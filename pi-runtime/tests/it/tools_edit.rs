@@ -174,7 +174,7 @@ async fn abort_leaves_the_file_alone() {
     std::fs::write(dir.path().join("f.txt"), "abc").unwrap();
     let signal = CancellationToken::new();
     signal.cancel();
-    let ctx = ToolContext::new("c1", signal, None);
+    let ctx = ToolContext::new("c1", signal);
     let cwd = State(dir.path().into());
     assert_eq!(
         edit(cwd, "f.txt".into(), vec![r("b", "B")], ctx)

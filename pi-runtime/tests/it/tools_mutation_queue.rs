@@ -1,4 +1,7 @@
 //! The per-file mutation queue (SPEC §9.1).
+//!
+//! The tests that order operations by how long they sleep run on tokio's paused clock, which
+//! only moves when every task waits: a loaded machine cannot reorder the wake-ups.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,7 +27,7 @@ async fn op(queue: &FileMutationQueue, path: &std::path::Path, name: &str, ms: u
         .unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn same_path_runs_in_call_order() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f.txt");
@@ -40,7 +43,7 @@ async fn same_path_runs_in_call_order() {
     assert_eq!(queue.active_files(), 0, "entries are removed when unused");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn different_paths_overlap() {
     let dir = tempfile::tempdir().unwrap();
     let (queue, log) = (FileMutationQueue::new(), Log::default());
@@ -70,7 +73,7 @@ async fn symlink_and_target_share_a_queue() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_failure_does_not_poison_the_queue() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f.txt");
@@ -116,7 +119,7 @@ async fn many_calls_keep_global_call_order() {
     assert_eq!(queue.active_files(), 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_cancelled_waiter_gives_up_its_place_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f.txt");

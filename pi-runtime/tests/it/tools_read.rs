@@ -150,7 +150,7 @@ async fn abort() {
     std::fs::write(dir.path().join("a.txt"), "a").unwrap();
     let signal = CancellationToken::new();
     signal.cancel();
-    let ctx = ToolContext::new("c1", signal, None);
+    let ctx = ToolContext::new("c1", signal);
     let cwd = State(dir.path().into());
     let error = read(cwd, "a.txt".into(), None, None, ctx)
         .await

@@ -10,7 +10,7 @@ fn in_dir(dir: &tempfile::TempDir) -> State<WorkingDir> {
 }
 
 fn with_signal(signal: &CancellationToken) -> ToolContext {
-    ToolContext::new("c1", signal.clone(), None)
+    ToolContext::new("c1", signal.clone())
 }
 
 #[tokio::test]

@@ -3,7 +3,9 @@
 
 use pi_runtime::provider::{Api, Compat, Model, request_body};
 use pi_runtime::stream::CacheRetention;
-use pi_runtime::{ConstrainedSampling, Context, Message, StreamOptions, ThinkingLevel, Tool};
+use pi_runtime::{
+    ConstrainedSampling, Context, Message, StreamOptions, ThinkingLevel, Tool, ToolChoice,
+};
 use serde_json::{Map, Value, json};
 
 use crate::protocol::{Answer, Prepared};
@@ -233,7 +235,7 @@ fn parse_options(options: Option<&Value>) -> Result<StreamOptions, String> {
         .transpose()?;
     let mut options = StreamOptions::default();
     options.reasoning = reasoning;
-    options.tool_choice = field("toolChoice").cloned();
+    options.tool_choice = field("toolChoice").map(tool_choice);
     options.max_tokens = max_tokens;
     options.temperature = field("temperature").and_then(Value::as_f64);
     options.cache_retention = cache_retention;
@@ -241,6 +243,16 @@ fn parse_options(options: Option<&Value>) -> Result<StreamOptions, String> {
         .and_then(Value::as_str)
         .map(str::to_owned);
     Ok(options)
+}
+
+/// pi's `toolChoice`, provider JSON as given: its two provider-neutral words typed, the rest
+/// (`"required"`, `"any"`, objects) raw, which every API sends exactly as pi does.
+fn tool_choice(choice: &Value) -> ToolChoice {
+    match choice.as_str() {
+        Some("auto") => ToolChoice::Auto,
+        Some("none") => ToolChoice::None,
+        _ => ToolChoice::Raw(choice.clone()),
+    }
 }
 
 fn tool_field<'a>(tool: &'a Value, key: &str) -> Option<&'a Value> {

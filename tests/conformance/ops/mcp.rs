@@ -5,10 +5,9 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use pi_runtime::mcp::{
-    OutputSaver, ResultOptions, convert_result, result_to_json, tool_definitions,
-};
-use serde_json::{Map, Value};
+use pi_runtime::mcp::{OutputSaver, ResultOptions, convert_result, tool_definitions};
+use pi_runtime::{ContentBlock, ToolResult};
+use serde_json::{Map, Value, json};
 
 use crate::protocol::{Answer, Prepared, str_field};
 
@@ -40,7 +39,7 @@ pub(crate) fn prepare_tool(request: &Map<String, Value>) -> Result<Prepared, Str
                         out.insert("parameters".into(), d.parameters);
                         out.insert("outputSchema".into(), d.output_schema);
                         if let Some(annotations) = d.annotations {
-                            out.insert("annotations".into(), annotations);
+                            out.insert("annotations".into(), json!(annotations));
                         }
                         Value::Object(out)
                     })
@@ -95,4 +94,28 @@ pub(crate) fn prepare_result(request: &Map<String, Value>) -> Result<Prepared, S
             Err(error) => Answer::Err(error.to_string()),
         }
     }))
+}
+
+/// The answer shape of the conformance protocol: `{content, details, isError?}`.
+fn result_to_json(result: &ToolResult) -> Value {
+    let content: Vec<Value> = result
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Image(image) => {
+                json!({"type": "image", "data": image.data, "mimeType": image.mime_type})
+            }
+            other => json!({"type": "text", "text": other.as_text().unwrap_or_default()}),
+        })
+        .collect();
+    let mut out = Map::new();
+    out.insert("content".into(), Value::Array(content));
+    out.insert(
+        "details".into(),
+        result.details.clone().unwrap_or(Value::Null),
+    );
+    if result.is_error {
+        out.insert("isError".into(), Value::Bool(true));
+    }
+    Value::Object(out)
 }

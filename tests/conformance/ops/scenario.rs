@@ -147,13 +147,12 @@ impl Scenario {
         };
         let events = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&events);
-        agent.subscribe(move |event| {
+        agent.on_event(move |event| {
             if let Some(reduced) = reduce_event(event) {
                 sink.lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .push(reduced);
             }
-            std::future::ready(())
         });
         let messages =
             match tokio::time::timeout(self.timeout, agent.prompt(self.prompt.as_str())).await {

@@ -83,7 +83,7 @@ mod tests {
         let tool = SubmitAnalysis::new(Arc::new(AtomicBool::new(false)));
         assert_eq!(
             tool.definition().parameters.to_string(),
-            r#"{"type":"object","properties":{"name":{"type":"string","description":"The function's name."},"parameters":{"type":"array","items":{"type":"string"},"description":"Its parameter names."},"summary":{"type":"string","description":"One sentence on what it does."},"emptyInputBehavior":{"type":["string","null"],"description":"What it does with an empty input; null when unsure."},"evidence":{"type":"string","description":"A quote from the source backing the analysis."}},"required":["name","parameters","summary","evidence"],"additionalProperties":false}"#
+            r#"{"type":"object","properties":{"name":{"type":"string","description":"The function's name."},"parameters":{"type":"array","items":{"type":"string"},"description":"Its parameter names."},"summary":{"type":"string","description":"One sentence on what it does."},"emptyInputBehavior":{"type":"string","description":"What it does with an empty input; null when unsure."},"evidence":{"type":"string","description":"A quote from the source backing the analysis."}},"required":["name","parameters","summary","evidence"],"additionalProperties":false}"#
         );
         assert_eq!(
             tool.definition().constrained_sampling,

@@ -2,6 +2,7 @@
 //! business check, the limits, forcing and the reminder, on top of an [`AgentBuilder`].
 
 use std::fmt;
+use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +10,8 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use super::force::Forcing;
+use super::force::force_tool;
+use super::options::{DEFAULT_REMINDER, ExtractOptions};
 use super::run::{Extractor, Progress};
 use super::submit::{Check, Slot, SubmitTool};
 use crate::__private::parameters_schema;
@@ -18,69 +20,6 @@ use crate::agent::error::BuildError;
 use crate::agent::hooks::{FinishedTurn, TurnControl, boxed_finish_turn, boxed_prepare_request};
 use crate::args::SchemaError;
 use crate::tool::{ConstrainedSampling, RegistryError, Strictness, Tool};
-
-/// The submit tool's name unless [`ExtractBuilder::tool_name`] says otherwise.
-pub const DEFAULT_TOOL_NAME: &str = "submit_result";
-/// The submit tool's description unless [`ExtractBuilder::tool_description`] says otherwise.
-pub const DEFAULT_TOOL_DESCRIPTION: &str = "Submit your final result. Call this once, when you \
-     are done: the result is only accepted through this tool, never as text.";
-/// The result text of an accepted submission unless [`ExtractBuilder::accepted_text`] says
-/// otherwise.
-pub const DEFAULT_ACCEPTED_TEXT: &str = "The result passed validation and was accepted.";
-/// The reminder [`ExtractBuilder::remind`] sends; `{tool}` is the submit tool's name.
-pub const DEFAULT_REMINDER: &str = "You have not called {tool} yet. Call it now with your \
-     final result: an answer in text is not accepted.";
-/// The turn limit unless [`ExtractBuilder::max_turns`] says otherwise (seed 2's).
-pub const DEFAULT_MAX_TURNS: usize = 4;
-/// The time limit unless [`ExtractBuilder::time_limit`] (or the agent builder's own
-/// [`time_limit`](AgentBuilder::time_limit)) says otherwise (seed 2's).
-pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(30);
-
-/// How an extraction runs; every field has a default ([`ExtractOptions::default`]), and
-/// each has a method of the same name on [`ExtractBuilder`].
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct ExtractOptions {
-    /// The name the model calls (default [`DEFAULT_TOOL_NAME`]).
-    pub tool_name: String,
-    /// What the model reads about the tool (default [`DEFAULT_TOOL_DESCRIPTION`]).
-    pub tool_description: String,
-    /// Constrained sampling of the submission (default `Some(Prefer)`: strict where the
-    /// provider supports it, silently normal elsewhere; `Require` fails the request where
-    /// it is not supported; `None` never asks).
-    pub strict: Option<Strictness>,
-    /// The most turns (model responses) a run may take, at least 1 (default
-    /// [`DEFAULT_MAX_TURNS`]).
-    pub max_turns: usize,
-    /// Abort a run that takes longer (default [`DEFAULT_TIME_LIMIT`]; `None`: no limit).
-    pub time_limit: Option<Duration>,
-    /// Send the provider's `tool_choice` naming the submit tool on every request (default
-    /// `false`); see [the module docs](super#forcing-the-tool) for which providers do.
-    pub force_tool_choice: bool,
-    /// When the model answers in text without an accepted submission and turns remain, send
-    /// this as a user message and ask again; `{tool}` is replaced by the tool's name
-    /// (default `None`: no reminder, the run ends with [`NoSubmission`]).
-    ///
-    /// [`NoSubmission`]: super::ExtractError::NoSubmission
-    pub reminder: Option<String>,
-    /// The result text of an accepted submission (default [`DEFAULT_ACCEPTED_TEXT`]).
-    pub accepted_text: String,
-}
-
-impl Default for ExtractOptions {
-    fn default() -> Self {
-        ExtractOptions {
-            tool_name: DEFAULT_TOOL_NAME.to_owned(),
-            tool_description: DEFAULT_TOOL_DESCRIPTION.to_owned(),
-            strict: Some(Strictness::Prefer),
-            max_turns: DEFAULT_MAX_TURNS,
-            time_limit: Some(DEFAULT_TIME_LIMIT),
-            force_tool_choice: false,
-            reminder: None,
-            accepted_text: DEFAULT_ACCEPTED_TEXT.to_owned(),
-        }
-    }
-}
 
 impl AgentBuilder {
     /// Turn this agent into an [`Extractor`] of `T`: its runs end with an accepted `T` or
@@ -156,6 +95,15 @@ where
         self
     }
 
+    /// Start each [`extract`](super::Extractor::extract) from the transcript the previous
+    /// one left, as [`Agent::prompt`](crate::agent::Agent::prompt) does (default: each
+    /// starts from the initial transcript, so tasks never see each other's messages).
+    #[must_use]
+    pub fn keep_transcript(mut self) -> Self {
+        self.options.keep_transcript = true;
+        self
+    }
+
     /// The most turns a run may take (default 4, at least 1).
     #[must_use]
     pub fn max_turns(mut self, turns: usize) -> Self {
@@ -216,7 +164,8 @@ where
         self
     }
 
-    /// A business check on the deserialized value (seed 2's `validateAnalysis`): `Err`'s
+    /// A business check on the deserialized value (say, that quoted evidence really occurs
+    /// in the source): `Err`'s
     /// text goes back to the model as the call's error result, nothing is accepted, and the
     /// model may try again.
     #[must_use]
@@ -225,8 +174,60 @@ where
         F: Fn(&T) -> Result<(), E> + Send + Sync + 'static,
         E: fmt::Display,
     {
-        self.check = Some(Arc::new(move |value: &T| {
-            check(value).map_err(|error| error.to_string())
+        self.check = Some(Arc::new(move |value: T| {
+            let verdict = check(&value).map_err(|error| error.to_string());
+            Box::pin(std::future::ready((value, verdict)))
+        }));
+        self
+    }
+
+    /// An async business check (a database lookup, another service): like
+    /// [`check`](Self::check), given a clone of the value.
+    ///
+    /// ```
+    /// use pi_runtime::agent::Agent;
+    /// use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+    /// use pi_runtime::tool_args;
+    /// use serde_json::json;
+    ///
+    /// /// A customer.
+    /// #[tool_args]
+    /// #[derive(Clone)]
+    /// pub struct Customer {
+    ///     /// Their id.
+    ///     pub id: u64,
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let model = FauxModel::new()
+    ///     .respond(FauxResponse::tool_call("c1", "submit_result", json!({"id": 7})))
+    ///     .respond(FauxResponse::tool_call("c2", "submit_result", json!({"id": 42})));
+    /// let extractor = Agent::builder()
+    ///     .model(model)
+    ///     .extract::<Customer>()
+    ///     .check_async(|customer: Customer| async move {
+    ///         tokio::task::yield_now().await; // the lookup
+    ///         if customer.id == 42 { Ok(()) } else { Err(format!("no customer {}", customer.id)) }
+    ///     })
+    ///     .build()?;
+    /// assert_eq!(extractor.extract("Who wrote in?").await?.value.id, 42);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn check_async<F, Fut, E>(mut self, check: F) -> Self
+    where
+        T: Clone,
+        F: Fn(T) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), E>> + Send + 'static,
+        E: fmt::Display,
+    {
+        let check = Arc::new(check);
+        self.check = Some(Arc::new(move |value: T| {
+            let verdict = check(value.clone());
+            Box::pin(async move {
+                let verdict = verdict.await.map_err(|error| error.to_string());
+                (value, verdict)
+            })
         }));
         self
     }
@@ -315,16 +316,16 @@ fn wrap_hooks(agent: &mut AgentBuilder, options: &ExtractOptions, progress: &Arc
     }));
     if options.force_tool_choice {
         let user_prepare = agent.hooks.prepare_request.take();
-        let forcing = Arc::new(Forcing::new(options.tool_name.clone()));
+        let tool: Arc<str> = Arc::from(options.tool_name.as_str());
         agent.hooks.prepare_request = Some(boxed_prepare_request(move |plan| {
             let user = user_prepare.clone();
-            let forcing = Arc::clone(&forcing);
+            let tool = Arc::clone(&tool);
             async move {
                 let mut plan = match user {
                     Some(hook) => hook(plan).await,
                     None => plan,
                 };
-                plan.model = forcing.apply(plan.model);
+                force_tool(&mut plan, &tool);
                 plan
             }
         }));

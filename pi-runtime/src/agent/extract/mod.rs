@@ -1,5 +1,5 @@
-//! Structured results in one call (seed 2, SPEC §10): an agent whose runs end with a value of
-//! your type, handed in through a submit tool built from that type.
+//! Structured results in one call: an agent whose runs end with a value of your type,
+//! handed in through a submit tool built from that type.
 //!
 //! ```
 //! use pi_runtime::agent::Agent;
@@ -58,7 +58,7 @@
 //!   alone in its batch no further request is made. A second submission, in the same batch
 //!   or later, gets the error result `already accepted`; a batch with such a refusal (or any
 //!   other call next to the accepted one) does not terminate, because every result of a
-//!   batch must agree (SPEC §5.6), so the model is asked once more and its answer ends the
+//!   batch must agree to stop, so the model is asked once more and its answer ends the
 //!   run.
 //! - **Limits**: at most [`max_turns`](ExtractBuilder::max_turns) turns (default 4) and
 //!   [`time_limit`](ExtractBuilder::time_limit) (default 30 s) for the whole extraction.
@@ -86,15 +86,17 @@
 //!
 //! # Forcing the tool
 //!
-//! [`ExtractBuilder::force_tool_choice`] sends the provider's `tool_choice` on every
-//! request that offers the submit tool:
+//! [`ExtractBuilder::force_tool_choice`] sets [`ToolChoice::Tool`](crate::ToolChoice::Tool)
+//! naming the submit tool on every request that offers it, which each provider sends as its
+//! `tool_choice`:
 //!
 //! | provider API | `tool_choice` sent | the model must call |
 //! |---|---|---|
 //! | OpenAI Chat Completions and compatible servers (DeepSeek, vLLM, ...) | `{"type":"function","function":{"name":"<tool>"}}` | the submit tool (if the server honours `tool_choice`) |
+//! | OpenAI Responses | `{"type":"function","name":"<tool>"}` | the submit tool |
 //! | Anthropic Messages | `{"type":"tool","name":"<tool>"}` | the submit tool (not allowed together with extended thinking) |
-//! | Google Gemini | `"any"` (`functionCallingConfig.mode: "ANY"`) | some tool: the submit tool only when it is the only one |
-//! | the faux model, your own [`LanguageModel`](crate::LanguageModel) | nothing | nothing |
+//! | Google Gemini | `functionCallingConfig.mode: "ANY"` | some tool: the submit tool only when it is the only one |
+//! | the faux model, your own [`LanguageModel`](crate::LanguageModel) | nothing (the choice is in the request's [`StreamOptions`](crate::StreamOptions) for a model that reads it) | nothing |
 //!
 //! A forced model can call no other tool, so force only when the submit tool is the only one.
 //!
@@ -102,7 +104,7 @@
 //!
 //! While the model streams its submission, every argument delta is a
 //! [`MessageUpdate`](crate::agent::AgentEvent::MessageUpdate) whose live message holds the
-//! call's arguments parsed so far (SPEC §6.2: a JSON object that fills in as the text
+//! call's arguments parsed so far (a JSON object that fills in as the text
 //! arrives). [`Extractor::watch_partial`] calls you with them; [`Extractor::partial`] picks
 //! them out of any event, for your own subscriber or event stream:
 //!
@@ -141,14 +143,16 @@
 
 mod builder;
 mod force;
+mod options;
 mod outcome;
 mod partial;
 mod run;
 mod submit;
 
-pub use builder::{
+pub use builder::ExtractBuilder;
+pub use options::{
     DEFAULT_ACCEPTED_TEXT, DEFAULT_MAX_TURNS, DEFAULT_REMINDER, DEFAULT_TIME_LIMIT,
-    DEFAULT_TOOL_DESCRIPTION, DEFAULT_TOOL_NAME, ExtractBuilder, ExtractOptions,
+    DEFAULT_TOOL_DESCRIPTION, DEFAULT_TOOL_NAME, ExtractOptions,
 };
 pub use outcome::{ExtractError, Extracted};
 pub use run::Extractor;

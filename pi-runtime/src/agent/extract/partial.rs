@@ -9,7 +9,7 @@ use crate::stream::AssistantMessageEvent;
 
 /// Run `read` on the partial arguments of a call to `tool`, if `event` is an argument
 /// delta of such a call. The arguments are the lenient partial parse of the text so far
-/// (SPEC §6.2), read in place: `read` runs while the response's writer waits.
+/// read in place: `read` runs while the response's writer waits.
 pub(super) fn read_partial<R>(
     event: &AgentEvent,
     tool: &str,

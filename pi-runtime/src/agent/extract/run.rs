@@ -1,5 +1,5 @@
 //! `Extractor`: one extraction is one task: prompt, remind while allowed, stop at the time
-//! limit, then judge the run (SPEC §10.2).
+//! limit, then judge the run.
 
 use std::fmt;
 use std::pin::pin;
@@ -9,16 +9,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::builder::ExtractOptions;
+use super::options::ExtractOptions;
 use super::outcome::{ExtractError, Extracted};
 use super::partial::read_partial;
 use super::submit::Slot;
+use crate::agent::failure::OPERATION_ABORTED;
 use crate::agent::hooks::FinishedTurn;
 use crate::agent::{Agent, AgentError, AgentEvent, Prompt, SubscriptionId};
 use crate::message::{AssistantMessage, Message, StopReason, Usage, UserMessage};
-
-/// The reason of an abort that left no aborted response (SPEC §3.7's text).
-const OPERATION_ABORTED: &str = "Operation aborted";
 
 /// What the turn hook saw during the current extraction.
 #[derive(Debug, Default)]
@@ -56,11 +54,15 @@ impl Progress {
 /// An agent whose runs hand in one `T` through a submit tool; build it with
 /// [`AgentBuilder::extract`](crate::agent::AgentBuilder::extract).
 ///
-/// Each [`extract`](Self::extract) is one task: a fresh acceptance slot and turn count,
-/// on the agent's transcript (which carries over like [`Agent::prompt`]'s; call
-/// [`Agent::reset`] between unrelated tasks).
+/// Each [`extract`](Self::extract) is one task: a fresh acceptance slot and turn count, on
+/// the agent's initial transcript, so one task's document never reaches the next task's
+/// requests ([`ExtractBuilder::keep_transcript`](super::ExtractBuilder::keep_transcript)
+/// carries the transcript over instead). After a task, [`agent`](Self::agent) shows what it
+/// added.
 pub struct Extractor<T> {
     agent: Agent,
+    /// The transcript each task starts from.
+    initial: Vec<Message>,
     options: ExtractOptions,
     slot: Arc<Slot<T>>,
     progress: Arc<Progress>,
@@ -101,6 +103,7 @@ impl<T> Extractor<T> {
         progress: Arc<Progress>,
     ) -> Self {
         Extractor {
+            initial: agent.messages(),
             agent,
             options,
             slot,
@@ -148,9 +151,8 @@ impl<T> Extractor<T> {
         F: Fn(&Value) + Send + Sync + 'static,
     {
         let tool = self.options.tool_name.clone();
-        self.agent.subscribe(move |event| {
+        self.agent.on_event(move |event| {
             read_partial(event, &tool, &watch);
-            std::future::ready(())
         })
     }
 
@@ -172,6 +174,9 @@ impl<T> Extractor<T> {
         };
         self.progress.reset();
         drop(self.slot.take());
+        if !self.options.keep_transcript {
+            self.agent.set_messages(self.initial.clone());
+        }
 
         let timed_out = AtomicBool::new(false);
         let mut runs = pin!(self.runs(prompt.into(), &timed_out));
@@ -201,7 +206,7 @@ impl<T> Extractor<T> {
         prompt: Prompt,
         timed_out: &AtomicBool,
     ) -> Result<Vec<Message>, AgentError> {
-        let mut messages = self.agent.prompt(prompt).await?;
+        let mut messages = self.agent.prompt(prompt).await?.into_messages();
         while !timed_out.load(Ordering::SeqCst)
             && let Some(reminder) = self.reminder_due(&messages)
         {
@@ -285,18 +290,7 @@ fn total_usage(messages: &[Message]) -> Usage {
     let mut total = Usage::default();
     for message in messages {
         if let Message::Assistant(assistant) = message {
-            let usage = &assistant.usage;
-            total.input += usage.input;
-            total.output += usage.output;
-            total.cache_read += usage.cache_read;
-            total.cache_write += usage.cache_write;
-            total.total_tokens += usage.total_tokens;
-            total.reasoning += usage.reasoning;
-            total.cost.input += usage.cost.input;
-            total.cost.output += usage.cost.output;
-            total.cost.cache_read += usage.cost.cache_read;
-            total.cost.cache_write += usage.cost.cache_write;
-            total.cost.total += usage.cost.total;
+            total += assistant.usage;
         }
     }
     total

@@ -1,4 +1,4 @@
-//! The submit tool of an extraction (SPEC §10.1): `T`'s schema, the business check, and one
+//! The submit tool of an extraction: `T`'s schema, the business check, and one
 //! accepted value per task.
 
 use std::borrow::Cow;
@@ -17,8 +17,9 @@ use crate::tool::{
 /// What a second submission reads, in the same batch or later (conformance `accept_once`).
 pub(super) const ALREADY_ACCEPTED: &str = "already accepted";
 
-/// A business check: `Err` is the text the model reads.
-pub(super) type Check<T> = Arc<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
+/// A business check, given the value and handing it back: `Err` is the text the model reads.
+pub(super) type Check<T> =
+    Arc<dyn Fn(T) -> BoxFuture<'static, (T, Result<(), String>)> + Send + Sync>;
 
 /// The current task's accepted value, shared by the tool and its extractor.
 pub(super) struct Slot<T>(Mutex<Option<T>>);
@@ -54,19 +55,24 @@ pub(super) struct SubmitTool<T> {
 }
 
 impl<T: DeserializeOwned> SubmitTool<T> {
-    /// The seed's `execute`: refuse a second result, deserialize, run the business check, and
-    /// only then fill the slot. The slot stays locked throughout, so even two concurrent
-    /// calls could not both be accepted (the tool is sequential anyway).
-    fn accept(&self, params: Value) -> Result<ToolResult, ToolError> {
-        let mut slot = self.slot.lock();
-        if slot.is_some() {
+    /// Refuse a second result, deserialize, run the business check, and only then fill the
+    /// slot, if it is still empty: two calls could not both be accepted
+    /// even if they ran at once (the tool is sequential anyway).
+    async fn accept(&self, params: Value) -> Result<ToolResult, ToolError> {
+        if self.slot.is_filled() {
             return Err(ToolError::new(ALREADY_ACCEPTED));
         }
         // The arguments passed `T`'s schema already; serde may still disagree (a hook
         // replaced them), and says where in the validation format.
-        let value: T = deserialize_arguments(&self.definition.name, params)?;
+        let mut value: T = deserialize_arguments(&self.definition.name, params)?;
         if let Some(check) = &self.check {
-            check(&value).map_err(ToolError::new)?;
+            let (checked, verdict) = check(value).await;
+            value = checked;
+            verdict.map_err(ToolError::new)?;
+        }
+        let mut slot = self.slot.lock();
+        if slot.is_some() {
+            return Err(ToolError::new(ALREADY_ACCEPTED));
         }
         *slot = Some(value);
         Ok(ToolResult::text(self.accepted_text.as_str())
@@ -102,7 +108,7 @@ impl<T: DeserializeOwned + Send + 'static> AgentTool for SubmitTool<T> {
         params: Value,
         _ctx: ToolContext,
     ) -> BoxFuture<'_, Result<ToolResult, ToolError>> {
-        Box::pin(std::future::ready(self.accept(params)))
+        Box::pin(self.accept(params))
     }
 }
 

@@ -1,4 +1,4 @@
-//! Pass 2: conversion by keyword (TypeBox `Value.Convert` rules, SPEC §4.3). The first of
+//! Pass 2: conversion by keyword (TypeBox `Value.Convert` rules). The first of
 //! `$ref`, `const`, `enum`, `anyOf`/`oneOf`, `allOf`, a single `type` decides.
 
 use serde_json::Value;

@@ -1,6 +1,7 @@
-//! Coercion (SPEC §4.3): three passes over a copy of the arguments. Each pass returns `None`
-//! for "unchanged", so an argument value that needs no conversion is never copied, and a
-//! changed one shares nothing with the input (the transcript is never modified).
+//! Coercion, as pi-schema does it: three passes over a copy of the arguments. Each pass
+//! returns `None` for "unchanged", so an argument value that needs no conversion is never
+//! copied, and a changed one shares nothing with the input (the transcript is never
+//! modified).
 
 mod convert;
 mod nulls;

@@ -1,4 +1,4 @@
-//! Pass 1: an optional property sent as `null` is removed, as if omitted (SPEC §4.3). Strict
+//! Pass 1: an optional property sent as `null` is removed, as if omitted. Strict
 //! sampling makes every property required and lets optional ones be `null`.
 
 use serde_json::Value;

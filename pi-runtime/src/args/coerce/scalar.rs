@@ -1,17 +1,19 @@
-//! The scalar conversions of passes 2 and 3 (SPEC §4.3 tables), with seed rule D1: no
-//! number or boolean ever becomes a string.
+//! The scalar conversions of passes 2 and 3, pi's except for one deliberate difference: no
+//! number or boolean ever becomes a string (the check reports it, so the model sees that it
+//! sent the wrong type instead of having text invented for it).
 
 use serde_json::Value;
 
-use crate::args::js_number::{bigint_literal, finite_number, js_number, js_trim, truncate};
+use crate::args::js_number::{bigint_literal, finite_number, js_number, truncate};
 use crate::args::value::JsonType;
+use crate::js::js_trim;
 
 /// Pass 2 (`Value.Convert`): `value` converted to `target`, or `None` when the rule leaves it
 /// unchanged.
 pub(super) fn convert(target: &JsonType, value: &Value) -> Option<Value> {
     match target {
         JsonType::String => match value {
-            // D1: numbers and booleans stay as they are; the check reports them.
+            // Numbers and booleans stay as they are; the check reports them.
             Value::Null => Some(Value::from("null")),
             _ => None,
         },
@@ -100,7 +102,7 @@ pub(super) fn coerce_type(target: &JsonType, value: &Value) -> Option<Value> {
         (JsonType::Boolean, Value::String(s)) if s == "true" => Some(Value::Bool(true)),
         (JsonType::Boolean, Value::String(s)) if s == "false" => Some(Value::Bool(false)),
         (JsonType::Boolean, Value::Number(n)) => number_to_bool(n),
-        // D1: numbers and booleans are never written out as text.
+        // Numbers and booleans are never written out as text.
         (JsonType::String, Value::Null) => Some(Value::from("")),
         (JsonType::Null, Value::String(s)) if s.is_empty() => Some(Value::Null),
         (JsonType::Null, Value::Bool(false)) => Some(Value::Null),

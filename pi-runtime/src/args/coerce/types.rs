@@ -1,4 +1,4 @@
-//! Pass 3: primitive coercion by `type` (Ajv `coerceTypes` style, SPEC §4.3), the pass that
+//! Pass 3: primitive coercion by `type` (Ajv `coerceTypes` style), the pass that
 //! handles type arrays such as `["integer","null"]`. It does not follow `$ref`.
 
 use serde_json::Value;

@@ -6,8 +6,7 @@ pub(crate) mod stream;
 use serde_json::Value;
 
 use crate::provider::Model;
-use crate::provider::http::WireApi;
-use crate::provider::output::StreamParser;
+use crate::provider::wire::{StreamParser, WireApi};
 use crate::stream::{Context, StreamOptions};
 
 /// The Messages API version this runtime speaks.

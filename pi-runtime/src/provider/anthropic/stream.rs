@@ -1,5 +1,5 @@
 //! Stream parsing (SSE events -> assistant-message events) for Anthropic Messages
-//! (SPEC §6.5, `anthropic-messages`).
+//! (`anthropic-messages`).
 //!
 //! Blocks are addressed by the event's `index` and each ends at its own
 //! `content_block_stop`, so events interleave start/delta/end per block.
@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use crate::json::{PartialJsonParser, parse_tool_call_arguments};
 use crate::message::{StopReason, ToolCall, Usage};
-use crate::provider::output::{Output, StreamParser};
+use crate::provider::wire::StreamParser;
+use crate::stream::MessageWriter;
 
 /// A block between its `content_block_start` and `content_block_stop`.
 #[derive(Debug)]
@@ -44,7 +45,7 @@ impl EventParser {
 
     fn apply(
         &mut self,
-        out: &mut Output,
+        out: &mut MessageWriter,
         event: wire::Event<'_>,
         data: &str,
     ) -> Result<(), String> {
@@ -58,13 +59,13 @@ impl EventParser {
             wire::Event::ContentBlockStop { index } => self.block_stop(out, index),
             wire::Event::MessageDelta { delta, usage } => self.message_delta(out, delta, usage)?,
             wire::Event::MessageStop => self.saw_stop = true,
-            wire::Event::Error => return Err(crate::provider::excerpt::excerpt(data).to_string()),
+            wire::Event::Error => return Err(crate::excerpt::excerpt(data).to_string()),
             wire::Event::Other => {}
         }
         Ok(())
     }
 
-    fn message_start(&mut self, out: &mut Output, start: wire::MessageStart<'_>) {
+    fn message_start(&mut self, out: &mut MessageWriter, start: wire::MessageStart<'_>) {
         self.saw_start = true;
         let mut message = out.message_mut();
         if let Some(id) = start.id {
@@ -76,7 +77,7 @@ impl EventParser {
         }
     }
 
-    fn block_start(&mut self, out: &mut Output, index: u64, block: wire::Block<'_>) {
+    fn block_start(&mut self, out: &mut MessageWriter, index: u64, block: wire::Block<'_>) {
         let (content_index, call) = match block {
             wire::Block::Text { text } => (out.open_text(&text), None),
             wire::Block::Thinking {
@@ -117,7 +118,7 @@ impl EventParser {
         );
     }
 
-    fn block_delta(&mut self, out: &mut Output, index: u64, delta: wire::BlockDelta<'_>) {
+    fn block_delta(&mut self, out: &mut MessageWriter, index: u64, delta: wire::BlockDelta<'_>) {
         let Some(open) = self.open.get_mut(&index) else {
             return;
         };
@@ -139,7 +140,7 @@ impl EventParser {
         }
     }
 
-    fn block_stop(&mut self, out: &mut Output, index: u64) {
+    fn block_stop(&mut self, out: &mut MessageWriter, index: u64) {
         let Some(open) = self.open.remove(&index) else {
             return;
         };
@@ -147,8 +148,8 @@ impl EventParser {
             Some(call) if call.streamed => {
                 out.finish_tool_call(open.content_index, call.arguments.text());
             }
-            // [RUST] SPEC §6.5: a complete `input` in `content_block_start` with no delta is
-            // kept (pi overwrites it with the parse of the empty text, `{}`).
+            // A complete `input` in `content_block_start` with no delta is kept (a deliberate
+            // difference: pi overwrites it with the parse of the empty text, `{}`).
             Some(_) => {
                 let input = out
                     .update_tool_call(open.content_index, |call| {
@@ -163,7 +164,7 @@ impl EventParser {
 
     fn message_delta(
         &mut self,
-        out: &mut Output,
+        out: &mut MessageWriter,
         delta: wire::MessageDelta<'_>,
         usage: Option<wire::WireUsage>,
     ) -> Result<(), String> {
@@ -189,23 +190,23 @@ const MESSAGE_EVENTS: [&str; 6] = [
 ];
 
 impl StreamParser for EventParser {
-    fn event(&mut self, out: &mut Output, name: &str, data: &str) -> Result<(), String> {
+    fn event(&mut self, out: &mut MessageWriter, name: &str, data: &str) -> Result<(), String> {
         // Without an `event:` line (`message`), the payload's own type names the event.
         match name {
-            "error" => return Err(crate::provider::excerpt::excerpt(data).to_string()),
+            "error" => return Err(crate::excerpt::excerpt(data).to_string()),
             "message" => {}
             named if !MESSAGE_EVENTS.contains(&named) => return Ok(()),
             _ => {}
         }
         match serde_json::from_str::<wire::Event<'_>>(data) {
             Ok(event) => self.apply(out, event, data),
-            // SPEC §6.5: the payload is parsed with the repair of §6.4 (a raw control
-            // character or a bad escape inside a string).
+            // Like pi, retry the payload with the repair of a call's final arguments (a raw
+            // control character or a bad escape inside a string).
             Err(error) => {
                 let unparsable = || {
                     format!(
                         "Could not parse Anthropic SSE event {name}: {error}; data={}",
-                        crate::provider::excerpt::excerpt(data)
+                        crate::excerpt::excerpt(data)
                     )
                 };
                 let parsed = parse_tool_call_arguments(data);
@@ -219,7 +220,7 @@ impl StreamParser for EventParser {
         }
     }
 
-    fn end(&mut self, _out: &mut Output) -> Result<StopReason, String> {
+    fn end(&mut self, _out: &mut MessageWriter) -> Result<StopReason, String> {
         if self.saw_start && !self.saw_stop {
             return Err("Anthropic stream ended before message_stop".to_owned());
         }

@@ -7,8 +7,7 @@ pub(crate) mod stream;
 use serde_json::Value;
 
 use crate::provider::Model;
-use crate::provider::http::WireApi;
-use crate::provider::output::StreamParser;
+use crate::provider::wire::{StreamParser, WireApi};
 use crate::stream::{Context, StreamOptions};
 
 /// `POST {base}/models/{id}:streamGenerateContent?alt=sse` (the base URL ends with the

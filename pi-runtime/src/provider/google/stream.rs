@@ -1,5 +1,5 @@
 //! Stream parsing (SSE events -> assistant-message events) for Gemini
-//! `streamGenerateContent` chunks (SPEC §6.5, `google-generative-ai`).
+//! `streamGenerateContent` chunks (`google-generative-ai`).
 //!
 //! A `functionCall` part is normally complete: `toolcall_start`, one `toolcall_delta` with
 //! the compact JSON of its args, and `toolcall_end`, back to back. Vertex AI's streamed
@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{Map, Value};
 
 use crate::message::{StopReason, ToolCall};
-use crate::provider::output::{Output, StreamParser};
+use crate::provider::wire::StreamParser;
+use crate::stream::MessageWriter;
 
 /// Numbers synthesized call ids across the process, so they never repeat in a transcript.
 static GENERATED_IDS: AtomicU64 = AtomicU64::new(0);
@@ -59,11 +60,11 @@ impl ChunkParser {
         ChunkParser::default()
     }
 
-    fn chunk(&mut self, out: &mut Output, chunk: wire::Chunk<'_>) -> Result<(), String> {
+    fn chunk(&mut self, out: &mut MessageWriter, chunk: wire::Chunk<'_>) -> Result<(), String> {
         if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             return Err(match error.get("message").and_then(Value::as_str) {
-                Some(message) => crate::provider::excerpt::excerpt(message).to_string(),
-                None => crate::provider::excerpt::excerpt(&error.to_string()).to_string(),
+                Some(message) => crate::excerpt::excerpt(message).to_string(),
+                None => crate::excerpt::excerpt(&error.to_string()).to_string(),
             });
         }
         if out.message().response_id.is_none()
@@ -105,7 +106,13 @@ impl ChunkParser {
     /// and opens a new block. Empty pieces (Gemini ends with `{"text":""}`) open nothing,
     /// but their signature still goes to the open block of their kind: the latest
     /// non-empty signature is the one to replay.
-    fn text(&mut self, out: &mut Output, text: &str, thought: bool, signature: Option<&str>) {
+    fn text(
+        &mut self,
+        out: &mut MessageWriter,
+        text: &str,
+        thought: bool,
+        signature: Option<&str>,
+    ) {
         let open = match (self.open, thought) {
             (Some(Open::Thinking(index)), true) | (Some(Open::Text(index)), false) => Some(index),
             _ => None,
@@ -132,7 +139,7 @@ impl ChunkParser {
         }
     }
 
-    fn close_open(&mut self, out: &mut Output) {
+    fn close_open(&mut self, out: &mut MessageWriter) {
         if let Some(Open::Text(index) | Open::Thinking(index)) = self.open.take() {
             out.close(index);
         }
@@ -140,7 +147,7 @@ impl ChunkParser {
 
     fn function_call(
         &mut self,
-        out: &mut Output,
+        out: &mut MessageWriter,
         call: wire::FunctionCall<'_>,
         signature: Option<Cow<'_, str>>,
     ) {
@@ -183,8 +190,8 @@ impl ChunkParser {
     }
 
     /// `functionCall.id`, unless missing or already used in this message: then
-    /// `<name>_<ms timestamp>_<counter>` (SPEC §6.5; any unique id, SPEC §11.2 item 12).
-    fn call_id(&self, out: &Output, given: Option<&str>, name: &str) -> String {
+    /// `<name>_<ms timestamp>_<counter>`, as pi builds it (any unique id would do).
+    fn call_id(&self, out: &MessageWriter, given: Option<&str>, name: &str) -> String {
         if let Some(id) = given.filter(|id| !id.is_empty())
             && !out.message().tool_calls().any(|call| call.id == id)
         {
@@ -196,7 +203,7 @@ impl ChunkParser {
 
     /// Vertex `partialArgs`: each piece sets the value at its `jsonPath`; a string piece
     /// after one marked `willContinue` extends that string.
-    fn partial_args(&mut self, out: &mut Output, pieces: Vec<wire::PartialArg<'_>>) {
+    fn partial_args(&mut self, out: &mut MessageWriter, pieces: Vec<wire::PartialArg<'_>>) {
         let Some(streamed) = &mut self.streamed else {
             return;
         };
@@ -227,7 +234,7 @@ impl ChunkParser {
 
     /// Close a streamed call: one last delta carries its compact JSON, so the deltas of
     /// every call still concatenate to its argument text.
-    fn finish_streamed(&mut self, out: &mut Output) {
+    fn finish_streamed(&mut self, out: &mut MessageWriter) {
         if let Some(call) = self.streamed.take() {
             let arguments = out
                 .update_tool_call(call.content_index, |call| call.arguments.clone())
@@ -239,17 +246,17 @@ impl ChunkParser {
 }
 
 impl StreamParser for ChunkParser {
-    fn event(&mut self, out: &mut Output, _name: &str, data: &str) -> Result<(), String> {
+    fn event(&mut self, out: &mut MessageWriter, _name: &str, data: &str) -> Result<(), String> {
         let chunk: wire::Chunk<'_> = serde_json::from_str(data).map_err(|error| {
             format!(
                 "Malformed SSE data: {error}; data={}",
-                crate::provider::excerpt::excerpt(data)
+                crate::excerpt::excerpt(data)
             )
         })?;
         self.chunk(out, chunk)
     }
 
-    fn end(&mut self, out: &mut Output) -> Result<StopReason, String> {
+    fn end(&mut self, out: &mut MessageWriter) -> Result<StopReason, String> {
         self.finish_streamed(out);
         self.close_open(out);
         self.finish

@@ -1,9 +1,10 @@
 //! The HTTP model: one [`HttpModel`] for every wire API, over reqwest and server-sent events,
 //! with retries, time limits and failures as messages.
 //!
-//! A request becomes a stream of events (SPEC §2.4) that always ends with `done` or `error`:
-//! an HTTP error status, a dropped connection, a timeout, a malformed event or a cancelled
-//! run is an `error` event whose message says what happened, never a panic or a hang.
+//! A request becomes a stream of [`AssistantMessageEvent`](crate::AssistantMessageEvent)s
+//! that always ends with `done` or `error`: an HTTP error status, a dropped connection, a
+//! timeout, a malformed event or a cancelled run is an `error` event whose message says what
+//! happened, never a panic or a hang.
 //!
 //! What differs between APIs is small and lives in each API's folder, behind one
 //! crate-private trait (`WireApi`): the URL path, the credential header, the API's own
@@ -22,27 +23,30 @@
 //! | `retry` | 2 retries (3 attempts), 0.5 s then 1 s apart | attempts before the first byte of the body |
 //! | `response_timeout` | 10 min | the whole response, every attempt and backoff included; keep-alive comments do not extend it |
 //! | `max_event_bytes` | 16 MiB | one server-sent event |
+//! | `max_response_bytes` | 64 MiB | one response body; what came before the limit is kept |
 //!
 //! So a server that accepts the connection and never answers fails after about 3 × 60 s,
 //! with `No response from <url> within 60s (3 attempts)`; a server that sends only
 //! keep-alive comments fails at the response deadline.
 
 mod run;
-mod sse;
 mod transport;
 
 use std::fmt;
 use std::time::Duration;
 
-use serde_json::Value;
-
-use crate::provider::output::{StreamParser, output_for};
-use crate::provider::{Api, Model, RequestError};
+use crate::provider::request::wire_api;
+use crate::provider::wire::{WireApi, output_for};
+use crate::provider::{Model, RequestError};
+use crate::sse::{self, SseDecoder};
 use crate::stream::{AssistantEventStream, Context, LanguageModel, StreamOptions};
 
 use run::Run;
-use sse::SseDecoder;
 use transport::{Clock, HttpRequest, Transport, chain};
+
+/// The default of [`HttpOptions::max_response_bytes`]: a long answer with reasoning is a few
+/// megabytes of events.
+const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 << 20;
 
 /// When and how often a request is sent again after a retryable failure (HTTP 408, 409, 429,
 /// 5xx, no connection, or no response head within the read timeout). Retries happen only
@@ -128,6 +132,10 @@ pub struct HttpOptions {
     /// The largest server-sent event accepted (16 MiB); a larger one ends the response with
     /// an error instead of filling memory.
     pub max_event_bytes: usize,
+    /// The largest response body read (64 MiB): past it, the message keeps what the events
+    /// before the limit brought and ends with an error, so an endless stream cannot fill
+    /// memory before `response_timeout`.
+    pub max_response_bytes: u64,
 }
 
 impl Default for HttpOptions {
@@ -141,6 +149,7 @@ impl Default for HttpOptions {
             read_timeout: Duration::from_secs(60),
             response_timeout: Duration::from_secs(600),
             max_event_bytes: sse::DEFAULT_MAX_EVENT_BYTES,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -201,6 +210,13 @@ impl HttpOptions {
         self.max_event_bytes = bytes;
         self
     }
+
+    /// Read response bodies up to this size.
+    #[must_use]
+    pub fn with_max_response_bytes(mut self, bytes: u64) -> Self {
+        self.max_response_bytes = bytes;
+        self
+    }
 }
 
 impl fmt::Debug for HttpOptions {
@@ -215,62 +231,8 @@ impl fmt::Debug for HttpOptions {
             .field("read_timeout", &self.read_timeout)
             .field("response_timeout", &self.response_timeout)
             .field("max_event_bytes", &self.max_event_bytes)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish()
-    }
-}
-
-/// What one wire API adds to the shared transport. Each API folder implements it once;
-/// [`wire_api`] picks the implementation from [`Api`]. A new API is a new folder with its
-/// request conversion, its stream parser and this impl, plus one arm of that match.
-pub(crate) trait WireApi: Sync {
-    /// The path under the model's base URL (`chat/completions`).
-    fn path(&self, model: &Model) -> String;
-
-    /// The header that carries the key, and its value.
-    fn auth(&self, key: &str) -> (&'static str, String);
-
-    /// The API's own headers for this request (a version, a beta flag).
-    fn headers(&self, _model: &Model, _context: &Context) -> Vec<(String, String)> {
-        Vec::new()
-    }
-
-    /// The JSON body (SPEC §7), or why the request must fail before the network.
-    fn body(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> Result<Value, String>;
-
-    /// A parser for one response's events.
-    fn parser(&self, model: &Model) -> Box<dyn StreamParser>;
-}
-
-/// The implementation of `api`, if its feature is on.
-pub(crate) fn wire_api(api: Api) -> Result<&'static dyn WireApi, RequestError> {
-    // Used only by the arms of APIs this build leaves out.
-    #[allow(unused_variables)]
-    let not_built = |feature| RequestError::NotBuilt {
-        api: api.as_str(),
-        feature,
-    };
-    match api {
-        #[cfg(feature = "openai")]
-        Api::OpenAiCompletions => Ok(&super::openai::Completions),
-        #[cfg(not(feature = "openai"))]
-        Api::OpenAiCompletions => Err(not_built("openai")),
-        #[cfg(feature = "openai-responses")]
-        Api::OpenAiResponses => Ok(&super::openai_responses::Responses),
-        #[cfg(not(feature = "openai-responses"))]
-        Api::OpenAiResponses => Err(not_built("openai-responses")),
-        #[cfg(feature = "anthropic")]
-        Api::AnthropicMessages => Ok(&super::anthropic::Messages),
-        #[cfg(not(feature = "anthropic"))]
-        Api::AnthropicMessages => Err(not_built("anthropic")),
-        #[cfg(feature = "google")]
-        Api::GoogleGenerativeAi => Ok(&super::google::GenerateContent),
-        #[cfg(not(feature = "google"))]
-        Api::GoogleGenerativeAi => Err(not_built("google")),
     }
 }
 
@@ -446,6 +408,7 @@ impl LanguageModel for HttpModel {
             output_for(&self.model),
             wire.parser(&self.model),
             SseDecoder::new(self.options.max_event_bytes),
+            self.options.max_response_bytes,
             Clock::start(&self.options),
             request,
             options.signal,

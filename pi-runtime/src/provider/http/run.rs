@@ -6,13 +6,14 @@
 use futures::stream::{self, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use super::sse::SseDecoder;
 use super::transport::{Clock, Expired, HttpRequest, Transport, chain, seconds};
 use crate::message::StopReason;
-use crate::provider::output::{Output, StreamParser};
+use crate::provider::wire::StreamParser;
+use crate::sse::{SseDecoder, SseError, byte_size};
 use crate::stream::AssistantEventStream;
+use crate::stream::MessageWriter;
 
-const ABORTED: &str = "Request was aborted";
+use crate::agent::failure::REQUEST_ABORTED as ABORTED;
 
 /// Where the response stands.
 enum Phase {
@@ -27,20 +28,27 @@ enum Phase {
 }
 
 pub(super) struct Run {
-    output: Output,
+    output: MessageWriter,
     parser: Box<dyn StreamParser>,
     decoder: SseDecoder,
     clock: Clock,
     phase: Phase,
     signal: CancellationToken,
+    /// Body bytes read, and the most a response may have (`HttpOptions::max_response_bytes`).
+    received: u64,
+    max_response_bytes: u64,
+    /// The body went past the limit: the events before it are handed out, then it fails.
+    over_limit: bool,
 }
 
 impl Run {
-    /// A response to `request`, sent when the stream is first polled.
+    /// A response to `request`, sent when the stream is first polled, whose body may have at
+    /// most `max_response_bytes`.
     pub(super) fn send(
-        output: Output,
+        output: MessageWriter,
         parser: Box<dyn StreamParser>,
         decoder: SseDecoder,
+        max_response_bytes: u64,
         clock: Clock,
         request: Result<(Transport, HttpRequest), String>,
         signal: CancellationToken,
@@ -56,12 +64,15 @@ impl Run {
             clock,
             phase,
             signal,
+            received: 0,
+            max_response_bytes,
+            over_limit: false,
         }
     }
 
     /// A response whose whole body is already in `decoder` (no limits, no cancellation).
     pub(super) fn replay(
-        mut output: Output,
+        mut output: MessageWriter,
         parser: Box<dyn StreamParser>,
         decoder: SseDecoder,
         clock: Clock,
@@ -74,6 +85,9 @@ impl Run {
             clock,
             phase: Phase::Drain,
             signal: CancellationToken::new(),
+            received: 0,
+            max_response_bytes: u64::MAX,
+            over_limit: false,
         }
     }
 
@@ -142,6 +156,14 @@ impl Run {
         if self.output.is_settled() {
             return;
         }
+        if self.over_limit {
+            let limit = usize::try_from(self.max_response_bytes).unwrap_or(usize::MAX);
+            let message = format!(
+                "The response exceeds the limit of {} (HttpOptions::max_response_bytes)",
+                byte_size(limit)
+            );
+            return self.output.fail(StopReason::Error, message);
+        }
         let piece = tokio::select! {
             biased;
             () = self.signal.cancelled() => {
@@ -152,7 +174,13 @@ impl Run {
         };
         let failure = match piece {
             Ok(Ok(Some(piece))) => {
-                self.decoder.push_bytes(&piece);
+                // Only up to the limit: an endless stream would otherwise fill memory long
+                // before its deadline (9 GB in 20 s on loopback).
+                let room = self.max_response_bytes.saturating_sub(self.received);
+                let kept = piece.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+                self.received += kept as u64;
+                self.over_limit = kept < piece.len();
+                self.decoder.push_bytes(&piece[..kept]);
                 self.phase = Phase::Read(response);
                 return;
             }
@@ -172,8 +200,12 @@ impl Run {
     fn next_event(&mut self) -> bool {
         let result = match self.decoder.next_event() {
             Ok(None) => return false,
-            Ok(Some(event)) => self.parser.event(&mut self.output, event.name, event.data),
-            Err(message) => Err(message),
+            // An event without data is not dispatched (WHATWG).
+            Ok(Some(event)) => match event.data {
+                Some(data) => self.parser.event(&mut self.output, event.name, data),
+                None => Ok(()),
+            },
+            Err(error) => Err(decode_failure(&error)),
         };
         match result {
             Ok(()) => true,
@@ -189,10 +221,19 @@ impl Run {
         let ended = self
             .decoder
             .finish()
+            .map_err(|error| decode_failure(&error))
             .and_then(|()| self.parser.end(&mut self.output));
         match ended {
             Ok(reason) => self.output.done(reason),
             Err(message) => self.output.fail(StopReason::Error, message),
         }
+    }
+}
+
+/// The `errorMessage` of a body the decoder rejects.
+fn decode_failure(error: &SseError) -> String {
+    match error {
+        SseError::TooLarge(_) => format!("{error} (HttpOptions::max_event_bytes)"),
+        SseError::InvalidUtf8 { .. } => error.to_string(),
     }
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{HttpOptions, RetryPolicy};
-use crate::provider::excerpt::excerpt;
+use crate::excerpt::excerpt;
 
 /// The most of an error body (or of a JSON body sent instead of a stream) that is read.
 const ERROR_BODY_BYTES: usize = 64 << 10;
@@ -414,20 +414,7 @@ fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, String> {
     Ok(map)
 }
 
-/// An error with its causes: reqwest's own text (`error sending request`) hides the reason.
-pub(super) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
+pub(super) use crate::error_chain::chain;
 
 pub(super) fn seconds(duration: Duration) -> String {
     format!("{}s", duration.as_secs_f64())

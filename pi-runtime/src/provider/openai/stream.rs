@@ -1,5 +1,5 @@
 //! Stream parsing (SSE events -> assistant-message events) for Chat Completions chunks
-//! (SPEC §6.5, `openai-completions`; DeepSeek and every compatible server).
+//! (`openai-completions`; DeepSeek and every compatible server).
 //!
 //! All blocks stay open until the body ends: text after tool calls joins the first text
 //! block, and every `*_end` comes after the last chunk, in content order.
@@ -11,7 +11,8 @@ use serde_json::Value;
 use crate::json::PartialJsonParser;
 use crate::message::{StopReason, ToolCall};
 use crate::provider::Model;
-use crate::provider::output::{Output, StreamParser};
+use crate::provider::wire::StreamParser;
+use crate::stream::MessageWriter;
 
 /// The reasoning fields servers use, in the order they are looked at; the first non-empty
 /// one of a delta is taken (some servers fill two with the same text).
@@ -51,7 +52,7 @@ impl ChunkParser {
         }
     }
 
-    fn chunk(&mut self, out: &mut Output, chunk: wire::Chunk<'_>) -> Result<(), String> {
+    fn chunk(&mut self, out: &mut MessageWriter, chunk: wire::Chunk<'_>) -> Result<(), String> {
         if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             return Err(provider_error(&error));
         }
@@ -81,7 +82,7 @@ impl ChunkParser {
         Ok(())
     }
 
-    fn delta(&mut self, out: &mut Output, delta: wire::Delta<'_>) {
+    fn delta(&mut self, out: &mut MessageWriter, delta: wire::Delta<'_>) {
         // Reasoning first: a proxy may put reasoning and answer in one delta, and the
         // thinking block must come before the text block.
         let reasoning = [
@@ -107,7 +108,7 @@ impl ChunkParser {
     }
 
     /// One `tool_calls` entry: find its block by `index`, then by `id`, or start one.
-    fn tool_call(&mut self, out: &mut Output, entry: wire::ToolCallDelta<'_>) {
+    fn tool_call(&mut self, out: &mut MessageWriter, entry: wire::ToolCallDelta<'_>) {
         let stream_index = entry.index;
         let id = entry.id.as_deref().filter(|id| !id.is_empty());
         let function = entry.function;
@@ -166,20 +167,20 @@ impl ChunkParser {
 }
 
 impl StreamParser for ChunkParser {
-    fn event(&mut self, out: &mut Output, _name: &str, data: &str) -> Result<(), String> {
+    fn event(&mut self, out: &mut MessageWriter, _name: &str, data: &str) -> Result<(), String> {
         if data.trim() == "[DONE]" {
             return Ok(());
         }
         let chunk: wire::Chunk<'_> = serde_json::from_str(data).map_err(|error| {
             format!(
                 "Malformed SSE data: {error}; data={}",
-                crate::provider::excerpt::excerpt(data)
+                crate::excerpt::excerpt(data)
             )
         })?;
         self.chunk(out, chunk)
     }
 
-    fn end(&mut self, out: &mut Output) -> Result<StopReason, String> {
+    fn end(&mut self, out: &mut MessageWriter) -> Result<StopReason, String> {
         let mut calls = self.calls.iter();
         let blocks = out.message().content.len();
         for index in 0..blocks {
@@ -212,8 +213,8 @@ fn map_finish_reason(reason: &str) -> Result<StopReason, String> {
 /// An `error` object sent inside the stream: its `message`, else its JSON.
 fn provider_error(error: &Value) -> String {
     match error.get("message").and_then(Value::as_str) {
-        Some(message) => crate::provider::excerpt::excerpt(message).to_string(),
-        None => crate::provider::excerpt::excerpt(&error.to_string()).to_string(),
+        Some(message) => crate::excerpt::excerpt(message).to_string(),
+        None => crate::excerpt::excerpt(&error.to_string()).to_string(),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The `openai-responses` API (the OpenAI Responses API, `POST /responses`): wire types,
-//! request conversion and stream parsing (SPEC §7.7).
+//! request conversion and stream parsing.
 //!
 //! OpenAI's reasoning models keep their reasoning from one tool call to the next only
 //! through this API. Nothing is stored on OpenAI's side (`store: false`): each reasoning item
@@ -19,8 +19,7 @@ pub(crate) mod stream;
 use serde_json::Value;
 
 use crate::provider::Model;
-use crate::provider::http::WireApi;
-use crate::provider::output::StreamParser;
+use crate::provider::wire::{StreamParser, WireApi};
 use crate::stream::{Context, StreamOptions};
 
 /// `POST {base}/responses` with a bearer key.

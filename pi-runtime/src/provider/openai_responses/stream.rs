@@ -1,22 +1,28 @@
-//! Stream parsing (SSE events -> assistant-message events) for the Responses API (SPEC §6.5,
-//! §7.7).
+//! Stream parsing (SSE events -> assistant-message events) for the Responses API.
 //!
-//! Output items are keyed by `output_index`, never by item id (GitHub Copilot changes the id
+//! MessageWriter items are keyed by `output_index`, never by item id (GitHub Copilot changes the id
 //! on every event). A block opens at `response.output_item.added` (or at its `.done`, for a
 //! server that skips the `added`) and closes at its `response.output_item.done`, which also
 //! brings what is replayed later: the reasoning item (the thinking block's signature) and the
 //! message item's id and phase (the text block's signature). The stop reason comes from the
 //! terminal event (`response.completed`, `response.incomplete`, `response.failed`, `error`);
 //! a body that ends without one is an error.
+//!
+//! Events carry a `sequence_number` that only grows. One that does not grow (a proxy or a
+//! resumed stream replaying events already sent) is dropped: applying it again would append
+//! its delta twice (`ABC` then a replayed `AB` then `Z` would read `ABCABZ`), and only a
+//! closing item that repeats the whole text would repair that. Events without a number are
+//! applied as they come.
 
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
+use crate::excerpt::excerpt;
 use crate::json::PartialJsonParser;
 use crate::message::{ContentBlock, StopReason, ToolCall, Usage};
-use crate::provider::excerpt::excerpt;
-use crate::provider::output::{Output, StreamParser};
+use crate::provider::wire::StreamParser;
+use crate::stream::MessageWriter;
 
 /// What the OpenAI SDK reports for an event whose data is not JSON.
 const MALFORMED: &str = "Error reading response: malformed server-sent event JSON.";
@@ -52,6 +58,8 @@ pub(crate) struct EventParser {
     outcome: Option<Result<StopReason, String>>,
     /// `data: [DONE]` came: the SDK stops reading there.
     closed: bool,
+    /// The `sequence_number` of the last event applied.
+    last_sequence: Option<u64>,
 }
 
 impl EventParser {
@@ -59,7 +67,7 @@ impl EventParser {
         EventParser::default()
     }
 
-    fn dispatch(&mut self, out: &mut Output, event: wire::Event<'_>) -> Result<(), String> {
+    fn dispatch(&mut self, out: &mut MessageWriter, event: wire::Event<'_>) -> Result<(), String> {
         let index = event.output_index.0;
         match event.kind.as_deref().unwrap_or_default() {
             "response.created" => {
@@ -125,7 +133,12 @@ impl EventParser {
 
     /// Open the block of a new output item (`toolcall_start` carries a call's initial
     /// arguments, if the item came with some).
-    fn open(&mut self, out: &mut Output, index: Option<u64>, item: &Value) -> Option<&mut Slot> {
+    fn open(
+        &mut self,
+        out: &mut MessageWriter,
+        index: Option<u64>,
+        item: &Value,
+    ) -> Option<&mut Slot> {
         let slot = match item["type"].as_str()? {
             "reasoning" => Slot::Thinking(out.open_thinking("", None, false)),
             "message" => Slot::Text(out.open_text("")),
@@ -155,7 +168,7 @@ impl EventParser {
     }
 
     /// An output item is complete: its block takes the item's final content and closes.
-    fn item_done(&mut self, out: &mut Output, index: Option<u64>, item: &Value) {
+    fn item_done(&mut self, out: &mut MessageWriter, index: Option<u64>, item: &Value) {
         if !self.slots.contains_key(&index) && self.open(out, index, item).is_none() {
             return;
         }
@@ -205,7 +218,7 @@ impl EventParser {
 
     /// `response.completed` / `.incomplete`: usage, the stop reason, and `encrypted_content`
     /// the reasoning items lacked.
-    fn finalize(&mut self, out: &mut Output, response: &Value) -> Result<(), String> {
+    fn finalize(&mut self, out: &mut MessageWriter, response: &Value) -> Result<(), String> {
         if let Some(output) = response["output"].as_array() {
             self.backfill_reasoning(out, output);
         }
@@ -229,7 +242,7 @@ impl EventParser {
         Ok(())
     }
 
-    fn backfill_reasoning(&self, out: &mut Output, output: &[Value]) {
+    fn backfill_reasoning(&self, out: &mut MessageWriter, output: &[Value]) {
         for item in output {
             if item["type"] != "reasoning" || !is_truthy(&item["encrypted_content"]) {
                 continue;
@@ -259,7 +272,7 @@ impl EventParser {
 }
 
 impl StreamParser for EventParser {
-    fn event(&mut self, out: &mut Output, name: &str, data: &str) -> Result<(), String> {
+    fn event(&mut self, out: &mut MessageWriter, name: &str, data: &str) -> Result<(), String> {
         if self.closed {
             return Ok(());
         }
@@ -282,10 +295,16 @@ impl StreamParser for EventParser {
         if name.starts_with("thread.") {
             return Ok(());
         }
+        if let Some(sequence) = event.sequence_number.0 {
+            if self.last_sequence.is_some_and(|last| sequence <= last) {
+                return Ok(());
+            }
+            self.last_sequence = Some(sequence);
+        }
         self.dispatch(out, event)
     }
 
-    fn end(&mut self, out: &mut Output) -> Result<StopReason, String> {
+    fn end(&mut self, out: &mut MessageWriter) -> Result<StopReason, String> {
         match self.outcome.take() {
             None => Err(NO_TERMINAL_EVENT.to_owned()),
             // The agent runs every call of a finished message: a call whose item never
@@ -316,7 +335,7 @@ impl StreamParser for EventParser {
 /// `function_call_arguments.done`: the whole text. When it continues the deltas, the
 /// missing piece is one more delta; otherwise the arguments start over from it, silently.
 fn replace_arguments(
-    out: &mut Output,
+    out: &mut MessageWriter,
     block: usize,
     arguments: &mut PartialJsonParser,
     text: &str,
@@ -520,6 +539,8 @@ mod wire {
         pub(super) kind: Text<'a>,
         #[serde(default)]
         pub(super) output_index: Index,
+        #[serde(default)]
+        pub(super) sequence_number: Index,
         #[serde(borrow, default)]
         pub(super) delta: Text<'a>,
         #[serde(borrow, default)]
@@ -547,7 +568,7 @@ mod wire {
         }
     }
 
-    /// An `output_index`; `None` when absent or not an unsigned integer.
+    /// An `output_index` or `sequence_number`; `None` when absent or not an unsigned integer.
     #[derive(Debug, Default)]
     pub(super) struct Index(pub(super) Option<u64>);
 

@@ -1,4 +1,4 @@
-//! Compatibility detection from the provider and base URL (SPEC §7.3, §7.4): every
+//! Compatibility detection from the provider and base URL, as pi 1.6 detects it: every
 //! `Option` of [`Compat`](super::Compat) resolved into the value a request uses.
 
 use crate::provider::Model;
@@ -17,7 +17,7 @@ pub(crate) enum MaxTokensField {
 pub(crate) enum ThinkingFormat {
     /// OpenAI's `reasoning_effort`.
     OpenAi,
-    /// DeepSeek's `thinking: {type}` plus `reasoning_effort` (SPEC §7.4).
+    /// DeepSeek's `thinking: {type}` plus `reasoning_effort`.
     DeepSeek,
     /// Z.ai's `thinking: {type, clear_thinking}`.
     Zai,
@@ -159,14 +159,15 @@ impl OpenAiCompat {
                 .as_deref()
                 .map_or(detected_format, ThinkingFormat::parse),
             zai_tool_stream: c.zai_tool_stream.unwrap_or(false),
-            // Compatibility alone does not imply strict support (SPEC §7.3).
+            // Compatibility alone does not imply strict support (pi 1.6 detects `false` for
+            // every OpenAI-compatible host); a model's own flag turns it on.
             supports_strict_mode: c.supports_strict_mode.unwrap_or(false),
             supports_openai_grammar_tools: c.supports_openai_grammar_tools.unwrap_or(false),
         }
     }
 }
 
-/// DeepSeek: provider `deepseek` or a `deepseek.com` base URL, in any case (SPEC §7.4).
+/// DeepSeek: provider `deepseek` or a `deepseek.com` base URL, in any case.
 pub(crate) fn is_deepseek(model: &Model) -> bool {
     model.provider == "deepseek" || model.base_url.to_ascii_lowercase().contains("deepseek.com")
 }
@@ -176,7 +177,7 @@ pub(crate) fn is_deepseek(model: &Model) -> bool {
 pub(crate) struct AnthropicCompat {
     /// `eager_input_streaming: true` on tools (else the fine-grained streaming beta).
     pub(crate) supports_eager_tool_input_streaming: bool,
-    /// Strict tools (default off, SPEC §7.5).
+    /// Strict tools (default off, as in pi: Anthropic refuses some schemas in strict mode).
     pub(crate) supports_strict_tools: bool,
 }
 

@@ -1,5 +1,5 @@
 //! Tool-call ids carried across providers: reduced to the `[A-Za-z0-9_-]` alphabet every
-//! provider accepts, and shortened with a stable hash (SPEC §7.3, §7.5).
+//! provider accepts, and shortened with a stable hash.
 
 /// Every character outside `[A-Za-z0-9_-]` becomes `_`.
 pub(crate) fn sanitize(id: &str) -> String {

@@ -1,5 +1,5 @@
 //! Constrained sampling: the strict-schema rewrite, its reasons, and the per-tool decision
-//! between strict, normal and a failing request (SPEC §7.2); OpenAI grammar tools.
+//! between strict, normal and a failing request; OpenAI grammar tools.
 
 use serde_json::{Map, Value, json};
 
@@ -177,8 +177,9 @@ fn allows_null(schema: &Value) -> bool {
             .is_some_and(|variants| variants.iter().any(allows_null))
 }
 
-/// Decide how a tool is sent (SPEC §7.2's table): `Some(strict schema)` when strict, `None`
-/// when sent normally.
+/// Decide how a tool is sent: `Some(strict schema)` when strict, `None` when sent normally.
+/// `prefer` falls back to normal when the provider or the schema does not allow strict;
+/// `require` fails instead.
 ///
 /// # Errors
 /// A `require` tool that cannot be strict:

@@ -81,7 +81,7 @@ fn supports(model: &Model, level: ThinkingLevel) -> bool {
 }
 
 /// Clamp a requested level to one the model supports: the level itself, else the next
-/// stronger supported level, else the next weaker one (SPEC §7.4).
+/// stronger supported level, else the next weaker one (as pi does for DeepSeek).
 pub(crate) fn clamp(model: &Model, level: ThinkingLevel) -> ThinkingLevel {
     if supports(model, level) {
         return level;

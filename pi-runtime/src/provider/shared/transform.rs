@@ -1,6 +1,6 @@
-//! History transformation shared by all providers (SPEC §7.1): image placeholders, what
-//! another model's messages keep, failed turns dropped, and synthetic results for calls
-//! that never got one.
+//! History transformation shared by all providers (pi's `transformMessages`): image
+//! placeholders, what another model's messages keep, failed turns dropped, and synthetic
+//! results for calls that never got one.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};

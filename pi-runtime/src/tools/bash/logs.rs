@@ -8,16 +8,14 @@
 //! [`MAX_TOTAL_BYTES`] bytes. The new log itself is never pruned, so the disk used is at most
 //! the larger of that budget and the newest log.
 //!
-//! The directory is created `0700`; one that is not a directory of ours with that mode (a
-//! symlink, or another user's) is never used, and a private directory of this process takes
-//! its place.
+//! The directory is one of [`private_dir`]'s: `0700` and ours, or not used.
 
-use std::fs::{self, DirBuilder, File};
+use std::fs::{self, File};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
+
+use crate::tools::private_dir;
 
 /// At most this many logs are kept.
 pub(crate) const MAX_LOGS: usize = 50;
@@ -44,9 +42,8 @@ impl Default for LogDir {
 impl LogDir {
     /// The directory the `bash` tool writes to.
     pub(crate) fn shared() -> LogDir {
-        let euid = nix::unistd::geteuid();
         LogDir {
-            path: std::env::temp_dir().join(format!("pi-bash-logs-{euid}")),
+            path: private_dir::shared_path("pi-bash-logs-"),
             max_logs: MAX_LOGS,
             max_bytes: MAX_TOTAL_BYTES,
         }
@@ -76,46 +73,8 @@ impl LogDir {
 
     /// The directory to write in: ours, created if needed, or the private fallback.
     fn ensure(&self) -> io::Result<PathBuf> {
-        match DirBuilder::new().mode(0o700).create(&self.path) {
-            Ok(()) => {}
-            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(error) => return Err(error),
-        }
-        if is_private_dir(&self.path)? {
-            return Ok(self.path.clone());
-        }
-        private_fallback()
+        private_dir::ensure(&self.path)
     }
-}
-
-/// Whether `path` itself (not a symlink to it) is a directory owned by us that nobody else
-/// may enter.
-fn is_private_dir(path: &Path) -> io::Result<bool> {
-    let meta = fs::symlink_metadata(path)?;
-    Ok(meta.is_dir()
-        && meta.uid() == nix::unistd::geteuid().as_raw()
-        && meta.permissions().mode() & 0o077 == 0)
-}
-
-/// A fresh `0700` directory of this process, for when the shared one is not safe; made
-/// again if it disappeared (a temp cleaner may remove it).
-fn private_fallback() -> io::Result<PathBuf> {
-    static FALLBACK: Mutex<Option<PathBuf>> = Mutex::new(None);
-    // The slot holds no invariant a panic could break; keep using it.
-    let mut slot = FALLBACK.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(path) = slot
-        .as_ref()
-        .filter(|path| is_private_dir(path).unwrap_or(false))
-    {
-        return Ok(path.clone());
-    }
-    let dir = tempfile::Builder::new()
-        .prefix("pi-bash-logs-")
-        .permissions(fs::Permissions::from_mode(0o700))
-        .tempdir()?
-        .keep();
-    *slot = Some(dir.clone());
-    Ok(dir)
 }
 
 /// Delete the oldest logs in `dir` until at most `max_logs` are left and they hold at most
@@ -155,9 +114,11 @@ fn prune(dir: &Path, keep: &Path, max_logs: usize, max_bytes: u64) {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     use std::time::Duration;
 
     use super::*;
+    use crate::tools::private_dir::is_private_dir;
 
     fn names(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(dir)

@@ -1,10 +1,11 @@
-//! The built-in `bash` tool (SPEC §9.6): run a command, show the model the tail of its merged
+//! The built-in `bash` tool: run a command, show the model the tail of its merged
 //! output, report its exit code, stream progress.
 
+mod log_file;
 mod logs;
+mod options;
 mod output;
 mod process;
-mod tree;
 
 use std::io;
 use std::time::Duration;
@@ -12,9 +13,9 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
+pub use self::options::BashOptions;
 use self::output::{Output, Snapshot};
 use self::process::{Ending, Sink};
-use super::WorkingDir;
 use super::truncate::{MAX_BYTES, TruncatedBy, format_size};
 use crate::message::ContentBlock;
 use crate::tool;
@@ -34,13 +35,15 @@ const STRUCTURED_OUTPUT_MAX_BYTES: usize = 1024 * 1024;
 /// Progress goes to [`ToolContext::update`]: one empty update at once, then at most one every
 /// 100 ms with the current tail. A timeout, cancelling the run's signal, or dropping the call
 /// kills every process the command started, also those that left its process group with
-/// `setsid` (the command's environment carries a `PI_BASH_CALL` marker for this). After a
+/// `setsid` (the command's environment carries a `PI_PROCESS_TREE` marker for this). After a
 /// normal exit, background processes are left running, and the output they write is read
 /// for at most a second more. Like pi's, the tool runs in parallel with the
 /// other calls of its batch.
 ///
 /// When the output is truncated, the full output is kept in a log under the temp directory,
-/// which keeps the newest 50 logs and at most 256 MiB of them. `structuredContent.output`
+/// which keeps the newest 50 logs and at most 256 MiB of them. One log holds at most
+/// [`BashOptions::max_log_bytes`] (64 MiB by default): of a longer output, its first and last
+/// halves of that, and the result's footer says so. `structuredContent.output`
 /// holds at most 1 MiB of the output as the model sees it (after lossy UTF-8 decoding).
 ///
 /// # Errors
@@ -48,11 +51,11 @@ const STRUCTURED_OUTPUT_MAX_BYTES: usize = 1024 * 1024;
 /// (`… Command timed out after <t> seconds`) or an abort (`… Command aborted`).
 ///
 /// ```
-/// use pi_runtime::tools::{WorkingDir, bash};
+/// use pi_runtime::tools::{BashOptions, bash};
 /// use pi_runtime::{State, ToolContext};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// let cwd = State(WorkingDir::from(std::env::temp_dir()));
+/// let cwd = State(BashOptions::new(std::env::temp_dir()));
 /// let command = "echo out; echo err 1>&2; exit 3".to_owned();
 /// let result = bash(cwd, command, None, ToolContext::detached("c1")).await.unwrap();
 /// assert!(result.is_error);
@@ -66,7 +69,7 @@ const STRUCTURED_OUTPUT_MAX_BYTES: usize = 1024 * 1024;
     closed = false
 )]
 pub async fn bash(
-    State(cwd): State<WorkingDir>,
+    State(options): State<BashOptions>,
     /// Shell command to execute
     command: String,
     /// Timeout in seconds (optional, no default timeout)
@@ -74,10 +77,11 @@ pub async fn bash(
     ctx: ToolContext,
 ) -> Result<ToolResult, ToolError> {
     let time_limit = timeout.map(timeout_duration).transpose()?;
+    let cwd = options.cwd();
     if ctx.is_cancelled() {
         return Err(ToolError::new("Command aborted"));
     }
-    if tokio::fs::metadata(&cwd).await.is_err() {
+    if tokio::fs::metadata(cwd).await.is_err() {
         return Err(ToolError::new(format!(
             "Working directory does not exist: {}\nCannot execute bash commands.",
             cwd.display()
@@ -86,12 +90,12 @@ pub async fn bash(
     let started = Instant::now();
     ctx.update(ToolResult::default());
     let mut sink = Progress {
-        output: Output::new(),
+        output: Output::new(options.max_log_bytes()),
         ctx: &ctx,
         dirty: false,
         last_update: None,
     };
-    let ending = process::run(&command, &cwd, time_limit, ctx.signal(), &mut sink).await?;
+    let ending = process::run(&command, cwd, time_limit, ctx.signal(), &mut sink).await?;
     sink.output.finish()?;
     sink.flush()?;
     let mut output = sink.output;
@@ -176,11 +180,18 @@ fn shown_text(output: &Output, snapshot: &Snapshot, empty: &str) -> String {
     if !t.truncated {
         return text;
     }
-    let path = snapshot
+    let mut path = snapshot
         .full_output_path
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
+    if let Some(cut) = output.log_cut() {
+        path.push_str(&format!(
+            " (only its first and last {} are kept: {} omitted)",
+            format_size(usize::try_from(cut.head).unwrap_or(usize::MAX)),
+            format_size(usize::try_from(cut.omitted).unwrap_or(usize::MAX)),
+        ));
+    }
     let end = t.total_lines;
     let start = end + 1 - t.output_lines.min(end);
     let footer = if t.last_line_partial {

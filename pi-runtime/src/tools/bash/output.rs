@@ -6,10 +6,10 @@
 //! invalid byte becomes U+FFFD, three bytes, so a cap on raw bytes would let the decoded text
 //! grow to three times the cap.
 
-use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io;
 use std::path::PathBuf;
 
+use super::log_file::{Cut, LogFile};
 use super::logs::LogDir;
 use crate::tools::truncate::{
     MAX_BYTES, MAX_LINES, TruncatedBy, Truncation, tail_of, truncate_tail,
@@ -32,11 +32,13 @@ pub(crate) struct Snapshot {
 pub(crate) struct Output {
     /// Where the log goes once there is one.
     logs: LogDir,
+    /// The most raw bytes the log keeps (see [`LogFile`]).
+    max_log_bytes: u64,
     /// Bytes of an incomplete UTF-8 sequence at the end of the last chunk.
     undecoded: Vec<u8>,
     /// Raw output while it is small; moved into `file` once it is not.
     raw: Vec<u8>,
-    file: Option<(File, PathBuf)>,
+    file: Option<LogFile>,
     tail: String,
     /// Whether `tail` starts at the start of a line (trimming may cut one in two).
     tail_cut_mid_line: bool,
@@ -51,8 +53,12 @@ pub(crate) struct Output {
 }
 
 impl Output {
-    pub(crate) fn new() -> Self {
-        Output::default()
+    /// Output whose log keeps at most `max_log_bytes` of it.
+    pub(crate) fn new(max_log_bytes: u64) -> Self {
+        Output {
+            max_log_bytes,
+            ..Output::default()
+        }
     }
 
     /// Add a chunk of raw output.
@@ -67,7 +73,7 @@ impl Output {
             self.ensure_file()?;
         }
         match &mut self.file {
-            Some((file, _)) => file.write_all(data),
+            Some(log) => log.write(data),
             None => {
                 self.raw.extend_from_slice(data);
                 Ok(())
@@ -82,10 +88,15 @@ impl Output {
         if self.outgrown() {
             self.ensure_file()?;
         }
-        if let Some((file, _)) = &mut self.file {
-            file.flush()?;
+        if let Some(log) = &mut self.file {
+            log.finish()?;
         }
         Ok(())
+    }
+
+    /// What the log left out of the output, once [`finish`](Self::finish)ed.
+    pub(crate) fn log_cut(&self) -> Option<Cut> {
+        self.file.as_ref().and_then(LogFile::cut)
     }
 
     /// The tail to show, at most [`MAX_LINES`] lines and [`MAX_BYTES`] bytes. When it is
@@ -113,13 +124,13 @@ impl Output {
         }
         Ok(Snapshot {
             truncation,
-            full_output_path: self.file.as_ref().map(|(_, path)| path.clone()),
+            full_output_path: self.file.as_ref().map(|log| log.path().to_path_buf()),
         })
     }
 
     /// Bytes of the last line as lines are counted (a final newline does not start one):
-    /// the line a partial tail shows the end of. pi reports 0 for a newline-terminated line
-    /// (SPEC §9.6 \[RUST\]); this is its real size.
+    /// the line a partial tail shows the end of. pi reports 0 for a newline-terminated line;
+    /// this is its real size.
     pub(crate) fn last_line_bytes(&self) -> usize {
         if self.open_line {
             self.last_line_bytes
@@ -187,20 +198,15 @@ impl Output {
         Ok(tail_of(&decoded, max).to_owned())
     }
 
-    /// `len` raw bytes from `offset`, from memory or from the log.
+    /// `len` raw bytes from `offset`, from memory or from the log (within its head or its
+    /// tail when it was capped: the reads of [`full_text`](Self::full_text) stay within
+    /// the halves of [`BashOptions::MIN_LOG_BYTES`](crate::tools::BashOptions::MIN_LOG_BYTES)).
     fn read_raw(&mut self, offset: usize, len: usize) -> io::Result<Vec<u8>> {
-        let Some((file, _)) = &mut self.file else {
+        let Some(log) = &mut self.file else {
             let end = (offset + len).min(self.raw.len());
             return Ok(self.raw[offset.min(end)..end].to_vec());
         };
-        file.seek(SeekFrom::Start(offset as u64))?;
-        let mut bytes = Vec::with_capacity(len);
-        Read::by_ref(file)
-            .take(len as u64)
-            .read_to_end(&mut bytes)?;
-        // Later appends go to the end again.
-        file.seek(SeekFrom::End(0))?;
-        Ok(bytes)
+        log.read(offset as u64, len as u64)
     }
 
     fn total_lines(&self) -> usize {
@@ -264,9 +270,10 @@ impl Output {
         if self.file.is_some() {
             return Ok(());
         }
-        let (mut file, path) = self.logs.create()?;
-        file.write_all(&std::mem::take(&mut self.raw))?;
-        self.file = Some((file, path));
+        let (file, path) = self.logs.create()?;
+        let mut log = LogFile::new(file, path, self.max_log_bytes);
+        log.write(&std::mem::take(&mut self.raw))?;
+        self.file = Some(log);
         Ok(())
     }
 }
@@ -313,10 +320,13 @@ fn decode_complete(bytes: &mut Vec<u8>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::BashOptions;
+
+    const DEFAULT_MAX_LOG_BYTES: u64 = BashOptions::DEFAULT_MAX_LOG_BYTES;
 
     #[test]
     fn split_sequences_decode_across_chunks() {
-        let mut output = Output::new();
+        let mut output = Output::new(DEFAULT_MAX_LOG_BYTES);
         let e = "é".as_bytes();
         output.append(&[b'a', e[0]]).unwrap();
         output.append(&[e[1], b'\n', 0xFF]).unwrap();
@@ -329,7 +339,7 @@ mod tests {
 
     #[test]
     fn long_output_keeps_a_bounded_tail_and_the_full_log() {
-        let mut output = Output::new();
+        let mut output = Output::new(DEFAULT_MAX_LOG_BYTES);
         for i in 1..=40_000 {
             output.append(format!("{i}\n").as_bytes()).unwrap();
         }
@@ -347,7 +357,7 @@ mod tests {
 
     #[test]
     fn the_full_text_cap_counts_decoded_bytes() {
-        let mut output = Output::new();
+        let mut output = Output::new(DEFAULT_MAX_LOG_BYTES);
         // 2 MB of raw output that decodes to 4 MB: each invalid byte becomes U+FFFD.
         let chunk = [0xFF, b'\n'].repeat(1000);
         for _ in 0..1000 {
@@ -368,7 +378,7 @@ mod tests {
 
     #[test]
     fn a_short_output_is_whole() {
-        let mut output = Output::new();
+        let mut output = Output::new(DEFAULT_MAX_LOG_BYTES);
         output.append(b"caf\xE9\n").unwrap();
         output.finish().unwrap();
         assert_eq!(
@@ -376,7 +386,7 @@ mod tests {
             ("caf\u{FFFD}\n".to_owned(), false)
         );
         // Over the cap once decoded, though not in raw bytes.
-        let mut output = Output::new();
+        let mut output = Output::new(DEFAULT_MAX_LOG_BYTES);
         output.append(&[0xFF; 400]).unwrap();
         output.finish().unwrap();
         let (text, truncated) = output.full_text(1000).unwrap();

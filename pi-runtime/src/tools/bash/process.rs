@@ -1,6 +1,6 @@
 //! Run `bash -c` in a process group of its own, stream its merged stdout and stderr, and on
 //! timeout, on cancellation, or when the run is dropped, kill every process the call started
-//! (see [`tree`](super::tree) for how they are found, `setsid` ones included).
+//! (see [`tree`](crate::process::tree) for how they are found, `setsid` ones included).
 //!
 //! Reading ends in bounded time. Background processes may keep the pipes open after the
 //! shell exited, or survive a kill (see `tree` for which can), so once the shell exited or was
@@ -15,13 +15,12 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStderr, ChildStdout, Command};
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
-use super::tree::{MARKER_VAR, Tree};
+use crate::process::tree::{MARKER_VAR, Tree};
 
 /// Once the shell exited (or was killed), reading stops when no output came for this long.
 pub(crate) const QUIET_WINDOW: Duration = Duration::from_millis(100);
@@ -64,14 +63,7 @@ impl Killer {
     /// Kill the tree off the async threads (the walk reads `/proc`), and disarm.
     async fn kill(&mut self) {
         if let Some(tree) = self.tree.take() {
-            let walk = Arc::clone(&tree);
-            if tokio::task::spawn_blocking(move || walk.kill())
-                .await
-                .is_err()
-            {
-                // The blocking pool is shutting down: kill from here instead.
-                tree.kill();
-            }
+            tree.kill_off_runtime().await;
         }
     }
 }
@@ -150,10 +142,7 @@ pub(crate) async fn run(
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()?;
-    let shell = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .map(Pid::from_raw);
+    let shell = crate::process::group_of(&child);
     let mut killer = Killer {
         tree: shell.map(|pid| Arc::new(Tree::new(pid, &token))),
     };

@@ -1,16 +1,17 @@
-//! The matching engine of `edit` (SPEC §9.5 steps 3–6): find every `oldText` in the original
+//! The matching engine of `edit`: find every `oldText` in the original
 //! content (exactly, else after fuzzy normalisation), reject empty, missing, ambiguous,
 //! overlapping and no-op edits, and splice the replacements into the original bytes.
 
+use std::borrow::Cow;
 use std::cell::OnceCell;
 
-use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 
-use crate::prompt::is_js_space;
+use crate::js::is_js_space;
 
 /// One targeted replacement as the model sent it.
 ///
-/// Its field docs are the descriptions the model reads (SPEC §9.5); the item itself has none,
+/// Its field docs are the descriptions the model reads (pi's); the item itself has none,
 /// as in pi's schema.
 #[derive(
     Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema,
@@ -32,23 +33,32 @@ pub(crate) struct Splice {
     pub(crate) new_text: String,
 }
 
-/// The outcome of matching: the LF-normalised content before and after, and the splices
-/// (sorted, disjoint) that turn one into the other.
+/// The outcome of matching: the LF-normalised content after the edits, and the splices
+/// (sorted, disjoint) that turn the content into it.
 #[derive(Debug)]
 pub(crate) struct Applied {
-    pub(crate) before: String,
     pub(crate) after: String,
     pub(crate) splices: Vec<Splice>,
 }
 
-/// `\r\n` and lone `\r` become `\n`.
-pub(crate) fn normalize_to_lf(text: &str) -> String {
-    text.replace("\r\n", "\n").replace('\r', "\n")
+/// `\r\n` and lone `\r` become `\n`. Borrowed when there is none: a file is edited with as
+/// few copies of it as can be.
+pub(crate) fn normalize_to_lf(text: &str) -> Cow<'_, str> {
+    if text.contains('\r') {
+        Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n"))
+    } else {
+        Cow::Borrowed(text)
+    }
 }
 
 /// The text fuzzy matching compares: NFKC, no trailing whitespace on any line, and
-/// typographic quotes, dashes and spaces spelled in ASCII.
-pub(crate) fn normalize_for_fuzzy_match(text: &str) -> String {
+/// typographic quotes, dashes and spaces spelled in ASCII. Borrowed when `text` is that
+/// already, as most files are: uniqueness is always judged in this text, and building it
+/// char by char is what made the edit of a 50 MB file take seconds.
+pub(crate) fn normalize_for_fuzzy_match(text: &str) -> Cow<'_, str> {
+    if is_fuzzy_normal(text) {
+        return Cow::Borrowed(text);
+    }
     let nfkc: String = text.nfkc().collect();
     let mut out = String::with_capacity(nfkc.len());
     for (i, line) in nfkc.split('\n').enumerate() {
@@ -61,7 +71,19 @@ pub(crate) fn normalize_for_fuzzy_match(text: &str) -> String {
                 .map(fold_typography),
         );
     }
-    out
+    Cow::Owned(out)
+}
+
+/// Whether [`normalize_for_fuzzy_match`] would leave `text` as it is (NFKC's quick check may
+/// answer "maybe", which counts as no). ASCII needs neither NFKC nor the typography folds.
+fn is_fuzzy_normal(text: &str) -> bool {
+    let no_trailing_space = || text.split('\n').all(|line| !line.ends_with(is_js_space));
+    if text.is_ascii() {
+        return no_trailing_space();
+    }
+    is_nfkc_quick(text.chars()) == IsNormalized::Yes
+        && text.chars().all(|c| fold_typography(c) == c)
+        && no_trailing_space()
 }
 
 fn fold_typography(c: char) -> char {
@@ -82,7 +104,7 @@ fn fold_typography(c: char) -> char {
 /// edit touches keep their original bytes.
 ///
 /// # Errors
-/// The model-facing text of the first problem (SPEC §9.5 step 5).
+/// The model-facing text of the first problem, in pi's words.
 pub(crate) fn apply_edits(
     content: &str,
     edits: &[Replacement],
@@ -92,8 +114,8 @@ pub(crate) fn apply_edits(
     let edits: Vec<Replacement> = edits
         .iter()
         .map(|edit| Replacement {
-            old_text: normalize_to_lf(&edit.old_text),
-            new_text: normalize_to_lf(&edit.new_text),
+            old_text: normalize_to_lf(&edit.old_text).into_owned(),
+            new_text: normalize_to_lf(&edit.new_text).into_owned(),
         })
         .collect();
     if let Some(i) = edits.iter().position(|edit| edit.old_text.is_empty()) {
@@ -105,10 +127,10 @@ pub(crate) fn apply_edits(
     }
 
     let fuzzy_content = OnceCell::new();
-    let fuzzy = || fuzzy_content.get_or_init(|| normalize_for_fuzzy_match(content));
+    let fuzzy = || -> &str { fuzzy_content.get_or_init(|| normalize_for_fuzzy_match(content)) };
     let needs_fuzzy = edits.iter().any(|edit| {
         !content.contains(&edit.old_text)
-            && fuzzy().contains(&normalize_for_fuzzy_match(&edit.old_text))
+            && fuzzy().contains(&*normalize_for_fuzzy_match(&edit.old_text))
     });
     let base: &str = if needs_fuzzy { fuzzy() } else { content };
 
@@ -117,7 +139,7 @@ pub(crate) fn apply_edits(
         let fuzzy_old = normalize_for_fuzzy_match(&edit.old_text);
         let (at, len) = match base.find(&edit.old_text) {
             Some(at) => (at, edit.old_text.len()),
-            None => match fuzzy().find(&fuzzy_old) {
+            None => match fuzzy().find(&*fuzzy_old) {
                 // Only reachable when `base` is the fuzzy text itself.
                 Some(at) if needs_fuzzy => (at, fuzzy_old.len()),
                 _ => {
@@ -135,7 +157,7 @@ pub(crate) fn apply_edits(
         };
         // Uniqueness is judged in the fuzzy text, so an exact match that differs from
         // another occurrence only by trailing spaces or quote style is still ambiguous.
-        let occurrences = fuzzy().matches(fuzzy_old.as_str()).count();
+        let occurrences = fuzzy().matches(&*fuzzy_old).count();
         if occurrences > 1 {
             return Err(if single {
                 format!(
@@ -182,11 +204,7 @@ pub(crate) fn apply_edits(
             format!("No changes made to {path}. The replacements produced identical content.")
         });
     }
-    Ok(Applied {
-        before: content.to_owned(),
-        after,
-        splices,
-    })
+    Ok(Applied { after, splices })
 }
 
 /// Apply sorted, disjoint splices to `text`, whose offset 0 is `origin` in the splices.

@@ -1,4 +1,4 @@
-//! The built-in `edit` tool (SPEC §9.5): targeted replacements in one file, all or nothing,
+//! The built-in `edit` tool: targeted replacements in one file, all or nothing,
 //! inside the file's mutation queue.
 
 mod diff;
@@ -16,6 +16,7 @@ use tokio::io::AsyncReadExt;
 pub use engine::Replacement;
 
 use super::file::{SpecialKind, nonblocking_async, special_at, special_kind};
+use super::journal;
 use super::replace::{Original, ReplaceError, replace};
 use super::{ABORTED, FileMutationQueue, WorkingDir, path::resolve_to_cwd};
 use crate::tool;
@@ -23,7 +24,7 @@ use crate::tool::{State, ToolContext, ToolError, ToolResult};
 
 const BOM: char = '\u{FEFF}';
 
-/// The shape shim of `edit` (SPEC §9.5, §3.3), for models that send the edits in another
+/// The shape shim of `edit` (pi's), for models that send the edits in another
 /// shape: `edits` as a JSON string (an array, or one `{oldText,newText}` object), `edits` as
 /// one object, and the legacy top-level `oldText`/`newText` pair, appended as one more edit.
 /// Anything else is returned unchanged (borrowed), for validation to report.
@@ -97,20 +98,20 @@ fn is_single_edit(value: &Value) -> bool {
 /// Every replacement is matched against the original file. The tool's
 /// `prepare_arguments` is [`prepare_edit_arguments`], which folds the shapes models send
 /// besides `edits: [...]` (such as a top-level `oldText`/`newText`) into it. Runs inside the
-/// file's [`FileMutationQueue`] slot, checking the signal after each file-system step (SPEC
-/// §9.1).
+/// file's [`FileMutationQueue`] slot, checking the signal after each file-system step.
 ///
 /// The file is written back only if it is still what the edit read (same inode, same
 /// bytes), so a write by another process in the meantime is never lost; it keeps its hard
 /// links, owner and mode, as with [`write`](super::write()). A file that is not UTF-8, or not
 /// a regular file, is refused without being changed.
 ///
-/// The snippet is the seed's wording (a \[SEED\] rule of SPEC §8.3); pi 1.6.0 says `Make
-/// precise file edits with exact text replacement, including multiple disjoint edits in one
-/// call`.
+/// The prompt snippet, `Edit files via targeted text replacements`, is shorter on purpose
+/// than pi 1.6.0's `Make precise file edits with exact text replacement, including multiple
+/// disjoint edits in one call`.
 ///
 /// # Errors
-/// The model-facing texts of SPEC §9.5, `Operation aborted`, and `Could not edit file:
+/// pi's model-facing texts (no edits; an empty, missing, ambiguous, overlapping or no-op
+/// `oldText`; an unreadable file), `Operation aborted`, and `Could not edit file:
 /// <path>. <why>.` for a file that changed meanwhile, is not UTF-8, or is not a regular file.
 ///
 /// ```
@@ -198,6 +199,7 @@ async fn read_target(absolute: &Path, path: &str) -> Result<(Vec<u8>, Metadata),
     {
         return Err(not_regular(path, kind));
     }
+    journal::recover_async(absolute).await;
     let could_not = |error: io::Error| {
         ToolError::new(format!(
             "Could not edit file: {path}. {}.",
@@ -258,20 +260,20 @@ fn apply(text: &str, edits: &[Replacement], path: &str) -> Result<(String, Value
     };
     let normalized = engine::normalize_to_lf(text);
     let applied = engine::apply_edits(&normalized, edits, path).map_err(ToolError::new)?;
-    let details = diff::edit_diff(path, &applied.before, &applied.after);
-    let body = if text == normalized {
-        applied.after
-    } else {
-        engine::splice_into_original(text, &applied.splices)
+    let details = diff::edit_diff(path, &normalized, &applied.after);
+    let body = match normalized {
+        Cow::Borrowed(_) => applied.after,
+        Cow::Owned(_) => engine::splice_into_original(text, &applied.splices),
     };
-    let mut contents = String::with_capacity(body.len() + 3);
-    contents.extend(bom);
-    contents.push_str(&body);
+    let contents = match bom {
+        Some(bom) => format!("{bom}{body}"),
+        None => body,
+    };
     let details = serde_json::to_value(details).map_err(|e| ToolError::new(e.to_string()))?;
     Ok((contents, details))
 }
 
-/// `Error code: ENOENT` for an OS error, `Error: <message>` otherwise (SPEC §9.5 step 2).
+/// `Error code: ENOENT` for an OS error, `Error: <message>` otherwise (pi's wording).
 fn describe_io_error(error: &io::Error) -> String {
     match error.raw_os_error() {
         Some(code) => format!("Error code: {:?}", nix::errno::Errno::from_raw(code)),

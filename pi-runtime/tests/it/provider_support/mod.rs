@@ -420,7 +420,7 @@ pub(crate) fn anthropic_text(text: &str) -> String {
 pub(crate) fn record_agent(agent: &Agent) -> Arc<Mutex<Vec<String>>> {
     let trace = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&trace);
-    agent.subscribe(move |event| {
+    agent.on_event(move |event| {
         let line = match event {
             AgentEvent::MessageStart { message } => format!("start {}", message.role()),
             AgentEvent::MessageUpdate {
@@ -463,7 +463,6 @@ pub(crate) fn record_agent(agent: &Agent) -> Arc<Mutex<Vec<String>>> {
             other => other.kind().to_owned(),
         };
         sink.lock().expect("lock").push(line);
-        std::future::ready(())
     });
     trace
 }

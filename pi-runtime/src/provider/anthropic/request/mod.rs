@@ -1,5 +1,4 @@
-//! Request conversion (context -> the JSON body POSTed) for `anthropic-messages`
-//! (SPEC §7.5).
+//! Request conversion (context -> the JSON body POSTed) for `anthropic-messages`.
 
 mod wire;
 
@@ -9,14 +8,14 @@ use serde_json::{Map, Value};
 
 use self::wire::{
     Block, CacheControl, ImageSource, MessageContent, MessageParam, MessagesRequest, ThinkingParam,
-    ToolParam,
+    ToolChoiceParam, ToolParam,
 };
 use crate::message::{ContentBlock, ImageContent, Message, ToolResultMessage, UserContent};
 use crate::provider::Model;
 use crate::provider::compat::AnthropicCompat;
 use crate::provider::thinking::{self, MIN_ANSWER_TOKENS, Mapped};
 use crate::provider::{ids, strict, tokens, transform};
-use crate::stream::{CacheRetention, Context, StreamOptions, ThinkingLevel};
+use crate::stream::{CacheRetention, Context, StreamOptions, ThinkingLevel, ToolChoice};
 use crate::tool::Tool;
 
 /// The beta that streams tool input in fine-grained pieces where `eager_input_streaming` is
@@ -77,10 +76,6 @@ pub(crate) fn build_request(
             cache_control,
         }]
     });
-    let tool_choice = options.tool_choice.as_ref().map(|choice| match choice {
-        Value::String(kind) => Cow::Owned(serde_json::json!({ "type": kind })),
-        other => Cow::Borrowed(other),
-    });
     let request = MessagesRequest {
         model: &model.id,
         messages,
@@ -90,12 +85,29 @@ pub(crate) fn build_request(
         temperature: options.temperature.filter(|_| requested.is_none()),
         tools,
         thinking,
-        tool_choice,
+        tool_choice: options.tool_choice.as_ref().map(tool_choice),
     };
     serde_json::to_value(&request).map_err(|error| error.to_string())
 }
 
-/// The `anthropic-beta` header value, when the request needs one (SPEC §7.5).
+/// `choice` as the Messages API writes it: a string of the caller's own JSON `s` becomes
+/// `{"type": s}`; an object is sent as it is.
+fn tool_choice(choice: &ToolChoice) -> ToolChoiceParam<'_> {
+    match choice {
+        ToolChoice::Auto => ToolChoiceParam::Kind { r#type: "auto" },
+        ToolChoice::None => ToolChoiceParam::Kind { r#type: "none" },
+        ToolChoice::Required => ToolChoiceParam::Kind { r#type: "any" },
+        ToolChoice::Tool(name) => ToolChoiceParam::Tool {
+            r#type: "tool",
+            name,
+        },
+        ToolChoice::Raw(Value::String(kind)) => ToolChoiceParam::Kind { r#type: kind },
+        ToolChoice::Raw(json) => ToolChoiceParam::Raw(json),
+    }
+}
+
+/// The `anthropic-beta` header value, when the request needs one: the fine-grained tool
+/// streaming beta when tools are sent without `eager_input_streaming`.
 #[allow(
     dead_code,
     reason = "the Anthropic client sends it; this module only builds bodies"

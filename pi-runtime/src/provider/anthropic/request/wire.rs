@@ -21,9 +21,8 @@ pub(super) struct MessagesRequest<'a> {
     pub(super) tools: Option<Vec<ToolParam<'a>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) thinking: Option<ThinkingParam>,
-    /// `{"type": <string choice>}` or the caller's object.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) tool_choice: Option<Cow<'a, Value>>,
+    pub(super) tool_choice: Option<ToolChoiceParam<'a>>,
 }
 
 /// `{"type":"ephemeral"}`, with `"ttl":"1h"` for long retention.
@@ -138,4 +137,16 @@ pub(super) struct ThinkingParam {
     pub(super) budget_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) display: Option<&'static str>,
+}
+
+/// `tool_choice`: a kind, one tool, or the caller's own object.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(super) enum ToolChoiceParam<'a> {
+    /// `{"type":"auto"}`, `{"type":"none"}`, `{"type":"any"}`, or the caller's string.
+    Kind { r#type: &'a str },
+    /// `{"type":"tool","name":...}`.
+    Tool { r#type: &'static str, name: &'a str },
+    /// Forwarded verbatim.
+    Raw(&'a Value),
 }

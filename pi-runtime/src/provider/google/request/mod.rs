@@ -1,5 +1,4 @@
-//! Request conversion (context -> the JSON body POSTed) for `google-generative-ai`
-//! (SPEC §7.6).
+//! Request conversion (context -> the JSON body POSTed) for `google-generative-ai`.
 
 mod schema;
 mod wire;
@@ -18,7 +17,7 @@ use crate::provider::Model;
 use crate::provider::compat::gemini_major_version;
 use crate::provider::thinking::{self, Mapped};
 use crate::provider::{ids, strict, tokens, transform};
-use crate::stream::{Context, StreamOptions, ThinkingLevel};
+use crate::stream::{Context, StreamOptions, ThinkingLevel, ToolChoice};
 use crate::tool::Tool;
 
 /// Everything of a request except its serialized form, which differs between the REST body
@@ -31,7 +30,7 @@ struct Request<'a> {
     generation: GenerationConfig,
 }
 
-/// The REST body `@google/genai` POSTs (pi-ref D6): `contents`, `systemInstruction`,
+/// The REST body `@google/genai` POSTs: `contents`, `systemInstruction`,
 /// `tools`, `toolConfig`, `generationConfig`; the model is part of the URL.
 pub(crate) fn build_request(
     model: &Model,
@@ -105,17 +104,24 @@ fn convert<'a>(
 }
 
 /// `none`/`any` always win; a strict tool needs `VALIDATED`; otherwise the choice, if any.
-fn function_calling_mode(choice: Option<&Value>, any_strict: bool) -> Option<&'static str> {
-    match choice.and_then(Value::as_str) {
-        Some("none") => return Some("NONE"),
-        Some("any") => return Some("ANY"),
-        _ => {}
+fn function_calling_mode(choice: Option<&ToolChoice>, any_strict: bool) -> Option<&'static str> {
+    let choice = match choice {
+        Some(ToolChoice::Raw(json)) => match json.as_str() {
+            Some("none") => Some(ToolChoice::None),
+            Some("any") => Some(ToolChoice::Required),
+            // Any other choice, an object included, means AUTO.
+            _ => (!is_falsy(json)).then_some(ToolChoice::Auto),
+        },
+        other => other.cloned(),
+    };
+    match choice {
+        Some(ToolChoice::None) => Some("NONE"),
+        // The request has no `allowedFunctionNames`: ANY is as close to one tool as it gets.
+        Some(ToolChoice::Required | ToolChoice::Tool(_)) => Some("ANY"),
+        _ if any_strict => Some("VALIDATED"),
+        Some(_) => Some("AUTO"),
+        None => None,
     }
-    if any_strict {
-        return Some("VALIDATED");
-    }
-    // Any other choice, an object included, means AUTO.
-    choice.filter(|c| !is_falsy(c)).map(|_| "AUTO")
 }
 
 fn is_falsy(value: &Value) -> bool {
@@ -507,11 +513,19 @@ mod tests {
 
     #[test]
     fn tool_choice_modes() {
-        let auto = Value::from("auto");
-        let none = Value::from("none");
+        let auto = ToolChoice::Raw(Value::from("auto"));
+        let none = ToolChoice::Raw(Value::from("none"));
+        let falsy = ToolChoice::Raw(Value::from(""));
         assert_eq!(function_calling_mode(Some(&none), true), Some("NONE"));
         assert_eq!(function_calling_mode(Some(&auto), true), Some("VALIDATED"));
         assert_eq!(function_calling_mode(Some(&auto), false), Some("AUTO"));
+        assert_eq!(function_calling_mode(Some(&falsy), true), Some("VALIDATED"));
+        assert_eq!(function_calling_mode(Some(&falsy), false), None);
         assert_eq!(function_calling_mode(None, false), None);
+        let typed = [ToolChoice::Auto, ToolChoice::None, ToolChoice::Required];
+        let modes = typed.map(|choice| function_calling_mode(Some(&choice), false));
+        assert_eq!(modes, [Some("AUTO"), Some("NONE"), Some("ANY")]);
+        let tool = ToolChoice::Tool("submit".into());
+        assert_eq!(function_calling_mode(Some(&tool), true), Some("ANY"));
     }
 }

@@ -1,5 +1,5 @@
 //! The one rewrite Gemini's `parametersJsonSchema` needs: Gemini ignores `const` but honours
-//! `enum`, so a string or number `const` becomes a one-value `enum` (SPEC §7.6).
+//! `enum`, so a string or number `const` becomes a one-value `enum`.
 
 use serde_json::{Map, Value};
 

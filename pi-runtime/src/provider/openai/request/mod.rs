@@ -1,5 +1,5 @@
 //! Request conversion (context -> the JSON body POSTed) for `openai-completions`, DeepSeek
-//! included (SPEC §7.3, §7.4).
+//! included.
 
 mod wire;
 
@@ -10,12 +10,13 @@ use serde_json::Value;
 
 use self::wire::{
     AssistantContent, AssistantMessage, ChatCompletionRequest, ChatMessage, ChatTool, ChatToolCall,
-    ContentPart, CustomCall, CustomTool, FunctionCall, FunctionTool, GrammarDefinition,
-    GrammarFormat, ImageUrl, ReasoningReplay, ReasoningSwitch, StreamUsage, ThinkingSwitch,
-    UserContent,
+    ContentPart, CustomCall, CustomTool, FunctionCall, FunctionName, FunctionTool,
+    GrammarDefinition, GrammarFormat, ImageUrl, NamedFunction, ReasoningReplay, ReasoningSwitch,
+    StreamUsage, ThinkingSwitch, UserContent,
 };
 use crate::message::{ContentBlock, Message, ThinkingContent, ToolResultMessage, UserMessage};
 use crate::provider::Model;
+use crate::provider::choice::OpenAiToolChoice;
 use crate::provider::compat::{MaxTokensField, OpenAiCompat, ThinkingFormat};
 use crate::provider::thinking::{self, Mapped};
 use crate::provider::{ids, strict, tokens, transform};
@@ -66,7 +67,12 @@ pub(crate) fn build_request(
         tool_stream: (tools.as_ref().is_some_and(|t| !t.is_empty()) && compat.zai_tool_stream)
             .then_some(true),
         tools,
-        tool_choice: options.tool_choice.as_ref(),
+        tool_choice: options.tool_choice.as_ref().map(|choice| {
+            OpenAiToolChoice::new(choice, |name| NamedFunction {
+                r#type: "function",
+                function: FunctionName { name },
+            })
+        }),
         thinking: None,
         reasoning: None,
         reasoning_effort: None,
@@ -221,7 +227,8 @@ fn has_tool_history(messages: &[Message]) -> bool {
     })
 }
 
-/// Call ids of other models in Chat Completions' alphabet (SPEC §7.3).
+/// Call ids of other models in Chat Completions' alphabet: `<callId>_<itemId>` for a
+/// Responses id, shortened with a hash above 40 characters.
 fn normalize_call_id(id: &str, model: &Model) -> String {
     if let Some((call_id, item_id)) = id.split_once('|') {
         let call_id = ids::sanitize(call_id);
@@ -438,7 +445,8 @@ fn convert_assistant<'a>(
     let has_reasoning_content = reasoning
         .as_ref()
         .is_some_and(|r| r.field == "reasoning_content");
-    // DeepSeek rejects tool-call history without `reasoning_content` (SPEC §7.4).
+    // DeepSeek rejects tool-call history without `reasoning_content`, so every other
+    // replayed assistant message of a reasoning model gets an empty one.
     let reasoning_fill = (compat.requires_reasoning_content_on_assistant_messages
         && model.reasoning
         && !has_reasoning_content)

@@ -5,6 +5,8 @@ use std::borrow::Cow;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
+use crate::provider::choice::OpenAiToolChoice;
+
 /// The body of `POST /chat/completions`.
 #[derive(Debug, serde::Serialize)]
 pub(super) struct ChatCompletionRequest<'a> {
@@ -28,9 +30,8 @@ pub(super) struct ChatCompletionRequest<'a> {
     /// Z.ai: stream tool-call arguments.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) tool_stream: Option<bool>,
-    /// `"auto"`, `"none"`, `"required"` or an object, forwarded verbatim.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) tool_choice: Option<&'a Value>,
+    pub(super) tool_choice: Option<OpenAiToolChoice<'a, NamedFunction<'a>>>,
     /// DeepSeek and Z.ai reasoning switch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) thinking: Option<ThinkingSwitch>,
@@ -204,4 +205,17 @@ pub(super) struct GrammarFormat<'a> {
 pub(super) struct GrammarDefinition<'a> {
     pub(super) syntax: &'static str,
     pub(super) definition: &'a str,
+}
+
+/// `tool_choice` naming one function: `{"type":"function","function":{"name":...}}`.
+#[derive(Debug, serde::Serialize)]
+pub(super) struct NamedFunction<'a> {
+    pub(super) r#type: &'static str,
+    pub(super) function: FunctionName<'a>,
+}
+
+/// The function a `tool_choice` names.
+#[derive(Debug, serde::Serialize)]
+pub(super) struct FunctionName<'a> {
+    pub(super) name: &'a str,
 }

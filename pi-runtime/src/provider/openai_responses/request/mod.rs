@@ -1,6 +1,6 @@
-//! Request conversion (context -> the JSON body POSTed) for `openai-responses` (SPEC §7.7):
-//! flat function tools, reasoning options, and the transcript as input items with the
-//! reasoning items replayed in place.
+//! Request conversion (context -> the JSON body POSTed) for `openai-responses`, as pi 1.6
+//! sends it: flat function tools, reasoning options, and the transcript as input items with
+//! the reasoning items replayed in place.
 
 mod wire;
 
@@ -9,10 +9,11 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use self::wire::{
-    FunctionCall, FunctionCallOutput, FunctionTool, InputContent, InputItem, OutputMessage,
-    OutputText, Reasoning, ResponsesRequest, ToolOutput,
+    FunctionCall, FunctionCallOutput, FunctionTool, InputContent, InputItem, NamedFunction,
+    OutputMessage, OutputText, Reasoning, ResponsesRequest, ToolOutput,
 };
 use crate::message::{AssistantMessage, ContentBlock, Message, ToolResultMessage, UserContent};
+use crate::provider::choice::OpenAiToolChoice;
 use crate::provider::thinking::{self, Mapped};
 use crate::provider::{Model, ids, strict, tokens, transform};
 use crate::stream::{CacheRetention, Context, StreamOptions, ThinkingLevel};
@@ -85,7 +86,12 @@ pub(crate) fn build_request(
         max_output_tokens: tokens::max_tokens(model, context, options).max(MIN_OUTPUT_TOKENS),
         temperature: options.temperature,
         tools,
-        tool_choice: options.tool_choice.as_ref(),
+        tool_choice: options.tool_choice.as_ref().map(|choice| {
+            OpenAiToolChoice::new(choice, |name| NamedFunction {
+                r#type: "function",
+                name,
+            })
+        }),
         reasoning,
         include: effort.map(|_| [INCLUDE_REASONING]),
     };

@@ -5,6 +5,8 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::provider::choice::OpenAiToolChoice;
+
 /// The body of `POST /responses`.
 #[derive(Debug, Serialize)]
 pub(super) struct ResponsesRequest<'a> {
@@ -25,9 +27,8 @@ pub(super) struct ResponsesRequest<'a> {
     pub(super) temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) tools: Option<Vec<FunctionTool<'a>>>,
-    /// `"auto"`, `"none"`, `"required"` or an object, forwarded verbatim.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) tool_choice: Option<&'a Value>,
+    pub(super) tool_choice: Option<OpenAiToolChoice<'a, NamedFunction<'a>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) reasoning: Option<Reasoning<'a>>,
     /// `["reasoning.encrypted_content"]` when reasoning is on: the reasoning comes back
@@ -145,4 +146,11 @@ pub(super) struct FunctionCallOutput<'a> {
 pub(super) enum ToolOutput<'a> {
     Text(Cow<'a, str>),
     Parts(Vec<InputContent<'a>>),
+}
+
+/// `tool_choice` naming one function: `{"type":"function","name":...}`.
+#[derive(Debug, Serialize)]
+pub(super) struct NamedFunction<'a> {
+    pub(super) r#type: &'static str,
+    pub(super) name: &'a str,
 }

@@ -1,5 +1,5 @@
-//! Find and kill every process one `bash` call started, including the ones that left its
-//! process group or session.
+//! Find and kill every process one `bash` call or one stdio MCP server started, including
+//! the ones that left its process group or session.
 //!
 //! A process group alone is not enough: `setsid cmd &` (or `setpgid`) takes a process out of
 //! the shell's group, and a double fork (`(cmd &)`) reparents it to init, so neither the group
@@ -35,18 +35,21 @@
 //! anyway), and one handed to a service outside the tree (`systemd-run`, `at`). For those the
 //! output drain after a kill has a hard time limit, so they cannot keep the tool from
 //! returning.
+//!
+//! For a stdio MCP server, the server process plays the shell's part below.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-/// The environment variable that marks the processes of one call.
-pub(crate) const MARKER_VAR: &str = "PI_BASH_CALL";
+/// The environment variable that marks the processes of one call (or one stdio MCP server).
+pub(crate) const MARKER_VAR: &str = "PI_PROCESS_TREE";
 
 /// Scans stop after this many rounds even if each one still finds new processes (a fork
 /// bomb outrunning the freezer); what was found is killed anyway.
@@ -56,7 +59,7 @@ const MAX_ROUNDS: usize = 64;
 #[derive(Debug)]
 pub(crate) struct Tree {
     shell: Pid,
-    /// `PI_BASH_CALL=<token>`, as it appears in `/proc/<pid>/environ`.
+    /// `PI_PROCESS_TREE=<token>`, as it appears in `/proc/<pid>/environ`.
     entry: Vec<u8>,
     /// Cleared once the shell was reaped: from then on its pid may be given to an unrelated
     /// process, so only the marker identifies the call's processes.
@@ -84,9 +87,22 @@ impl Tree {
         }
     }
 
-    /// The shell was reaped.
+    /// The shell was reaped (bash's: an MCP server's tree has no shell to watch).
+    #[cfg(feature = "tools")]
     pub(crate) fn shell_reaped(&self) {
         self.shell_alive.store(false, Ordering::Relaxed);
+    }
+
+    /// [`kill`](Self::kill) on tokio's blocking threads (the walk reads `/proc`), or here when
+    /// the blocking pool is shutting down.
+    pub(crate) async fn kill_off_runtime(self: Arc<Self>) {
+        let walk = Arc::clone(&self);
+        if tokio::task::spawn_blocking(move || walk.kill())
+            .await
+            .is_err()
+        {
+            self.kill();
+        }
     }
 
     /// Freeze, then kill, every process of the call.
@@ -96,7 +112,7 @@ impl Tree {
         let shell_alive = self.shell_alive.load(Ordering::Relaxed);
         if shell_alive {
             // Freeze the group at once; the scans below add what left it.
-            let _ = killpg(self.shell, Signal::SIGSTOP);
+            crate::process::signal_group(self.shell, Signal::SIGSTOP);
         }
         let mut frozen: HashSet<i32> = HashSet::new();
         for _ in 0..MAX_ROUNDS {
@@ -123,7 +139,7 @@ impl Tree {
         if shell_alive {
             // SIGKILL reaches stopped processes too; the group kill covers a member that a
             // failed scan missed.
-            let _ = killpg(self.shell, Signal::SIGKILL);
+            crate::process::kill_group(self.shell);
         }
     }
 

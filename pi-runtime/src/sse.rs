@@ -1,4 +1,5 @@
-//! Server-sent events (the WHATWG `text/event-stream` format), decoded in one pass.
+//! Server-sent events (the WHATWG `text/event-stream` format), decoded in one pass: the one
+//! decoder of model responses (`provider::http`) and of MCP's streamable HTTP (`mcp::http`).
 //!
 //! The decoder owns one text buffer. A network piece is checked as UTF-8 once, as it
 //! arrives (an invalid byte fails at once, not when the body ends), and appended; a
@@ -15,24 +16,44 @@
 //!
 //! Spec rules kept: lines end with CRLF, LF or CR (a CR at the end of a piece waits for
 //! the next one's LF); a leading BOM is skipped; `:` lines are comments; one space after
-//! the field's colon is dropped; data lines join with LF; an event without data is not
-//! dispatched; an unnamed event is `message`; `id` and `retry` are ignored (the transport
-//! never reconnects); an unfinished event at the end of the body is dropped.
+//! the field's colon is dropped; data lines join with LF; an unnamed event is `message`; an
+//! `id` with a NUL is ignored, and so is a `retry` that is not a number; an unfinished event
+//! at the end of the body is dropped. A blank line ends an event that has any field: one
+//! without data has `data: None` (WHATWG does not dispatch it; the model transport skips it,
+//! MCP reads its `id` and `retry`).
 
 use std::ops::Range;
 
+use thiserror::Error;
+
 /// The most bytes of one event a response may send by default (16 MiB): far above any
 /// model's single delta, far below what would hurt a process.
+// MCP takes rmcp's limit instead.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) const DEFAULT_MAX_EVENT_BYTES: usize = 16 << 20;
 
 /// Above this, a buffer that shrank to much less is given back.
 const KEEP_CAPACITY: usize = 1 << 20;
 
-/// One dispatched event: its `event:` name (`message` when none) and its data.
+/// One event: its `event:` name (`message` when none), its data (`None` without a `data:`
+/// line), its `id` and its `retry` time in milliseconds.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Event<'a> {
     pub(crate) name: &'a str,
-    pub(crate) data: &'a str,
+    pub(crate) data: Option<&'a str>,
+    pub(crate) id: Option<&'a str>,
+    pub(crate) retry: Option<u64>,
+}
+
+/// Why a body cannot be decoded; each transport says it in its own words.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub(crate) enum SseError {
+    /// An event grew past the limit (bytes).
+    #[error("A server-sent event exceeds the limit of {}", byte_size(*.0))]
+    TooLarge(usize),
+    /// A byte that is not UTF-8 where it stands, at this offset of the body.
+    #[error("The response stream is not valid UTF-8: byte 0x{byte:02x} at offset {offset}")]
+    InvalidUtf8 { byte: u8, offset: u64 },
 }
 
 /// Where the current event's data is.
@@ -59,6 +80,8 @@ pub(crate) struct SseDecoder {
     event_start: usize,
     name: Option<Range<usize>>,
     data: Data,
+    id: Option<Range<usize>>,
+    retry: Option<u64>,
     joined: String,
     /// The last event was handed out; its state is cleared on the next call.
     dispatched: bool,
@@ -71,7 +94,7 @@ pub(crate) struct SseDecoder {
     /// Body bytes received, for the offset of an invalid byte.
     received: u64,
     /// An invalid byte ended the body: the error once the text before it is read.
-    failure: Option<String>,
+    failure: Option<SseError>,
     max_event_bytes: usize,
 }
 
@@ -84,6 +107,8 @@ impl SseDecoder {
             event_start: 0,
             name: None,
             data: Data::None,
+            id: None,
+            retry: None,
             joined: String::new(),
             dispatched: false,
             skip_lf: false,
@@ -96,6 +121,8 @@ impl SseDecoder {
     }
 
     /// A whole recorded body, read in place.
+    // Only the model transport replays recorded bodies.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn push_text(&mut self, text: String) {
         self.compact();
         if self.text.is_empty() && self.tail.is_empty() {
@@ -120,7 +147,7 @@ impl SseDecoder {
         }
     }
 
-    fn append(&mut self, mut piece: &[u8], offset: u64) -> Result<(), String> {
+    fn append(&mut self, mut piece: &[u8], offset: u64) -> Result<(), SseError> {
         if !self.tail.is_empty() {
             let tail_offset = offset - self.tail.len() as u64;
             let width = utf8_width(self.tail[0]);
@@ -161,7 +188,7 @@ impl SseDecoder {
     ///
     /// # Errors
     /// The body ends inside a UTF-8 character.
-    pub(crate) fn finish(&self) -> Result<(), String> {
+    pub(crate) fn finish(&self) -> Result<(), SseError> {
         if let Some(failure) = &self.failure {
             return Err(failure.clone());
         }
@@ -175,7 +202,7 @@ impl SseDecoder {
     ///
     /// # Errors
     /// The event grew past the limit, or the events before an invalid byte were all read.
-    pub(crate) fn next_event(&mut self) -> Result<Option<Event<'_>>, String> {
+    pub(crate) fn next_event(&mut self) -> Result<Option<Event<'_>>, SseError> {
         if self.dispatched {
             self.clear_event();
         }
@@ -208,7 +235,7 @@ impl SseDecoder {
             let Some(found) = memchr::memchr2(b'\n', b'\r', &bytes[from..window_end]) else {
                 self.scanned = window_end;
                 if window_end - line_start == budget {
-                    return Err(self.too_large());
+                    return Err(SseError::TooLarge(self.max_event_bytes));
                 }
                 if let Some(failure) = &self.failure {
                     return Err(failure.clone());
@@ -238,11 +265,7 @@ impl SseDecoder {
     fn line(&mut self, line: Range<usize>) -> bool {
         let bytes = &self.text.as_bytes()[line.clone()];
         if bytes.is_empty() {
-            if self.data != Data::None {
-                return true;
-            }
-            self.name = None;
-            return false;
+            return self.has_fields();
         }
         if bytes[0] == b':' {
             return false;
@@ -260,6 +283,12 @@ impl SseDecoder {
         match field {
             b"data" => self.data_line(value),
             b"event" => self.name = Some(value),
+            b"id" if !self.text.as_bytes()[value.clone()].contains(&0) => self.id = Some(value),
+            b"retry" => {
+                if let Ok(retry) = self.text[value].parse() {
+                    self.retry = Some(retry);
+                }
+            }
             _ => {}
         }
         false
@@ -288,21 +317,28 @@ impl SseDecoder {
             _ => "message",
         };
         let data = match &self.data {
-            Data::None => "",
-            Data::Line(range) => &self.text[range.clone()],
-            Data::Joined => &self.joined,
+            Data::None => None,
+            Data::Line(range) => Some(&self.text[range.clone()]),
+            Data::Joined => Some(self.joined.as_str()),
         };
-        Event { name, data }
+        Event {
+            name,
+            data,
+            id: self.id.clone().map(|range| &self.text[range]),
+            retry: self.retry,
+        }
     }
 
     fn has_fields(&self) -> bool {
-        self.name.is_some() || self.data != Data::None
+        self.name.is_some() || self.data != Data::None || self.id.is_some() || self.retry.is_some()
     }
 
     fn clear_event(&mut self) {
         self.dispatched = false;
         self.name = None;
         self.data = Data::None;
+        self.id = None;
+        self.retry = None;
         self.event_start = self.pos;
     }
 
@@ -327,19 +363,15 @@ impl SseDecoder {
         if let Some(name) = &mut self.name {
             shift(name);
         }
+        if let Some(id) = &mut self.id {
+            shift(id);
+        }
         if let Data::Line(range) = &mut self.data {
             shift(range);
         }
         if self.text.capacity() > KEEP_CAPACITY && self.text.len() < self.text.capacity() / 4 {
             self.text.shrink_to(KEEP_CAPACITY.max(self.text.len() * 2));
         }
-    }
-
-    fn too_large(&self) -> String {
-        format!(
-            "A server-sent event exceeds the limit of {} (HttpOptions::max_event_bytes)",
-            byte_size(self.max_event_bytes)
-        )
     }
 }
 
@@ -371,8 +403,8 @@ fn complete_prefix(piece: &[u8]) -> usize {
     len
 }
 
-fn invalid_utf8(byte: u8, offset: u64) -> String {
-    format!("The response stream is not valid UTF-8: byte 0x{byte:02x} at offset {offset}")
+fn invalid_utf8(byte: u8, offset: u64) -> SseError {
+    SseError::InvalidUtf8 { byte, offset }
 }
 
 /// `16 MiB`, `512 KiB` or `100 bytes`.
@@ -388,14 +420,16 @@ pub(crate) fn byte_size(bytes: usize) -> String {
 mod tests {
     use super::*;
 
-    /// Every event of `pieces` fed one by one, then the end, as `name: data`.
-    fn decode(pieces: &[&[u8]], max: usize) -> Result<Vec<String>, String> {
+    /// Every event with data of `pieces` fed one by one, then the end, as `name: data`.
+    fn decode(pieces: &[&[u8]], max: usize) -> Result<Vec<String>, SseError> {
         let mut decoder = SseDecoder::new(max);
         let mut events = Vec::new();
         for piece in pieces {
             decoder.push_bytes(piece);
             while let Some(event) = decoder.next_event()? {
-                events.push(format!("{}: {}", event.name, event.data));
+                if let Some(data) = event.data {
+                    events.push(format!("{}: {data}", event.name));
+                }
             }
         }
         decoder.finish()?;
@@ -443,6 +477,22 @@ mod tests {
     }
 
     #[test]
+    fn ids_and_retries_come_with_their_event() {
+        let mut decoder = SseDecoder::new(1024);
+        decoder.push_bytes(b"id: 7\nretry: 3000\n\nid: a\0b\nretry: soon\ndata: x\n\n");
+        let first = decoder.next_event().unwrap().unwrap();
+        assert_eq!(
+            (first.data, first.id, first.retry),
+            (None, Some("7"), Some(3000))
+        );
+        let second = decoder.next_event().unwrap().unwrap();
+        assert_eq!(
+            (second.data, second.id, second.retry),
+            (Some("x"), None, None)
+        );
+    }
+
+    #[test]
     fn an_unfinished_event_is_dropped() {
         assert_eq!(decode_every_split(b"data: a\n\ndata: b\n"), ["message: a"]);
     }
@@ -458,22 +508,22 @@ mod tests {
         // The events before it in the same piece come first.
         let mut decoder = SseDecoder::new(1024);
         decoder.push_bytes(b"data: ok\n\ndata: \xff\n\n");
-        assert_eq!(decoder.next_event().unwrap().unwrap().data, "ok");
+        assert_eq!(decoder.next_event().unwrap().unwrap().data, Some("ok"));
         assert!(decoder.next_event().is_err());
         let error = decode(&[b"data: ok\n\n", b"data: \xff", b"never read"], 1024).unwrap_err();
         assert_eq!(
-            error,
+            error.to_string(),
             "The response stream is not valid UTF-8: byte 0xff at offset 16"
         );
         // A lead byte whose next byte cannot follow it fails before more arrives.
         let error = decode(&[b"data: \xe0\x41"], 1024).unwrap_err();
         assert_eq!(
-            error,
+            error.to_string(),
             "The response stream is not valid UTF-8: byte 0xe0 at offset 6"
         );
         let error = decode(&[b"data: \xe6\x97"], 1024).unwrap_err();
         assert_eq!(
-            error,
+            error.to_string(),
             "The response stream is not valid UTF-8: byte 0xe6 at offset 6"
         );
     }
@@ -481,9 +531,10 @@ mod tests {
     #[test]
     fn an_event_over_the_limit_fails_without_waiting_for_its_end() {
         let error = decode(&[b"data: 0123456789", b"0123456789"], 16).unwrap_err();
+        assert_eq!(error, SseError::TooLarge(16));
         assert_eq!(
-            error,
-            "A server-sent event exceeds the limit of 16 bytes (HttpOptions::max_event_bytes)"
+            error.to_string(),
+            "A server-sent event exceeds the limit of 16 bytes"
         );
         // Comments and blank lines between events do not count.
         let events = decode(&[b": 0123456789\n\n\n: 0123456789\ndata: 0123\n\n"], 16);
@@ -503,11 +554,13 @@ mod tests {
             first,
             Event {
                 name: "a",
-                data: "1"
+                data: Some("1"),
+                id: None,
+                retry: None,
             }
         );
         let second = decoder.next_event().unwrap().unwrap();
-        assert_eq!(second.data, "2");
+        assert_eq!(second.data, Some("2"));
         assert_eq!(decoder.next_event().unwrap(), None);
     }
 
@@ -515,10 +568,10 @@ mod tests {
     fn read_text_is_dropped_before_a_piece_is_added() {
         let mut decoder = SseDecoder::new(1024);
         decoder.push_bytes(b"data: 1\n\ndata: 2");
-        assert_eq!(decoder.next_event().unwrap().unwrap().data, "1");
+        assert_eq!(decoder.next_event().unwrap().unwrap().data, Some("1"));
         assert_eq!(decoder.next_event().unwrap(), None);
         decoder.push_bytes(b"3\n\n");
         assert_eq!(decoder.text, "data: 23\n\n");
-        assert_eq!(decoder.next_event().unwrap().unwrap().data, "23");
+        assert_eq!(decoder.next_event().unwrap().unwrap().data, Some("23"));
     }
 }

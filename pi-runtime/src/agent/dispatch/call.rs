@@ -1,50 +1,82 @@
-//! One tool call's pipeline (SPEC §3): prepare (abort check, lookup, `prepare_arguments`,
+//! One tool call's pipeline: prepare (abort check, lookup, `prepare_arguments`,
 //! validation, `before_tool_call`, abort check), execute with progress updates, finalize
 //! (`after_tool_call`). No events here: the batch module decides when they are emitted.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::pin;
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use futures::channel::mpsc;
+use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::failure::{self, ABORTED, BLOCKED, CallFailure};
-use super::hooks::{AfterToolCall, BeforeToolCall, Hooks, ToolCallDecision};
+use crate::agent::failure::{self, BLOCKED, CallFailure, OPERATION_ABORTED};
+use crate::agent::hooks::{AfterToolCall, BeforeToolCall, Hooks, ToolCallDecision};
+use crate::agent::turn_tools::TurnTools;
 use crate::args::ValidationError;
 use crate::message::{AssistantMessage, Message, ToolCall, ToolResultMessage, now_ms};
-use crate::tool::{
-    Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolRegistry, ToolResult,
-};
+use crate::tool::context::ToolCaller;
+use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult};
 
 /// How long a running tool may ignore the run's cancellation before the loop stops waiting
 /// for it: a run must end even when a tool never looks at its signal.
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(1);
 
-/// What every call of one batch shares; cheap to clone into a spawned job.
-#[derive(Clone)]
-pub(crate) struct CallScope {
-    pub(crate) hooks: Arc<Hooks>,
-    pub(crate) assistant: Arc<AssistantMessage>,
-    pub(crate) messages: Arc<[Message]>,
+/// When a run stops its calls: its cancellation signal, and the time limit that fires it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RunLimits {
     pub(crate) signal: CancellationToken,
     /// When the run's time limit cancels the signal, if it has one.
     pub(crate) deadline: Option<Instant>,
+}
+
+/// What every call of one batch shares, in one `Arc` that each spawned job and each
+/// running tool's context holds. Made only by the [`Dispatcher`](super::Dispatcher).
+pub(super) struct CallScope {
+    pub(super) tools: Arc<TurnTools>,
+    pub(super) hooks: Arc<Hooks>,
+    /// The response the calls belong to; `None` for a call from outside the loop.
+    pub(super) assistant: Option<Arc<AssistantMessage>>,
+    pub(super) messages: Arc<[Message]>,
+    pub(super) limits: Arc<RunLimits>,
     /// Record arguments and results on the tool spans.
-    pub(crate) capture_content: bool,
+    pub(super) capture_content: bool,
+}
+
+/// A tool's own calls of other tools ([`ToolContext::call_tool`](crate::ToolContext::call_tool))
+/// take the pipeline of the scope that runs the tool, one at a time per call, without a
+/// lane: the calling tool may itself hold one.
+impl ToolCaller for CallScope {
+    fn call(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move {
+            match prepare(&call, &self).await {
+                Preflight::Immediate(outcome) => outcome.result,
+                Preflight::Ready(ready) => {
+                    execute(ready, &call, &self, |_| std::future::ready(()))
+                        .await
+                        .result
+                }
+            }
+        })
+    }
 }
 
 impl CallScope {
+    fn signal(&self) -> &CancellationToken {
+        &self.limits.signal
+    }
+
     /// Why the signal fired: the time limit, or an abort.
     fn stop_failure(&self) -> CallFailure {
-        match self.deadline {
+        match self.limits.deadline {
             Some(deadline) if Instant::now() >= deadline => CallFailure::Timeout,
             _ => CallFailure::Cancelled,
         }
@@ -72,10 +104,10 @@ impl Outcome {
 
     /// A call the run's signal stopped before `execute`.
     fn stopped(scope: &CallScope) -> Self {
-        Outcome::failed(scope.stop_failure(), ABORTED)
+        Outcome::failed(scope.stop_failure(), OPERATION_ABORTED)
     }
 
-    /// The transcript message of this outcome (SPEC §3.6).
+    /// The transcript message of this outcome.
     pub(crate) fn into_message(self, call: &ToolCall) -> ToolResultMessage {
         ToolResultMessage {
             tool_call_id: call.id.clone(),
@@ -91,9 +123,9 @@ impl Outcome {
 }
 
 /// A call that passed preparation and may execute.
-pub(crate) struct Ready {
-    pub(crate) tool: Arc<dyn ToolDefinition>,
-    pub(crate) args: Value,
+pub(super) struct Ready {
+    pub(super) tool: Arc<dyn ToolDefinition>,
+    pub(super) args: Value,
 }
 
 /// The result of preparation.
@@ -101,17 +133,17 @@ pub(crate) struct Ready {
     clippy::large_enum_variant,
     reason = "made once per call and matched at once; boxing would allocate for each call that stops early"
 )]
-pub(crate) enum Preflight {
+pub(super) enum Preflight {
     Immediate(Outcome),
     Ready(Ready),
 }
 
-/// Prepare one call (SPEC §3.2). Never fails: every failure is an immediate outcome.
-pub(crate) async fn prepare(call: &ToolCall, tools: &ToolRegistry, scope: &CallScope) -> Preflight {
-    if scope.signal.is_cancelled() {
+/// Prepare one call. Never fails: every failure is an immediate outcome.
+pub(super) async fn prepare(call: &ToolCall, scope: &CallScope) -> Preflight {
+    if scope.signal().is_cancelled() {
         return Preflight::Immediate(Outcome::stopped(scope));
     }
-    let Some(tool) = tools.get(&call.name) else {
+    let Some(tool) = scope.tools.get(&call.name) else {
         let outcome = Outcome::failed(CallFailure::NotFound, failure::not_found(&call.name));
         return Preflight::Immediate(outcome);
     };
@@ -132,15 +164,15 @@ pub(crate) async fn prepare(call: &ToolCall, tools: &ToolRegistry, scope: &CallS
     };
     if let Some(before) = &scope.hooks.before_tool_call {
         let context = BeforeToolCall {
-            assistant_message: Arc::clone(&scope.assistant),
+            assistant_message: scope.assistant.clone(),
             tool_call: call.clone(),
             args: args.clone(),
             messages: Arc::clone(&scope.messages),
-            signal: scope.signal.clone(),
+            signal: scope.signal().clone(),
         };
         let decision = guarded(|| before(context)).await;
-        // An abort while the hook ran wins over whatever the hook answered (SPEC §3.2).
-        if scope.signal.is_cancelled() {
+        // An abort while the hook ran wins over whatever the hook answered (as in pi).
+        if scope.signal().is_cancelled() {
             return Preflight::Immediate(Outcome::stopped(scope));
         }
         match decision {
@@ -166,8 +198,9 @@ pub(crate) async fn prepare(call: &ToolCall, tools: &ToolRegistry, scope: &CallS
     })
 }
 
-/// Validate a call's arguments for `tool`, as the loop does before `execute` (SPEC §4.1),
-/// without `prepare_arguments`. A call whose final arguments failed to parse fails with
+/// Validate a call's arguments for `tool`, as the loop does before `execute` (coercion, then
+/// the schema check; see [`args`](crate::args)), without `prepare_arguments`. A call whose
+/// final arguments failed to parse fails with
 /// `Invalid arguments for tool "<name>": <argumentsError>`.
 ///
 /// ```
@@ -202,15 +235,15 @@ fn validate_prepared(
     tool.validate(prepared)
 }
 
-/// Execute a prepared call, then run `after_tool_call` (SPEC §3.4, §3.5).
+/// Execute a prepared call, then run `after_tool_call`.
 ///
 /// Each progress update the tool sends while it runs is handed to `on_update` and awaited
 /// before the next; updates still queued when `execute` settles are delivered too, and the
-/// channel is closed right after, so later updates are dropped (SPEC §5.12).
-pub(crate) async fn execute<U, UF>(
+/// channel is closed right after, so later updates are dropped silently.
+pub(super) async fn execute<U, UF>(
     ready: Ready,
     call: &ToolCall,
-    scope: &CallScope,
+    scope: &Arc<CallScope>,
     mut on_update: U,
 ) -> Outcome
 where
@@ -218,16 +251,21 @@ where
     UF: Future<Output = ()>,
 {
     let Ready { tool, args } = ready;
-    if scope.signal.is_cancelled() {
+    if scope.signal().is_cancelled() {
         return Outcome::stopped(scope);
     }
     let (tx, mut rx) = mpsc::unbounded();
-    let context = ToolContext::new(call.id.clone(), scope.signal.clone(), Some(tx));
+    let context = ToolContext::dispatched(
+        call.id.clone(),
+        scope.signal().clone(),
+        tx,
+        Arc::clone(scope) as Arc<dyn ToolCaller>,
+    );
     // `after_tool_call` needs the arguments too; only then is a copy worth making.
     let kept_args = scope.hooks.after_tool_call.as_ref().map(|_| args.clone());
     let started = Instant::now();
     let mut running = pin!(guarded(|| tool.execute(call.id.clone(), args, context)));
-    let mut given_up = pin!(give_up(&scope.signal));
+    let mut given_up = pin!(give_up(scope.signal()));
     let settled = loop {
         tokio::select! {
             biased;
@@ -268,12 +306,12 @@ where
     let mut result = result;
     if let (Some(after), Some(args)) = (&scope.hooks.after_tool_call, kept_args) {
         let context = AfterToolCall {
-            assistant_message: Arc::clone(&scope.assistant),
+            assistant_message: scope.assistant.clone(),
             tool_call: call.clone(),
             args,
             result: result.clone(),
             messages: Arc::clone(&scope.messages),
-            signal: scope.signal.clone(),
+            signal: scope.signal().clone(),
         };
         match guarded(|| after(context)).await {
             Ok(Ok(patch)) => {
@@ -309,17 +347,66 @@ async fn give_up(signal: &CancellationToken) {
 }
 
 /// Run a user future, turning a panic (while creating or polling it) into its message.
+///
+/// Such a panic is a result the model and the caller see, so the process's panic hook does
+/// not print it too (see [`quiet_caught_panics`]).
 pub(crate) async fn guarded<F, Fut>(make: F) -> Result<Fut::Output, String>
 where
     F: FnOnce() -> Fut,
     Fut: Future,
 {
-    let future =
-        std::panic::catch_unwind(AssertUnwindSafe(make)).map_err(|panic| panic_message(&*panic))?;
-    AssertUnwindSafe(future)
+    quiet_caught_panics();
+    let future = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let _caught = CaughtScope::enter();
+        make()
+    }))
+    .map_err(|panic| panic_message(&*panic))?;
+    let mut future = pin!(future);
+    let caught = futures::future::poll_fn(|cx| {
+        let _caught = CaughtScope::enter();
+        future.as_mut().poll(cx)
+    });
+    AssertUnwindSafe(caught)
         .catch_unwind()
         .await
         .map_err(|panic| panic_message(&*panic))
+}
+
+thread_local! {
+    /// How many [`CaughtScope`]s are open on this thread.
+    static CAUGHT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Marks this thread as running user code whose panics become results, until dropped
+/// (unwinding included).
+struct CaughtScope;
+
+impl CaughtScope {
+    fn enter() -> Self {
+        CAUGHT.with(|caught| caught.set(caught.get() + 1));
+        CaughtScope
+    }
+}
+
+impl Drop for CaughtScope {
+    fn drop(&mut self) {
+        CAUGHT.with(|caught| caught.set(caught.get().saturating_sub(1)));
+    }
+}
+
+/// Wrap the process's panic hook, once: a panic inside a [`CaughtScope`] becomes a tool or
+/// hook result (and a `tracing` warning on the call's span), so it is not printed; every
+/// other panic goes to the hook that was there before.
+fn quiet_caught_panics() {
+    static WRAPPED: Once = Once::new();
+    WRAPPED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if CAUGHT.with(Cell::get) == 0 {
+                previous(info);
+            }
+        }));
+    });
 }
 
 /// The message of a panic payload (`panic!("...")` gives a `&str` or a `String`).

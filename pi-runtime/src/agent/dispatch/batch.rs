@@ -1,6 +1,8 @@
-//! One batch of tool calls: sequential (SPEC §5.3), parallel in three phases (§5.4), or
-//! refused because the response was cut off (§5.7). Emits the tool events and the result
-//! messages in the orders §5.5 guarantees.
+//! One batch of tool calls: sequential, parallel in three phases (preflight in source order,
+//! then execution concurrently, then the result messages), or refused because the response
+//! was cut off. Emits the tool events and the result messages in the orders pi guarantees:
+//! starts and result messages in source order; in parallel mode a call that ends before
+//! `execute` ends during the preflight, and executed calls end in completion order.
 
 use std::pin::pin;
 use std::sync::Arc;
@@ -10,62 +12,69 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
+use serde::{Deserialize, Serialize};
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tracing::{Instrument, Span};
 
-use super::AgentEvent;
 use super::call::{self, CallScope, Outcome, Preflight, Ready};
-use super::failure::{self, CallFailure};
-use super::sink::Bus;
-use super::telemetry;
-use crate::message::{StopReason, ToolCall, ToolResultMessage};
-use crate::tool::{ExecutionMode, ToolRegistry, ToolResult};
+use crate::agent::AgentEvent;
+use crate::agent::failure::{self, CallFailure};
+use crate::agent::sink::Bus;
+use crate::agent::telemetry;
+use crate::message::{AssistantMessage, StopReason, ToolCall, ToolResultMessage};
+use crate::tool::ToolResult;
 
-/// The results of a batch, in source order, and whether the run should stop after it.
+/// What a result message does not carry: whether the call asked to end the run, and how it
+/// failed. Records go with the result messages they describe, in the same order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CallRecord {
+    pub(crate) terminate: bool,
+    pub(crate) failure: Option<CallFailure>,
+}
+
+/// The results of a batch, in source order, what each result message does not say, and
+/// whether the run should stop after it.
 #[derive(Debug)]
 pub(crate) struct BatchOutcome {
     pub(crate) results: Vec<Arc<ToolResultMessage>>,
+    pub(crate) records: Vec<CallRecord>,
     pub(crate) terminate: bool,
 }
 
-/// Run every call of `scope.assistant`.
-pub(crate) async fn run_batch(
-    tools: &ToolRegistry,
-    mode: ExecutionMode,
-    scope: CallScope,
-    bus: &Bus,
-) -> BatchOutcome {
-    let calls: Vec<&ToolCall> = scope.assistant.tool_calls().collect();
-    let outcomes = if scope.assistant.stop_reason == StopReason::Length {
-        truncated(&calls, &scope, bus).await
-    } else if is_sequential(tools, mode, &calls) {
-        sequential(&calls, tools, &scope, bus).await
-    } else {
-        parallel(&calls, tools, &scope, bus).await
+/// Run every call of `scope.assistant`: one after the other when `sequential`.
+pub(super) async fn run(scope: Arc<CallScope>, sequential: bool, bus: &Bus) -> BatchOutcome {
+    let Some(assistant) = scope.assistant.clone() else {
+        return BatchOutcome {
+            results: Vec::new(),
+            records: Vec::new(),
+            terminate: false,
+        };
     };
-    let terminate = !outcomes.is_empty() && outcomes.iter().all(|(_, t)| *t);
+    let calls: Vec<&ToolCall> = assistant.tool_calls().collect();
+    let outcomes = if assistant.stop_reason == StopReason::Length {
+        truncated(&calls, &scope, bus).await
+    } else if sequential {
+        sequential_calls(&calls, &scope, bus).await
+    } else {
+        parallel(&calls, &assistant, &scope, bus).await
+    };
+    let terminate = !outcomes.is_empty() && outcomes.iter().all(|(_, record)| record.terminate);
+    let records = outcomes.iter().map(|(_, record)| *record).collect();
+    // Collected in place, into the allocation of `outcomes`.
+    let results = outcomes.into_iter().map(|(message, _)| message).collect();
     BatchOutcome {
-        results: outcomes.into_iter().map(|(message, _)| message).collect(),
+        results,
+        records,
         terminate,
     }
 }
 
-/// One sequential tool makes the whole batch sequential; unknown tools do not count
-/// (SPEC §5.2).
-fn is_sequential(tools: &ToolRegistry, mode: ExecutionMode, calls: &[&ToolCall]) -> bool {
-    mode == ExecutionMode::Sequential
-        || calls.iter().any(|call| {
-            tools
-                .get(&call.name)
-                .is_some_and(|tool| tool.execution_mode() == ExecutionMode::Sequential)
-        })
-}
+type Finished = (Arc<ToolResultMessage>, CallRecord);
 
-type Finished = (Arc<ToolResultMessage>, bool);
-
-/// A `length` response: no call runs; each gets the truncation error (SPEC §5.7).
+/// A `length` response: no call runs; each gets the truncation error.
 async fn truncated(calls: &[&ToolCall], scope: &CallScope, bus: &Bus) -> Vec<Finished> {
     let mut finished = Vec::with_capacity(calls.len());
     for call in calls {
@@ -77,18 +86,11 @@ async fn truncated(calls: &[&ToolCall], scope: &CallScope, bus: &Bus) -> Vec<Fin
     finished
 }
 
-async fn sequential(
-    calls: &[&ToolCall],
-    tools: &ToolRegistry,
-    scope: &CallScope,
-    bus: &Bus,
-) -> Vec<Finished> {
+async fn sequential_calls(calls: &[&ToolCall], scope: &Arc<CallScope>, bus: &Bus) -> Vec<Finished> {
     let mut finished = Vec::with_capacity(calls.len());
     for call in calls {
         let span = emit_start(call, scope, bus).await;
-        let prepared = call::prepare(call, tools, scope)
-            .instrument(span.clone())
-            .await;
+        let prepared = call::prepare(call, scope).instrument(span.clone()).await;
         let outcome = match prepared {
             Preflight::Immediate(outcome) => outcome,
             Preflight::Ready(ready) => {
@@ -105,8 +107,8 @@ async fn sequential(
 
 async fn parallel(
     calls: &[&ToolCall],
-    tools: &ToolRegistry,
-    scope: &CallScope,
+    assistant: &Arc<AssistantMessage>,
+    scope: &Arc<CallScope>,
     bus: &Bus,
 ) -> Vec<Finished> {
     // Phase 1: preflight in source order; immediate outcomes end right away.
@@ -115,10 +117,7 @@ async fn parallel(
     let mut ready = Vec::new();
     for (index, call) in calls.iter().enumerate() {
         let span = emit_start(call, scope, bus).await;
-        match call::prepare(call, tools, scope)
-            .instrument(span.clone())
-            .await
-        {
+        match call::prepare(call, scope).instrument(span.clone()).await {
             Preflight::Immediate(outcome) => {
                 emit_end(call, &outcome, &span, scope, bus).await;
                 outcomes[index] = Some(outcome);
@@ -141,7 +140,7 @@ async fn parallel(
             outcomes[index] = Some(outcome);
         }
     } else if !ready.is_empty() {
-        run_jobs(ready, calls, &spans, scope, bus, &mut outcomes).await;
+        run_jobs(ready, calls, assistant, &spans, scope, bus, &mut outcomes).await;
     }
 
     // Phase 3: result messages in source order.
@@ -177,8 +176,9 @@ enum JobReport {
 async fn run_jobs(
     ready: Vec<(usize, Ready)>,
     calls: &[&ToolCall],
+    assistant: &Arc<AssistantMessage>,
     spans: &[Span],
-    scope: &CallScope,
+    scope: &Arc<CallScope>,
     bus: &Bus,
     outcomes: &mut [Option<Outcome>],
 ) {
@@ -186,20 +186,21 @@ async fn run_jobs(
     let mut jobs = Jobs::for_this_runtime();
     let mut previous_started: Option<oneshot::Receiver<()>> = None;
     // A job finds its call in the shared assistant message rather than in a copy.
-    let blocks: Vec<usize> = (scope.assistant.content.iter().enumerate())
+    let blocks: Vec<usize> = (assistant.content.iter().enumerate())
         .filter(|(_, block)| block.as_tool_call().is_some())
         .map(|(at, _)| at)
         .collect();
     for (index, job) in ready {
         let block = blocks[index];
-        let scope = scope.clone();
+        let scope = Arc::clone(scope);
+        let assistant = Arc::clone(assistant);
         let tx = tx.clone();
         let (started, next_may_start) = oneshot::channel();
         let may_start = previous_started.replace(next_may_start);
         let span = spans[index].clone();
         let job = async move {
             // Always there; a job that reports nothing ends as "the tool task ended early".
-            let Some(call) = scope.assistant.content[block].as_tool_call() else {
+            let Some(call) = assistant.content[block].as_tool_call() else {
                 return;
             };
             if let Some(mut may_start) = may_start
@@ -292,7 +293,7 @@ impl Jobs {
 }
 
 /// Execute a prepared call on the loop's own task, emitting its updates directly.
-async fn execute_here(ready: Ready, call: &ToolCall, scope: &CallScope, bus: &Bus) -> Outcome {
+async fn execute_here(ready: Ready, call: &ToolCall, scope: &Arc<CallScope>, bus: &Bus) -> Outcome {
     call::execute(ready, call, scope, |partial| {
         emit_update(call, partial, bus)
     })
@@ -334,7 +335,10 @@ async fn emit_end(call: &ToolCall, outcome: &Outcome, span: &Span, scope: &CallS
 }
 
 async fn emit_result(call: &ToolCall, outcome: Outcome, bus: &Bus) -> Finished {
-    let terminate = outcome.result.terminate;
+    let record = CallRecord {
+        terminate: outcome.result.terminate,
+        failure: outcome.failure,
+    };
     let message = Arc::new(outcome.into_message(call));
     bus.emit(AgentEvent::MessageStart {
         message: Arc::clone(&message).into(),
@@ -344,5 +348,5 @@ async fn emit_result(call: &ToolCall, outcome: Outcome, bus: &Bus) -> Finished {
         message: Arc::clone(&message).into(),
     })
     .await;
-    (message, terminate)
+    (message, record)
 }

@@ -1,0 +1,593 @@
+//! The run as data: a [`RunState`] holds everything a run has decided so far,
+//! and [`RunState::next`] says what the run needs done next. The state never does I/O: the
+//! driver (`run.rs`, in memory) performs each [`Effect`] and hands the answer back. Between
+//! effects the state serializes, so a run can stop after a batch and go on elsewhere.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::AgentEvent;
+use super::dispatch::{BatchOutcome, CallRecord};
+use super::hooks::TurnControl;
+use super::outcome::RunEnd;
+use crate::message::{AssistantMessage, Message, StopReason, ToolResultMessage, now_ms};
+use crate::stream::ThinkingLevel;
+
+/// The format version [`RunState`] serializes with; a state of another version is refused.
+pub const RUN_STATE_VERSION: u32 = 1;
+
+/// A run in progress, as data: the transcript, the inputs waiting to be added, where the
+/// loop stands, and the limits in force. It holds no tools and no model: whoever drives it
+/// supplies them.
+///
+/// It serializes with serde between steps (after a batch, for instance); the events a step
+/// queued but did not yet deliver are not part of it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunState {
+    version: u32,
+    /// The whole transcript; what this run added starts at `first_new`.
+    messages: Vec<Message>,
+    first_new: usize,
+    /// Queued messages to add before the next request.
+    pending: Vec<Message>,
+    phase: Phase,
+    first_turn: bool,
+    /// A `finish_turn` hook asked for one more request.
+    forced: bool,
+    /// The last batch asked for another request (it did not terminate).
+    more_tool_calls: bool,
+    /// Model requests made so far.
+    turns: usize,
+    /// The most model requests the run may make.
+    max_turns: Option<usize>,
+    /// The last batch asked the run to stop.
+    terminated: bool,
+    /// Why the run ended, once it did.
+    end: Option<RunEnd>,
+    /// The thinking level a `prepare_request` hook chose for the rest of the run.
+    thinking_level: Option<ThinkingLevel>,
+    /// When the run's time limit ends it, in milliseconds since the Unix epoch.
+    deadline_ms: Option<u64>,
+    /// One record per tool result of this run, in the order of the result messages: what a
+    /// result message alone does not say.
+    calls: Vec<CallRecord>,
+    /// Events a step decided on and the driver has not delivered yet, as small notes: each
+    /// event is built from the state when it is delivered, so an event is moved once.
+    #[serde(skip)]
+    outbox: VecDeque<Announce>,
+    /// The turn whose `turn_end` is in the outbox.
+    #[serde(skip)]
+    ended_turn: Option<(Arc<AssistantMessage>, Vec<Arc<ToolResultMessage>>)>,
+}
+
+/// An event waiting in the outbox.
+#[derive(Debug, Clone, Copy)]
+enum Announce {
+    AgentStart,
+    TurnStart,
+    /// `message_start` of the transcript's message at this index.
+    MessageStart(usize),
+    /// `message_end` of the transcript's message at this index.
+    MessageEnd(usize),
+    TurnEnd,
+    AgentEnd,
+}
+
+/// Where the loop stands.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(
+    tag = "phase",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+enum Phase {
+    /// Nothing happened yet.
+    Start {
+        prompts: Vec<Message>,
+        skip_initial_steering: bool,
+    },
+    /// Waiting for the steering queue.
+    Steering { then: AfterSteering },
+    /// Deciding whether to ask the model (again).
+    TurnCheck,
+    /// Waiting for the model's response.
+    Request,
+    /// Waiting for the response's batch.
+    Batch { response: Arc<AssistantMessage> },
+    /// Waiting for the `finish_turn` hook.
+    FinishTurn {
+        response: Arc<AssistantMessage>,
+        results: Vec<Arc<ToolResultMessage>>,
+    },
+    /// Waiting for the follow-up queue.
+    FollowUps,
+    /// The run ended.
+    Done,
+}
+
+/// What the steering messages are for.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum AfterSteering {
+    /// The first turn, which already started.
+    FirstTurn,
+    /// A later turn, about to start.
+    NextTurn,
+    /// The turn that just ended; the loop then decides whether to go on.
+    TurnEnded,
+}
+
+/// What the run needs next. Small, since every step returns one: an event waits in the
+/// state until [`RunState::take_event`] builds it.
+#[derive(Debug)]
+pub(crate) enum Effect {
+    /// Deliver [`RunState::take_event`], then ask again.
+    Emit,
+    /// Answer with [`RunState::queued`] and the steering queue's messages.
+    PollSteering,
+    /// Answer with [`RunState::queued`] and the follow-up queue's messages.
+    PollFollowUps,
+    /// Ask the model about [`RunState::transcript`]; answer with [`RunState::responded`].
+    Request,
+    /// Run this response's batch; answer with [`RunState::batch_finished`].
+    RunBatch(Arc<AssistantMessage>),
+    /// Ask the `finish_turn` hook about [`RunState::finishing_turn`]; answer with
+    /// [`RunState::turn_finished`].
+    FinishTurn,
+    /// The run ended; these are the messages it added.
+    Done(Vec<Message>),
+}
+
+/// The limits a new run starts with.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct StateLimits {
+    pub(crate) max_turns: Option<usize>,
+    pub(crate) deadline_ms: Option<u64>,
+}
+
+/// A state of a version this build cannot read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "run state version {found} is not supported (this build reads version {RUN_STATE_VERSION})"
+)]
+pub struct UnsupportedRunState {
+    found: u32,
+}
+
+impl RunState {
+    /// A run over `messages` that first adds `prompts`.
+    pub(crate) fn new(
+        messages: Vec<Message>,
+        prompts: Vec<Message>,
+        skip_initial_steering: bool,
+        limits: StateLimits,
+    ) -> Self {
+        RunState {
+            version: RUN_STATE_VERSION,
+            first_new: messages.len(),
+            messages,
+            pending: Vec::new(),
+            phase: Phase::Start {
+                prompts,
+                skip_initial_steering,
+            },
+            first_turn: true,
+            forced: false,
+            more_tool_calls: true,
+            turns: 0,
+            max_turns: limits.max_turns,
+            terminated: false,
+            end: None,
+            thinking_level: None,
+            deadline_ms: limits.deadline_ms,
+            calls: Vec::new(),
+            outbox: VecDeque::new(),
+            ended_turn: None,
+        }
+    }
+
+    /// Check a deserialized state before driving it.
+    ///
+    /// # Errors
+    /// The state was written by a build with another format version.
+    pub fn check_version(&self) -> Result<(), UnsupportedRunState> {
+        if self.version == RUN_STATE_VERSION {
+            Ok(())
+        } else {
+            Err(UnsupportedRunState {
+                found: self.version,
+            })
+        }
+    }
+
+    /// The transcript: the messages before the run and those it added.
+    pub fn transcript(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// How many messages the run has added so far.
+    pub fn new_messages(&self) -> usize {
+        self.messages.len() - self.first_new
+    }
+
+    /// The run ended.
+    pub fn is_done(&self) -> bool {
+        matches!(self.phase, Phase::Done)
+    }
+
+    /// Model requests made so far.
+    pub fn turns(&self) -> usize {
+        self.turns
+    }
+
+    /// Why the run ended, once it did.
+    pub fn end(&self) -> Option<&RunEnd> {
+        self.end.as_ref()
+    }
+
+    /// A batch just finished: its results are in the transcript, and the turn is about to
+    /// end.
+    #[cfg(test)]
+    pub(crate) fn is_after_batch(&self) -> bool {
+        matches!(&self.phase, Phase::FinishTurn { results, .. } if !results.is_empty())
+            && self.outbox.is_empty()
+    }
+
+    /// The absolute time limit, in milliseconds since the Unix epoch.
+    pub(crate) fn deadline_ms(&self) -> Option<u64> {
+        self.deadline_ms
+    }
+
+    /// The thinking level a `prepare_request` hook set for the rest of the run.
+    pub(crate) fn thinking_level(&self) -> Option<ThinkingLevel> {
+        self.thinking_level
+    }
+
+    pub(crate) fn set_thinking_level(&mut self, level: ThinkingLevel) {
+        self.thinking_level = Some(level);
+    }
+
+    /// What the run needs next. Phases that wait for an answer return the same effect until
+    /// it arrives.
+    pub(crate) fn next(&mut self) -> Effect {
+        if !self.outbox.is_empty() {
+            return Effect::Emit;
+        }
+        match &mut self.phase {
+            Phase::Start { .. } => {
+                let Phase::Start {
+                    prompts,
+                    skip_initial_steering,
+                } = std::mem::replace(&mut self.phase, Phase::TurnCheck)
+                else {
+                    unreachable!("matched above")
+                };
+                self.outbox.push_back(Announce::AgentStart);
+                self.outbox.push_back(Announce::TurnStart);
+                for prompt in prompts {
+                    self.add(prompt);
+                }
+                if !skip_initial_steering {
+                    self.phase = Phase::Steering {
+                        then: AfterSteering::FirstTurn,
+                    };
+                }
+                self.next()
+            }
+            Phase::Steering { .. } => Effect::PollSteering,
+            Phase::TurnCheck => {
+                let wants_request = self.more_tool_calls || self.forced || !self.pending.is_empty();
+                if wants_request && self.max_turns.is_some_and(|max| self.turns >= max) {
+                    let max_turns = self.max_turns.unwrap_or_default();
+                    self.finish(RunEnd::TurnLimit { max_turns });
+                } else if wants_request {
+                    if self.first_turn {
+                        self.first_turn = false;
+                        self.begin_request();
+                    } else if self.pending.is_empty() {
+                        self.phase = Phase::Steering {
+                            then: AfterSteering::NextTurn,
+                        };
+                    } else {
+                        self.outbox.push_back(Announce::TurnStart);
+                        self.begin_request();
+                    }
+                } else {
+                    self.phase = Phase::FollowUps;
+                }
+                self.next()
+            }
+            Phase::Request => Effect::Request,
+            Phase::Batch { response } => Effect::RunBatch(Arc::clone(response)),
+            Phase::FinishTurn { .. } => Effect::FinishTurn,
+            Phase::FollowUps => Effect::PollFollowUps,
+            // The run is over: its messages move out of the state.
+            Phase::Done => Effect::Done(
+                self.messages
+                    .split_off(self.first_new.min(self.messages.len())),
+            ),
+        }
+    }
+
+    /// The turn the `finish_turn` hook is asked about: its response and its batch's results.
+    pub(crate) fn finishing_turn(
+        &self,
+    ) -> Option<(&Arc<AssistantMessage>, &[Arc<ToolResultMessage>])> {
+        match &self.phase {
+            Phase::FinishTurn { response, results } => Some((response, results)),
+            _ => None,
+        }
+    }
+
+    /// The messages of the queue [`next`](Self::next) asked for.
+    pub(crate) fn queued(&mut self, messages: Vec<Message>) {
+        match self.phase {
+            Phase::Steering { then } => {
+                self.pending = messages;
+                match then {
+                    AfterSteering::FirstTurn | AfterSteering::TurnEnded => {
+                        self.phase = Phase::TurnCheck;
+                    }
+                    AfterSteering::NextTurn => {
+                        self.outbox.push_back(Announce::TurnStart);
+                        self.begin_request();
+                    }
+                }
+            }
+            Phase::FollowUps => {
+                if messages.is_empty() {
+                    let end = if self.terminated {
+                        RunEnd::Terminated
+                    } else {
+                        RunEnd::Completed
+                    };
+                    self.finish(end);
+                } else {
+                    self.pending = messages;
+                    self.more_tool_calls = true;
+                    self.phase = Phase::TurnCheck;
+                }
+            }
+            _ => debug_assert!(false, "no queue was asked for"),
+        }
+    }
+
+    /// The model's response (already delivered as events by the driver).
+    pub(crate) fn responded(&mut self, response: Arc<AssistantMessage>) {
+        self.messages.push(Arc::clone(&response).into());
+        self.turns += 1;
+        self.more_tool_calls = false;
+        self.terminated = false;
+        self.phase = if response.stop_reason.is_failure() || response.tool_calls().next().is_none()
+        {
+            // Calls in a failed response never run: its content may be cut off anywhere.
+            Phase::FinishTurn {
+                response,
+                results: Vec::new(),
+            }
+        } else {
+            Phase::Batch { response }
+        };
+    }
+
+    /// The batch's results (already delivered as events by the driver).
+    pub(crate) fn batch_finished(&mut self, batch: BatchOutcome) {
+        let Phase::Batch { response } = std::mem::replace(&mut self.phase, Phase::TurnCheck) else {
+            debug_assert!(false, "no batch was asked for");
+            return;
+        };
+        self.more_tool_calls = !batch.terminate;
+        self.terminated = batch.terminate;
+        self.messages
+            .extend(batch.results.iter().cloned().map(Message::from));
+        self.calls.extend(batch.records);
+        self.phase = Phase::FinishTurn {
+            response,
+            results: batch.results,
+        };
+    }
+
+    /// The `finish_turn` hook's answer.
+    pub(crate) fn turn_finished(&mut self, control: TurnControl) {
+        let Phase::FinishTurn { response, results } =
+            std::mem::replace(&mut self.phase, Phase::TurnCheck)
+        else {
+            debug_assert!(false, "no turn was finishing");
+            return;
+        };
+        // A failed response ends the run; the hook's answer cannot keep it going.
+        let failed = match response.stop_reason {
+            StopReason::Aborted => Some(RunEnd::Aborted),
+            StopReason::Error => Some(RunEnd::ModelError {
+                message: response.error_message.clone().unwrap_or_default(),
+            }),
+            _ => None,
+        };
+        self.ended_turn = Some((response, results));
+        self.outbox.push_back(Announce::TurnEnd);
+        if let Some(end) = failed {
+            return self.finish(end);
+        }
+        match control {
+            TurnControl::End => return self.finish(RunEnd::EndedByHook),
+            TurnControl::Continue => self.forced = true,
+            TurnControl::Proceed => {}
+        }
+        self.phase = Phase::Steering {
+            then: AfterSteering::TurnEnded,
+        };
+    }
+
+    /// Add the pending messages and ask the model.
+    fn begin_request(&mut self) {
+        self.forced = false;
+        for message in std::mem::take(&mut self.pending) {
+            self.add(message);
+        }
+        self.phase = Phase::Request;
+    }
+
+    /// A prompt or a queued message: announced, then part of the transcript.
+    fn add(&mut self, message: Message) {
+        let at = self.messages.len();
+        self.messages.push(message);
+        self.outbox.push_back(Announce::MessageStart(at));
+        self.outbox.push_back(Announce::MessageEnd(at));
+    }
+
+    fn finish(&mut self, end: RunEnd) {
+        self.outbox.push_back(Announce::AgentEnd);
+        self.end = Some(end);
+        self.phase = Phase::Done;
+    }
+
+    /// The next event to deliver, after [`Effect::Emit`].
+    pub(crate) fn take_event(&mut self) -> Option<AgentEvent> {
+        let announce = self.outbox.pop_front()?;
+        Some(match announce {
+            Announce::AgentStart => AgentEvent::AgentStart,
+            Announce::TurnStart => AgentEvent::TurnStart,
+            Announce::MessageStart(at) => AgentEvent::MessageStart {
+                message: self.messages[at].clone(),
+            },
+            Announce::MessageEnd(at) => AgentEvent::MessageEnd {
+                message: self.messages[at].clone(),
+            },
+            Announce::TurnEnd => {
+                let (message, tool_results) = self
+                    .ended_turn
+                    .take()
+                    .unwrap_or_else(|| unreachable!("a turn_end note follows the turn it ends"));
+                AgentEvent::TurnEnd {
+                    message,
+                    tool_results,
+                }
+            }
+            Announce::AgentEnd => AgentEvent::AgentEnd {
+                messages: self.messages[self.first_new..].to_vec(),
+            },
+        })
+    }
+}
+
+/// A deadline `limit` from now, in milliseconds since the Unix epoch.
+pub(crate) fn deadline_after(limit: std::time::Duration) -> u64 {
+    now_ms().saturating_add(u64::try_from(limit.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The [`Instant`](tokio::time::Instant) of a deadline given in milliseconds since the Unix
+/// epoch (now, if it has passed).
+pub(crate) fn instant_at(deadline_ms: u64) -> tokio::time::Instant {
+    let left = deadline_ms.saturating_sub(now_ms());
+    tokio::time::Instant::now() + std::time::Duration::from_millis(left)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::agent::Agent;
+    use crate::provider::faux::{FauxModel, FauxResponse};
+    use crate::tool::{FnTool, ToolResult};
+
+    /// A model that calls `count` twice, one batch each, then answers.
+    fn model() -> FauxModel {
+        FauxModel::new()
+            .respond(FauxResponse::tool_call("c1", "count", json!({"n": 1})))
+            .respond(FauxResponse::tool_call("c2", "count", json!({"n": 2})).and_text("more"))
+            .respond(FauxResponse::text("counted"))
+    }
+
+    /// An agent whose `count` tool records every execution in `ran`.
+    fn agent(model: FauxModel, ran: &Arc<Mutex<Vec<String>>>) -> Agent {
+        let ran = Arc::clone(ran);
+        let count = FnTool::new(
+            "count",
+            "Count.",
+            json!({"type": "object"}),
+            move |args, _| {
+                ran.lock().unwrap().push(args["n"].to_string());
+                async move { Ok(ToolResult::text(format!("counted {}", args["n"]))) }
+            },
+        );
+        Agent::builder().model(model).tools(count).build().unwrap()
+    }
+
+    /// The transcript without its clocks.
+    fn timeless(messages: &[Message]) -> Value {
+        fn strip(value: &mut Value) {
+            match value {
+                Value::Object(map) => {
+                    map.remove("timestamp");
+                    map.remove("durationMs");
+                    map.values_mut().for_each(strip);
+                }
+                Value::Array(items) => items.iter_mut().for_each(strip),
+                _ => {}
+            }
+        }
+        let mut value = serde_json::to_value(messages).unwrap();
+        strip(&mut value);
+        value
+    }
+
+    #[tokio::test]
+    async fn a_state_saved_after_a_batch_resumes_to_the_same_transcript() {
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let whole = agent(model(), &ran);
+        let uninterrupted = whole.prompt("count twice").await.unwrap();
+        assert_eq!(*ran.lock().unwrap(), ["1", "2"]);
+
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let first = agent(model(), &ran);
+        let state = first
+            .run_until("count twice", &RunState::is_after_batch)
+            .await
+            .expect("the run pauses after its first batch");
+        assert!(!first.is_streaming(), "the paused run frees its agent");
+        let saved = serde_json::to_string(&state).unwrap();
+        assert!(saved.contains(r#""phase":"finishTurn""#), "{saved}");
+
+        // Another agent, as a new process would build it, with the rest of the script.
+        let restored: RunState = serde_json::from_str(&saved).unwrap();
+        let rest = FauxModel::new()
+            .respond(FauxResponse::tool_call("c2", "count", json!({"n": 2})).and_text("more"))
+            .respond(FauxResponse::text("counted"));
+        let second = agent(rest, &ran);
+        let resumed = second.resume(restored).await.unwrap();
+        assert_eq!(timeless(&resumed), timeless(&uninterrupted));
+        assert_eq!(timeless(&second.messages()), timeless(&whole.messages()));
+        assert_eq!(*ran.lock().unwrap(), ["1", "2"], "each call ran once");
+    }
+
+    #[tokio::test]
+    async fn a_state_of_another_version_is_refused_before_anything_runs() {
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let first = agent(model(), &ran);
+        let state = first
+            .run_until("count twice", &RunState::is_after_batch)
+            .await
+            .unwrap();
+        let mut saved = serde_json::to_value(&state).unwrap();
+        saved["version"] = json!(RUN_STATE_VERSION + 1);
+        let future: RunState = serde_json::from_value(saved).unwrap();
+        let model = FauxModel::new();
+        let requests = model.clone();
+        let error = agent(model, &ran).resume(future).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "run state version {} is not supported (this build reads version {RUN_STATE_VERSION})",
+                RUN_STATE_VERSION + 1
+            )
+        );
+        assert_eq!(requests.request_count(), 0);
+        assert_eq!(*ran.lock().unwrap(), ["1"]);
+    }
+}

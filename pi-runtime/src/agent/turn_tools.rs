@@ -1,0 +1,118 @@
+//! The tools of one turn. The driver builds the set once before each request; the request's
+//! tool list, the system prompt's tool section and dispatch all read this one value, so a
+//! tool the model was not offered cannot run, and a tool it was offered is never "not
+//! found".
+
+use std::sync::Arc;
+
+use crate::tool::{Tool, ToolDefinition, ToolRegistry};
+
+/// A pinned view of the registry: the tools offered in one turn, in order.
+#[derive(Debug, Clone)]
+pub(crate) struct TurnTools {
+    registry: Arc<ToolRegistry>,
+    /// Registry indexes of the offered tools, in the order the model sees them.
+    offered: Vec<usize>,
+    /// `callable[i]`: registry entry `i` is offered (a constant-time lookup per call).
+    callable: Vec<bool>,
+}
+
+impl TurnTools {
+    /// The registry's active tools, in activation order.
+    pub(crate) fn active(registry: Arc<ToolRegistry>) -> Self {
+        let offered = registry.active_indexes().to_vec();
+        TurnTools::from_indexes(registry, offered)
+    }
+
+    /// The registered tools among `tools`, in their order: what a `prepare_request` hook left
+    /// in (or added to) the request. A listed tool that is not registered has nothing to run,
+    /// so a call to it is "not found".
+    pub(crate) fn named(registry: Arc<ToolRegistry>, tools: &[Tool]) -> Self {
+        let mut offered = Vec::with_capacity(tools.len());
+        for tool in tools {
+            if let Some(index) = registry.index_of(&tool.name)
+                && !offered.contains(&index)
+            {
+                offered.push(index);
+            }
+        }
+        TurnTools::from_indexes(registry, offered)
+    }
+
+    fn from_indexes(registry: Arc<ToolRegistry>, offered: Vec<usize>) -> Self {
+        let mut callable = vec![false; registry.len()];
+        for &index in &offered {
+            callable[index] = true;
+        }
+        TurnTools {
+            registry,
+            offered,
+            callable,
+        }
+    }
+
+    /// Every registered tool, offered or not.
+    pub(crate) fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.registry
+    }
+
+    /// The offered tool with this exact name.
+    pub(crate) fn get(&self, name: &str) -> Option<&Arc<dyn ToolDefinition>> {
+        let index = self.registry.index_of(name)?;
+        self.callable[index].then(|| self.registry.at(index))
+    }
+
+    /// The offered tools, in order.
+    pub(crate) fn offered(&self) -> impl Iterator<Item = &Arc<dyn ToolDefinition>> {
+        self.offered.iter().map(|&index| self.registry.at(index))
+    }
+
+    /// What the request declares: each offered tool's definition.
+    pub(crate) fn definitions(&self) -> Vec<Tool> {
+        self.offered()
+            .map(|tool| tool.definition().clone())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::{FnTool, ToolResult};
+    use serde_json::json;
+
+    fn registry(names: &[&str]) -> Arc<ToolRegistry> {
+        let tools: Vec<Arc<dyn ToolDefinition>> = names
+            .iter()
+            .map(|name| {
+                Arc::new(FnTool::new(
+                    *name,
+                    "A tool.",
+                    json!({"type": "object"}),
+                    |_, _| async { Ok(ToolResult::text("ok")) },
+                )) as Arc<dyn ToolDefinition>
+            })
+            .collect();
+        Arc::new(ToolRegistry::new(tools).unwrap())
+    }
+
+    #[test]
+    fn a_request_narrowed_by_a_hook_narrows_dispatch() {
+        let mut tools = ToolRegistry::clone(&registry(&["a", "b", "c"]));
+        tools.set_active(&["a", "b"]).unwrap();
+        let tools = Arc::new(tools);
+        let turn = TurnTools::active(Arc::clone(&tools));
+        assert!(turn.get("a").is_some() && turn.get("c").is_none());
+
+        let listed = [
+            Tool::new("c", "", json!({})),
+            Tool::new("unregistered", "", json!({})),
+            Tool::new("c", "", json!({})),
+        ];
+        let turn = TurnTools::named(tools, &listed);
+        let names: Vec<_> = turn.definitions().into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["c"]);
+        assert!(turn.get("a").is_none() && turn.get("unregistered").is_none());
+        assert!(turn.get("c").is_some());
+    }
+}
