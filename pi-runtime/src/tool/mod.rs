@@ -12,6 +12,7 @@
 pub(crate) mod context;
 mod definition;
 mod dynamic;
+mod exposure;
 mod layers;
 mod params;
 mod registry;
@@ -20,6 +21,7 @@ mod result;
 pub use context::ToolContext;
 pub use definition::{ConstrainedSampling, GrammarVariants, Strictness, Tool};
 pub use dynamic::FnTool;
+pub use exposure::Exposure;
 pub use layers::{AgentTool, ExecutionMode, ToolDefinition};
 pub use params::{Args, State};
 pub use registry::{RegistryError, ToolRegistry, ToolSet};
