@@ -528,11 +528,12 @@ pub mod tool;
 #[cfg(feature = "tools")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tools")))]
 pub mod tools;
+pub mod transcript;
 
 pub use agent::{Agent, AgentEvent};
 pub use message::{
-    AssistantMessage, ContentBlock, Message, StopReason, ToolCall, ToolResultMessage, Usage,
-    UserMessage,
+    AssistantMessage, ContentBlock, Message, StopReason, SystemMessage, ToolCall,
+    ToolResultMessage, Usage, UserMessage,
 };
 pub use stream::{
     AssistantMessageEvent, Context, LanguageModel, StreamOptions, ThinkingLevel, ToolChoice,

@@ -6,8 +6,11 @@
 use std::ops::AddAssign;
 use std::sync::Arc;
 
+use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::tool::Tool;
 
 /// Milliseconds since the Unix epoch, as pi stamps messages.
 pub fn now_ms() -> u64 {
@@ -296,6 +299,100 @@ impl UserMessage {
     }
 }
 
+/// A system message: text for the system prompt, named sections of it, and the tools the
+/// transcript declares from here on. The first message of a transcript, when it is a system
+/// message, is the system prompt itself; a later one is an update the model reads in place,
+/// or that a wire API without mid-conversation system messages folds into the first.
+///
+/// Replaying the transcript's system messages in order gives the tools declared to the model
+/// ([`transcript::current_tools`](crate::transcript::current_tools)).
+///
+/// ```
+/// use pi_runtime::message::{Message, SystemMessage};
+///
+/// let update: Message = SystemMessage::text("Be brief.").into();
+/// assert_eq!(update.role(), "system");
+/// assert_eq!(update.text_content(), "Be brief.");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct SystemMessage {
+    /// The text: a string, or text blocks read joined with `\n`.
+    #[serde(default = "empty_content")]
+    pub content: UserContent,
+    /// Named sections of the system prompt, patched in order: a value replaces the section
+    /// (or appends it), `None` removes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sections: Option<IndexMap<String, Option<String>>>,
+    /// Tools declared from here on; a name declared before takes the new definition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_added: Option<Vec<Tool>>,
+    /// Tools no longer declared from here on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_removed: Option<Vec<ToolRef>>,
+    /// Milliseconds since the epoch.
+    #[serde(default)]
+    pub timestamp: u64,
+}
+
+fn empty_content() -> UserContent {
+    UserContent::Text(String::new())
+}
+
+impl SystemMessage {
+    /// A system message with `text` and no tool changes, stamped now.
+    pub fn text(text: impl Into<String>) -> Self {
+        SystemMessage {
+            content: UserContent::Text(text.into()),
+            ..SystemMessage::default()
+        }
+    }
+
+    /// The text: the string, or the text blocks joined with `\n`.
+    pub fn text_content(&self) -> String {
+        match &self.content {
+            UserContent::Text(text) => text.clone(),
+            UserContent::Blocks(blocks) => join_text(blocks),
+        }
+    }
+
+    /// The tools this message adds (empty when it adds none).
+    pub fn added(&self) -> &[Tool] {
+        self.tools_added.as_deref().unwrap_or_default()
+    }
+
+    /// The tools this message removes (empty when it removes none).
+    pub fn removed(&self) -> &[ToolRef] {
+        self.tools_removed.as_deref().unwrap_or_default()
+    }
+
+    /// Whether this message adds or removes any tool.
+    pub fn changes_tools(&self) -> bool {
+        !self.added().is_empty() || !self.removed().is_empty()
+    }
+}
+
+impl Default for SystemMessage {
+    /// Empty text, no sections, no tool changes, stamped now.
+    fn default() -> Self {
+        SystemMessage {
+            content: empty_content(),
+            sections: None,
+            tools_added: None,
+            tools_removed: None,
+            timestamp: now_ms(),
+        }
+    }
+}
+
+/// A tool named in a system message's `toolsRemoved`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolRef {
+    /// The tool's name.
+    pub name: String,
+}
+
 /// A response of the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -440,6 +537,9 @@ pub fn join_text(content: &[ContentBlock]) -> String {
 #[serde(tag = "role", rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum Message {
+    /// Instructions and tool changes: the system prompt's text and sections, and the tools
+    /// added or removed from here on (see [`transcript`](crate::transcript)).
+    System(Arc<SystemMessage>),
     /// From the user.
     User(Arc<UserMessage>),
     /// From the model.
@@ -459,15 +559,17 @@ impl Message {
     /// ```
     pub fn text_content(&self) -> String {
         match self {
+            Message::System(message) => message.text_content(),
             Message::User(message) => message.text_content(),
             Message::Assistant(message) => message.text(),
             Message::ToolResult(message) => message.text(),
         }
     }
 
-    /// `user`, `assistant` or `toolResult`.
+    /// `system`, `user`, `assistant` or `toolResult`.
     pub fn role(&self) -> &'static str {
         match self {
+            Message::System(_) => "system",
             Message::User(_) => "user",
             Message::Assistant(_) => "assistant",
             Message::ToolResult(_) => "toolResult",
@@ -482,12 +584,26 @@ impl Message {
         }
     }
 
+    /// The system message, if this is one.
+    pub fn as_system(&self) -> Option<&SystemMessage> {
+        match self {
+            Message::System(message) => Some(message),
+            _ => None,
+        }
+    }
+
     /// The tool result, if this is one.
     pub fn as_tool_result(&self) -> Option<&ToolResultMessage> {
         match self {
             Message::ToolResult(message) => Some(message),
             _ => None,
         }
+    }
+}
+
+impl From<SystemMessage> for Message {
+    fn from(m: SystemMessage) -> Self {
+        Message::System(Arc::new(m))
     }
 }
 

@@ -46,6 +46,7 @@ pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Runtime) -> Result
         "parse_stream" => ops::parse_stream::prepare(request, runtime),
         "scenario" => ops::scenario::prepare(request, runtime),
         "system_prompt_tools" => ops::system_prompt_tools::prepare(request),
+        "tool_changes" => ops::tool_changes::prepare(request),
         "mcp_tool" => ops::mcp::prepare_tool(request),
         "mcp_result" => ops::mcp::prepare_result(request),
         "bench" => crate::bench::prepare(request, runtime),

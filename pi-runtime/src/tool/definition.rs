@@ -126,3 +126,86 @@ impl PartialEq for Tool {
             && self.constrained_sampling == other.constrained_sampling
     }
 }
+
+/// A tool serializes as pi's tool *declaration*: `name`, `description`, `parameters`, and
+/// `constrainedSampling` when it has one. That is what a transcript's system messages carry
+/// (`toolsAdded`), so a saved transcript names the same tools when it is read back.
+impl Serialize for Tool {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let fields = if self.constrained_sampling.is_some() {
+            4
+        } else {
+            3
+        };
+        let mut out = serializer.serialize_struct("Tool", fields)?;
+        out.serialize_field("name", &self.name)?;
+        out.serialize_field("description", &self.description)?;
+        out.serialize_field("parameters", &self.parameters)?;
+        if let Some(sampling) = &self.constrained_sampling {
+            out.serialize_field("constrainedSampling", sampling)?;
+        }
+        out.end()
+    }
+}
+
+/// Reads a declaration; a missing `description` is empty and missing `parameters` are an
+/// object without properties, as for a context's tools.
+impl<'de> Deserialize<'de> for Tool {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Declaration {
+            name: String,
+            #[serde(default)]
+            description: String,
+            #[serde(default = "no_parameters")]
+            parameters: Value,
+            #[serde(default)]
+            constrained_sampling: Option<ConstrainedSampling>,
+        }
+        fn no_parameters() -> Value {
+            serde_json::json!({"type": "object", "properties": {}})
+        }
+        let declaration = Declaration::deserialize(deserializer)?;
+        let tool = Tool::new(
+            declaration.name,
+            declaration.description,
+            declaration.parameters,
+        );
+        Ok(match declaration.constrained_sampling {
+            Some(sampling) => tool.with_constrained_sampling(sampling),
+            None => tool,
+        })
+    }
+}
+
+impl Tool {
+    /// Whether two tools declare the same interface to the model: the same name,
+    /// description, constrained sampling and parameters, with the schema's keys in the same
+    /// order (pi compares the declarations' JSON texts, so a reordered schema is a change).
+    pub fn declares_same(&self, other: &Tool) -> bool {
+        self.name == other.name
+            && self.description == other.description
+            && self.constrained_sampling == other.constrained_sampling
+            && same_json_text(&self.parameters, &other.parameters)
+    }
+}
+
+/// Whether two JSON values print the same compact text: as `==`, except that the members of
+/// objects must also come in the same order.
+fn same_json_text(left: &Value, right: &Value) -> bool {
+    match (left, right) {
+        (Value::Object(left), Value::Object(right)) => {
+            left.len() == right.len()
+                && left
+                    .iter()
+                    .zip(right)
+                    .all(|((lk, lv), (rk, rv))| lk == rk && same_json_text(lv, rv))
+        }
+        (Value::Array(left), Value::Array(right)) => {
+            left.len() == right.len() && left.iter().zip(right).all(|(l, r)| same_json_text(l, r))
+        }
+        _ => left == right,
+    }
+}

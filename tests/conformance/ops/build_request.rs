@@ -154,13 +154,20 @@ fn parse_context(context: Option<&Value>, model: &Model) -> Result<Context, Stri
 }
 
 /// A pi message object with the fields a case may leave out filled in (D5).
-fn parse_message(index: usize, message: &Value, model: &Model) -> Result<Message, String> {
+pub(crate) fn parse_message(
+    index: usize,
+    message: &Value,
+    model: &Model,
+) -> Result<Message, String> {
     let Value::Object(fields) = message else {
         return Err(format!("bad request: message {index} must be an object"));
     };
     let mut fields = fields.clone();
     fields.entry("timestamp").or_insert(json!(index + 1));
     match fields.get("role").and_then(Value::as_str) {
+        Some("system") => {
+            fields.entry("content").or_insert(json!(""));
+        }
         Some("user") => {
             fields.entry("content").or_insert(json!(""));
         }
@@ -188,7 +195,7 @@ fn parse_message(index: usize, message: &Value, model: &Model) -> Result<Message
 }
 
 /// `{name, description?, parameters?, constrainedSampling?}` (D5 defaults).
-fn parse_tool(tool_json: &Value) -> Result<Tool, String> {
+pub(crate) fn parse_tool(tool_json: &Value) -> Result<Tool, String> {
     let tool = tool_json;
     let name = tool
         .get("name")

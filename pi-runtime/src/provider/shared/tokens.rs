@@ -2,12 +2,9 @@
 //! margin for the input being counted higher than estimated (pi's `clampMaxTokensToContext`
 //! and `estimateContextTokens`).
 
-use serde_json::Value;
-
 use crate::message::{ContentBlock, Message, UserContent};
 use crate::provider::Model;
 use crate::stream::{Context, StreamOptions};
-use crate::tool::ConstrainedSampling;
 
 /// Estimation: characters (UTF-16 units, as pi counts) per token.
 const CHARS_PER_TOKEN: f64 = 3.5;
@@ -92,6 +89,7 @@ fn last_reported_usage(messages: &[Message]) -> Option<(usize, i64)> {
     for (index, message) in messages.iter().enumerate() {
         let timestamp = match message {
             Message::User(m) => m.timestamp,
+            Message::System(m) => m.timestamp,
             Message::ToolResult(m) => m.timestamp,
             Message::Assistant(m) => {
                 let usage = &m.usage;
@@ -113,28 +111,15 @@ fn last_reported_usage(messages: &[Message]) -> Option<(usize, i64)> {
 
 /// The leading system message pi builds from the prompt and the tool declarations.
 fn estimate_system(context: &Context) -> i64 {
-    let prompt = tokens_of(utf16_len(&context.system_prompt));
-    if context.tools.is_empty() {
-        return prompt;
+    tokens_of(utf16_len(&context.system_prompt)) + estimate_declarations(&context.tools)
+}
+
+/// A list of tool declarations (or removals) as pi counts it: its JSON text.
+fn estimate_declarations<T: serde::Serialize>(tools: &[T]) -> i64 {
+    if tools.is_empty() {
+        return 0;
     }
-    let tools: Vec<Value> = context
-        .tools
-        .iter()
-        .map(|tool| {
-            let mut declared = serde_json::json!({
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": tool.parameters,
-            });
-            if let Some(sampling) = &tool.constrained_sampling
-                && let Ok(sampling) = serde_json::to_value::<&ConstrainedSampling>(sampling)
-            {
-                declared["constrainedSampling"] = sampling;
-            }
-            declared
-        })
-        .collect();
-    prompt + tokens_of(utf16_len(&Value::Array(tools).to_string()))
+    serde_json::to_string(tools).map_or(0, |text| tokens_of(utf16_len(&text)))
 }
 
 fn estimate_message(message: &Message) -> i64 {
@@ -144,6 +129,11 @@ fn estimate_message(message: &Message) -> i64 {
             UserContent::Blocks(blocks) => tokens_of(content_chars(blocks)),
         },
         Message::ToolResult(result) => tokens_of(content_chars(&result.content)),
+        Message::System(system) => {
+            tokens_of(utf16_len(&crate::transcript::render_leading(system)))
+                + estimate_declarations(system.added())
+                + estimate_declarations(system.removed())
+        }
         Message::Assistant(assistant) => {
             let chars = assistant
                 .content

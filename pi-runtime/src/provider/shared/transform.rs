@@ -38,6 +38,7 @@ pub(crate) fn transform_messages<'a>(
     let mut out: Vec<Cow<'a, Message>> = Vec::with_capacity(messages.len());
     let mut pending: Vec<(String, String)> = Vec::new();
     let mut answered: HashSet<String> = HashSet::new();
+    let mut held: Vec<Cow<'a, Message>> = Vec::new();
 
     for message in messages {
         let message = match message {
@@ -61,11 +62,13 @@ pub(crate) fn transform_messages<'a>(
                 let converted = convert_assistant(assistant, model, &normalize_id, &mut renamed);
                 converted.map_or(Cow::Borrowed(message), |a| Cow::Owned(a.into()))
             }
+            Message::System(_) => Cow::Borrowed(message),
         };
 
         match &*message {
             Message::Assistant(assistant) => {
                 close_pending(&mut out, &mut pending, &mut answered);
+                out.append(&mut held);
                 // A failed turn is never replayed: it may hold half a call or reasoning with
                 // no answer, which providers reject.
                 if assistant.stop_reason.is_failure() {
@@ -84,11 +87,17 @@ pub(crate) fn transform_messages<'a>(
             }
             Message::User(_) => {
                 close_pending(&mut out, &mut pending, &mut answered);
+                out.append(&mut held);
                 out.push(message);
             }
+            // Transparent to tool calls: between a call and its results it waits until the
+            // results (synthetic ones included) are in.
+            Message::System(_) if !pending.is_empty() => held.push(message),
+            Message::System(_) => out.push(message),
         }
     }
     close_pending(&mut out, &mut pending, &mut answered);
+    out.append(&mut held);
     out
 }
 
@@ -296,6 +305,7 @@ mod tests {
             .iter()
             .map(|m| match &**m {
                 Message::User(_) => "user".to_owned(),
+                Message::System(_) => "system".to_owned(),
                 Message::Assistant(a) => format!(
                     "assistant{:?}",
                     a.tool_calls().map(|c| c.id.as_str()).collect::<Vec<_>>()

@@ -257,6 +257,7 @@ fn convert_messages<'a>(
                 out.extend(convert_user(&user.content));
                 i += 1;
             }
+            Message::System(_) => i += 1,
             Message::Assistant(assistant) => {
                 let blocks: Vec<_> = assistant
                     .content

@@ -320,6 +320,7 @@ fn convert_messages<'a>(model: &'a Model, transformed: &'a [Cow<'_, Message>]) -
     let mut contents: Vec<Content<'a>> = Vec::with_capacity(transformed.len());
     for message in transformed {
         match &**message {
+            Message::System(_) => {}
             Message::User(user) => {
                 let parts = match &user.content {
                     UserContent::Text(text) => vec![text_part(text)],

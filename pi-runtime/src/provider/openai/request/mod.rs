@@ -223,7 +223,7 @@ fn has_tool_history(messages: &[Message]) -> bool {
     messages.iter().any(|message| match message {
         Message::ToolResult(_) => true,
         Message::Assistant(a) => a.tool_calls().next().is_some(),
-        Message::User(_) => false,
+        Message::User(_) | Message::System(_) => false,
     })
 }
 
@@ -271,6 +271,7 @@ fn convert_messages<'a>(
     let mut i = 0;
     while i < transformed.len() {
         match &*transformed[i] {
+            Message::System(_) => i += 1,
             Message::User(user) => {
                 if compat.requires_assistant_after_tool_result && after_results {
                     out.push(processed_results());

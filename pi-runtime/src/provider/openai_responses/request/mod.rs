@@ -185,6 +185,7 @@ fn convert_messages<'a>(
     let mut index = 0;
     for message in transformed {
         let produced = match &**message {
+            Message::System(_) => false,
             Message::User(user) => match &user.content {
                 UserContent::Text(text) => {
                     input.push(InputItem::User {
