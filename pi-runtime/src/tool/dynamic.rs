@@ -10,7 +10,9 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::{AgentTool, ExecutionMode, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
+use super::{
+    AgentTool, ExecutionMode, Exposure, Tool, ToolContext, ToolDefinition, ToolError, ToolResult,
+};
 
 type ExecuteFn =
     dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<ToolResult, ToolError>> + Send + Sync;
@@ -44,6 +46,7 @@ pub struct FnTool {
     guidelines: Vec<String>,
     prepare: Option<Arc<PrepareFn>>,
     execute: Arc<ExecuteFn>,
+    exposure: Exposure,
 }
 
 impl FnTool {
@@ -75,6 +78,7 @@ impl FnTool {
             guidelines: Vec::new(),
             prepare: None,
             execute: Arc::new(move |args, ctx| Box::pin(execute(args, ctx))),
+            exposure: Exposure::Direct,
         }
     }
 
@@ -107,6 +111,13 @@ impl FnTool {
         S: Into<String>,
     {
         self.guidelines = guidelines.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Where the tool shows up (see [`Exposure`]); [`Direct`](Exposure::Direct) unless set.
+    #[must_use]
+    pub fn with_exposure(mut self, exposure: Exposure) -> Self {
+        self.exposure = exposure;
         self
     }
 
@@ -171,5 +182,9 @@ impl ToolDefinition for FnTool {
             .iter()
             .map(|g| Cow::Borrowed(g.as_str()))
             .collect()
+    }
+
+    fn exposure(&self) -> Exposure {
+        self.exposure
     }
 }

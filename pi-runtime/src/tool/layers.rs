@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Tool, ToolContext, ToolError, ToolResult};
+use super::{Exposure, Tool, ToolContext, ToolError, ToolResult};
 
 /// Whether a tool may run alongside others of its batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -94,6 +94,13 @@ pub trait ToolDefinition: AgentTool {
     fn output_schema(&self) -> Option<Value> {
         None
     }
+
+    /// Where the tool shows up: declared to the model from registration
+    /// ([`Direct`](Exposure::Direct), the default), or only once activated, for example by a
+    /// `tool_search` match ([`Deferred`](Exposure::Deferred)); see [`Exposure`].
+    fn exposure(&self) -> Exposure {
+        Exposure::Direct
+    }
 }
 
 impl<T: AgentTool + ?Sized> AgentTool for Arc<T> {
@@ -134,5 +141,8 @@ impl<T: ToolDefinition + ?Sized> ToolDefinition for Arc<T> {
     }
     fn output_schema(&self) -> Option<Value> {
         (**self).output_schema()
+    }
+    fn exposure(&self) -> Exposure {
+        (**self).exposure()
     }
 }

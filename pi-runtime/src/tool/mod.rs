@@ -21,7 +21,7 @@ mod result;
 pub use context::ToolContext;
 pub use definition::{ConstrainedSampling, GrammarVariants, Strictness, Tool};
 pub use dynamic::FnTool;
-pub use exposure::Exposure;
+pub use exposure::{Exposed, Exposure, ToolSetExt};
 pub use layers::{AgentTool, ExecutionMode, ToolDefinition};
 pub use params::{Args, State};
 pub use registry::{RegistryError, ToolRegistry, ToolSet};

@@ -1,10 +1,11 @@
 //! The tool registry: tools registered in one call, looked up by name, with an active
-//! subset in activation order (the order the system prompt lists tools in).
+//! subset in activation order (the order the system prompt lists tools in). A tool's
+//! [`Exposure`] decides whether it is active from registration on.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::ToolDefinition;
+use super::{Exposure, ToolDefinition};
 use crate::args::SchemaError;
 
 /// A registration failure, reported when the agent is built.
@@ -79,6 +80,7 @@ struct Entry {
     tool: Arc<dyn ToolDefinition>,
     /// Offered to the model (and callable) while the tool is active.
     active: bool,
+    exposure: Exposure,
 }
 
 /// Registered tools: lookup by name in constant time, and the active subset in activation
@@ -107,7 +109,8 @@ impl std::fmt::Debug for ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// Register tools; all of them start active, in the given order. Every schema is
+    /// Register tools; those whose [`Exposure`] is direct or model-only start active, in the
+    /// given order. Every schema is
     /// compiled here, so a bad schema is a start-up error, not a tool result.
     ///
     /// # Errors
@@ -118,7 +121,8 @@ impl ToolRegistry {
         Ok(registry)
     }
 
-    /// Register more tools (active), all or none: on an error the registry is unchanged.
+    /// Register more tools, all or none: on an error the registry is unchanged. Direct and
+    /// model-only tools are active at once, appended to the active ones.
     ///
     /// # Errors
     /// A duplicate name or a schema that does not compile.
@@ -139,11 +143,115 @@ impl ToolRegistry {
         }
         for tool in tools {
             let index = self.entries.len();
+            let exposure = tool.exposure();
+            let active = exposure.is_active_when_registered();
             self.by_name.insert(tool.definition().name.clone(), index);
-            self.entries.push(Entry { tool, active: true });
-            self.active.push(index);
+            self.entries.push(Entry {
+                tool,
+                active,
+                exposure,
+            });
+            if active {
+                self.active.push(index);
+            }
         }
         Ok(())
+    }
+
+    /// Put `tool` in the place of the registered tool of the same name, or register it when
+    /// there is none. A replaced tool stays active if it was and its new exposure can be
+    /// declared; the next request declares the new definition.
+    ///
+    /// # Errors
+    /// A schema that does not compile.
+    pub fn replace(&mut self, tool: Arc<dyn ToolDefinition>) -> Result<(), RegistryError> {
+        let Some(index) = self.index_of(&tool.definition().name) else {
+            return self.register(tool);
+        };
+        if let Err(error) = tool.definition().compiled_schema() {
+            return Err(RegistryError::InvalidSchema {
+                tool: tool.definition().name.clone(),
+                error: error.clone(),
+            });
+        }
+        let exposure = tool.exposure();
+        let entry = &mut self.entries[index];
+        entry.tool = tool;
+        entry.exposure = exposure;
+        if entry.active && !exposure.can_be_declared() {
+            entry.active = false;
+            self.active.retain(|&i| i != index);
+        }
+        Ok(())
+    }
+
+    /// Make these tools active too, appended in this order after the active ones (a tool
+    /// that is active keeps its place). A hidden tool stays inactive.
+    ///
+    /// # Errors
+    /// A name that is not registered; nothing changes then.
+    pub fn activate<S: AsRef<str>>(&mut self, names: &[S]) -> Result<(), RegistryError> {
+        let indexes = self.indexes_of(names)?;
+        for index in indexes {
+            let entry = &mut self.entries[index];
+            if !entry.active && entry.exposure.can_be_declared() {
+                entry.active = true;
+                self.active.push(index);
+            }
+        }
+        Ok(())
+    }
+
+    /// Make these tools inactive: no longer declared to the model, still registered.
+    ///
+    /// # Errors
+    /// A name that is not registered; nothing changes then.
+    pub fn deactivate<S: AsRef<str>>(&mut self, names: &[S]) -> Result<(), RegistryError> {
+        let indexes = self.indexes_of(names)?;
+        for &index in &indexes {
+            self.entries[index].active = false;
+        }
+        self.active.retain(|index| !indexes.contains(index));
+        Ok(())
+    }
+
+    fn indexes_of<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<usize>, RegistryError> {
+        names
+            .iter()
+            .map(|name| {
+                let name = name.as_ref();
+                self.index_of(name)
+                    .ok_or_else(|| RegistryError::UnknownTool(name.to_owned()))
+            })
+            .collect()
+    }
+
+    /// The exposure of the registered tool with this name.
+    pub fn exposure(&self, name: &str) -> Option<Exposure> {
+        self.index_of(name)
+            .map(|index| self.entries[index].exposure)
+    }
+
+    /// Whether the registered tool with this name is active.
+    pub fn is_active(&self, name: &str) -> bool {
+        self.index_of(name)
+            .is_some_and(|index| self.entries[index].active)
+    }
+
+    /// The tools `tool_search` looks at: registered, [searchable](Exposure::is_searchable)
+    /// and not active, in registration order.
+    pub fn searchable(&self) -> impl Iterator<Item = &Arc<dyn ToolDefinition>> {
+        self.entries
+            .iter()
+            .filter(|entry| entry.exposure.is_searchable() && !entry.active)
+            .map(|entry| &entry.tool)
+    }
+
+    /// Every registered tool with its exposure, in registration order.
+    pub fn registered(&self) -> impl Iterator<Item = (&Arc<dyn ToolDefinition>, Exposure)> {
+        self.entries
+            .iter()
+            .map(|entry| (&entry.tool, entry.exposure))
     }
 
     /// Register one more tool (active).
@@ -194,7 +302,7 @@ impl ToolRegistry {
         &self.active
     }
 
-    /// Make exactly these tools active, in this order.
+    /// Make exactly these tools active, in this order (hidden tools stay inactive).
     ///
     /// # Errors
     /// A name that is not registered.
@@ -212,6 +320,7 @@ impl ToolRegistry {
         for entry in &mut self.entries {
             entry.active = false;
         }
+        active.retain(|&index| self.entries[index].exposure.can_be_declared());
         for &index in &active {
             self.entries[index].active = true;
         }
