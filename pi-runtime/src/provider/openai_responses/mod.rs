@@ -10,6 +10,13 @@
 //! Tool-call ids are pi's composite `"<call_id>|<item id>"`: the call id pairs a call with
 //! its output, the item id (`fc_...`) pairs it with the reasoning that produced it.
 //!
+//! Prompt caching follows the model's compat flags (SPEC §7.7): `prompt_cache_key` (the
+//! session id) unless [`prompt_cache_key_mode`](crate::provider::Compat::prompt_cache_key_mode)
+//! is `disabled`; `prompt_cache_retention: "24h"` for long retention unless
+//! [`supports_long_cache_retention`](crate::provider::Compat::supports_long_cache_retention)
+//! is `false`; `prompt_cache_options` instead with
+//! [`supports_explicit_prompt_cache_mode`](crate::provider::Compat::supports_explicit_prompt_cache_mode).
+//!
 //! Not yet supported: OpenAI grammar (`custom`) tools; a grammar tool is sent as a function
 //! tool.
 
