@@ -76,6 +76,13 @@ mod responses_fixtures;
     feature = "anthropic",
     feature = "google"
 ))]
+mod responses_http_errors;
+#[cfg(all(
+    feature = "openai",
+    feature = "openai-responses",
+    feature = "anthropic",
+    feature = "google"
+))]
 mod responses_prompt_cache;
 mod schema_tool;
 #[cfg(feature = "tools")]
