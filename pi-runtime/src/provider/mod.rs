@@ -65,7 +65,7 @@ pub mod presets;
 
 #[cfg(feature = "http")]
 pub use http::{HttpModel, HttpOptions, RetryPolicy};
-pub use model::{Api, Compat, Model};
+pub use model::{Api, Compat, Model, PromptCacheKeyMode};
 
 #[cfg(feature = "http")]
 pub use request::{RequestError, request_body};

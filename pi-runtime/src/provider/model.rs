@@ -81,6 +81,32 @@ pub struct Compat {
     pub supports_strict_tools: Option<bool>,
     /// Anthropic `eager_input_streaming` on tools.
     pub supports_eager_tool_input_streaming: Option<bool>,
+    /// `openai-responses`: whether `prompt_cache_key` (the session id) is sent while caching
+    /// is on. `disabled` never sends it (for servers that reject the field); `auto`, the
+    /// default, and `enabled` send it.
+    pub prompt_cache_key_mode: Option<PromptCacheKeyMode>,
+    /// `openai-responses`: the server accepts long cache retention
+    /// (`prompt_cache_retention: "24h"`, or `prompt_cache_options.ttl` in explicit mode).
+    /// Default `true`; with `false`, long retention sends no retention field.
+    pub supports_long_cache_retention: Option<bool>,
+    /// `openai-responses`: the model takes `prompt_cache_options` (OpenAI's explicit prompt
+    /// cache mode) instead of `prompt_cache_retention`. Default `false`: older models reject
+    /// the field.
+    pub supports_explicit_prompt_cache_mode: Option<bool>,
+}
+
+/// When a request carries a prompt cache key ([`Compat::prompt_cache_key_mode`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum PromptCacheKeyMode {
+    /// As the API decides (for `openai-responses`: whenever caching is on).
+    #[default]
+    Auto,
+    /// Whenever caching is on.
+    Enabled,
+    /// Never: the server rejects the field.
+    Disabled,
 }
 
 /// A model on a server: everything a provider adapter needs to build and send a request.

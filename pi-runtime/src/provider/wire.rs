@@ -1,7 +1,10 @@
 //! What every wire API implements for the HTTP model: its request ([`WireApi`]) and the parser
 //! of its events ([`StreamParser`]), which drives a [`MessageWriter`].
 
+use reqwest::StatusCode;
 use serde_json::Value;
+
+use crate::excerpt::excerpt;
 
 use crate::message::{AssistantMessage, StopReason};
 use crate::provider::Model;
@@ -33,7 +36,55 @@ pub(crate) trait WireApi: Sync {
 
     /// A parser for one response's events.
     fn parser(&self, model: &Model) -> Box<dyn StreamParser>;
+
+    /// The `errorMessage` of a response with an error status: by default `HTTP <status>: <the
+    /// body, trimmed and bounded>`. An API whose pi wording is known overrides it.
+    fn status_error(&self, _model: &Model, status: StatusCode, body: &ErrorBody) -> String {
+        let mut message = format!("HTTP {status}");
+        let body = body.quoted();
+        if !body.is_empty() {
+            message.push_str(": ");
+            message.push_str(&body);
+        }
+        message
+    }
 }
+
+/// The body of a response with an error status, as far as it was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ErrorBody {
+    /// The body as text (invalid UTF-8 replaced); `cut` when it went on past the part that
+    /// is read (64 KiB).
+    Text { text: String, cut: bool },
+    /// The body came encoded (`gzip`, ...) although the request asked for `identity`: unread.
+    Encoded(String),
+    /// The body did not arrive within the time limits.
+    Missing,
+}
+
+impl ErrorBody {
+    /// The body as an error message quotes it: trimmed and bounded
+    /// ([`excerpt`](crate::excerpt::excerpt)), with a remark when it was cut; or a remark
+    /// saying why there is no text.
+    pub(crate) fn quoted(&self) -> String {
+        match self {
+            ErrorBody::Text { text, cut } => {
+                let mut quoted = excerpt(text.trim()).to_string();
+                if *cut {
+                    quoted.push_str(CUT_REMARK);
+                }
+                quoted
+            }
+            ErrorBody::Encoded(encoding) => {
+                format!("(a {encoding}-encoded body, which was not asked for)")
+            }
+            ErrorBody::Missing => "(the error body did not arrive)".to_owned(),
+        }
+    }
+}
+
+/// Follows a quote of a body that was not read to its end.
+pub(crate) const CUT_REMARK: &str = " (the body is longer; reading stopped there)";
 
 /// Turns one API's SSE events into [`MessageWriter`] steps. Parsers are synchronous: the
 /// transport feeds them whatever arrived, so the same code replays a recorded body.

@@ -70,6 +70,20 @@ mod responses_e2e;
     feature = "google"
 ))]
 mod responses_fixtures;
+#[cfg(all(
+    feature = "openai",
+    feature = "openai-responses",
+    feature = "anthropic",
+    feature = "google"
+))]
+mod responses_http_errors;
+#[cfg(all(
+    feature = "openai",
+    feature = "openai-responses",
+    feature = "anthropic",
+    feature = "google"
+))]
+mod responses_prompt_cache;
 mod schema_tool;
 #[cfg(feature = "tools")]
 mod tools_bash;

@@ -528,18 +528,18 @@ fn text_start() -> String {
 
 #[tokio::test]
 async fn http_error_statuses_end_the_run_with_their_body() {
-    let body = r#"{"error":{"message":"Invalid 'input[2].encrypted_content'.","type":"invalid_request_error"}}"#;
-    let (failed, agent) = failed_run(preset, vec![Reply::Status(400, body.into(), vec![])]).await;
-    assert_error(&failed, &agent, &format!("HTTP 400 Bad Request: {body}"));
+    // pi's text (SPEC §7.7): the body's error object, as compact JSON.
+    let error =
+        r#"{"message":"Invalid 'input[2].encrypted_content'.","type":"invalid_request_error"}"#;
+    let body = format!(r#"{{"error":{error}}}"#);
+    let (failed, agent) = failed_run(preset, vec![Reply::Status(400, body, vec![])]).await;
+    assert_error(&failed, &agent, &format!("OpenAI API error (400): {error}"));
     assert!(failed.content.is_empty());
 
-    let body = r#"{"error":{"message":"The server had an error","type":"server_error"}}"#;
-    let (failed, agent) = failed_run(preset, vec![Reply::Status(500, body.into(), vec![])]).await;
-    assert_error(
-        &failed,
-        &agent,
-        &format!("HTTP 500 Internal Server Error: {body}"),
-    );
+    let error = r#"{"message":"The server had an error","type":"server_error"}"#;
+    let body = format!(r#"{{"error":{error}}}"#);
+    let (failed, agent) = failed_run(preset, vec![Reply::Status(500, body, vec![])]).await;
+    assert_error(&failed, &agent, &format!("OpenAI API error (500): {error}"));
 }
 
 #[tokio::test]

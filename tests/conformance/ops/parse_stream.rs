@@ -22,13 +22,49 @@ pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Runtime) -> Result
     let model = model(request, api)?;
     let body = str_field(request, "body")?.to_owned();
     let raw_errors = request.get("rawErrors") == Some(&Value::Bool(true));
+    let response = http_response(request)?;
     let model = HttpModel::new(model, HttpOptions::default());
     let runtime = runtime.clone();
     Ok(Box::new(move || {
-        let events: Vec<AssistantMessageEvent> =
-            runtime.block_on(model.replay(body.as_str()).collect());
+        let events = match &response {
+            // A recorded body alone: the stream as a successful response carries it.
+            None => model.replay(body.as_str()),
+            // With a status or a type, the same checks as a response off the network: an
+            // error status is answered with the API's error text.
+            Some((status, content_type)) => {
+                model.replay_response(*status, content_type, body.as_str())
+            }
+        };
+        let events: Vec<AssistantMessageEvent> = runtime.block_on(events.collect());
         answer(&events, api, raw_errors)
     }))
+}
+
+/// The request's optional `status` and `contentType` (PROTOCOL.md), defaulted as a real
+/// stream would be; `None` when the request gives neither.
+fn http_response(request: &Map<String, Value>) -> Result<Option<(u16, String)>, String> {
+    let status = match request.get("status") {
+        None | Some(Value::Null) => None,
+        Some(status) => Some(
+            status
+                .as_u64()
+                .and_then(|status| u16::try_from(status).ok())
+                .filter(|status| (100..=999).contains(status))
+                .ok_or("bad request: `status` must be an HTTP status (100 to 999)")?,
+        ),
+    };
+    let content_type = match request.get("contentType") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(content_type)) => Some(content_type.clone()),
+        Some(_) => return Err("bad request: `contentType` must be a string".into()),
+    };
+    if status.is_none() && content_type.is_none() {
+        return Ok(None);
+    }
+    Ok(Some((
+        status.unwrap_or(200),
+        content_type.unwrap_or_else(|| "text/event-stream".to_owned()),
+    )))
 }
 
 /// The case's model laid over pi-ref's defaults (D4).

@@ -8,7 +8,9 @@
 //!
 //! What differs between APIs is small and lives in each API's folder, behind one
 //! crate-private trait (`WireApi`): the URL path, the credential header, the API's own
-//! headers, the JSON body, and the parser of its events. Everything else (sending,
+//! headers, the JSON body, the parser of its events, and the words of an error status
+//! (`HTTP 400 Bad Request: <body>`, or pi's text where the SPEC gives it: `openai-responses`
+//! says `OpenAI API error (400): ...`). Everything else (sending,
 //! retrying, the limits below, SSE decoding, ending the message with its stop reason) is
 //! here, once.
 //!
@@ -35,14 +37,14 @@ mod transport;
 use std::fmt;
 use std::time::Duration;
 
+use crate::provider::Model;
 use crate::provider::request::wire_api;
 use crate::provider::wire::{WireApi, output_for};
-use crate::provider::{Model, RequestError};
 use crate::sse::{self, SseDecoder};
 use crate::stream::{AssistantEventStream, Context, LanguageModel, StreamOptions};
 
 use run::Run;
-use transport::{Clock, HttpRequest, Transport, chain};
+use transport::{Clock, HttpRequest, Transport, Wording, chain};
 
 /// The default of [`HttpOptions::max_response_bytes`]: a long answer with reasoning is a few
 /// megabytes of events.
@@ -313,7 +315,7 @@ impl HttpModel {
         decoder.push_text(body.into());
         let parser = match wire_api(self.model.api) {
             Ok(wire) => wire.parser(&self.model),
-            Err(error) => return self.unavailable(&error),
+            Err(error) => return self.failed(error.to_string()),
         };
         Run::replay(
             output_for(&self.model),
@@ -324,10 +326,70 @@ impl HttpModel {
         .events()
     }
 
-    /// The response of a model whose wire API is not built in: an `error` at once.
-    fn unavailable(&self, error: &RequestError) -> AssistantEventStream {
+    /// Parse a recorded HTTP response (its status, its `content-type` and its body) exactly
+    /// as if it had just arrived over HTTP, no network: the same checks as a live response,
+    /// so an error status ends with the API's error message (and no `start`), a success
+    /// that carries JSON or HTML instead of an event stream is reported, and any other body
+    /// goes through the same decoder, parser and limits as [`replay`](Self::replay).
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use pi_runtime::provider::{HttpModel, HttpOptions, Model};
+    /// use pi_runtime::{AssistantMessageEvent, StopReason};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let model: Model = serde_json::from_value(serde_json::json!({
+    ///     "id": "gpt-5", "provider": "openai", "api": "openai-responses",
+    ///     "baseUrl": "http://127.0.0.1:9"
+    /// })).unwrap();
+    /// let body = r#"{"error":{"message":"Invalid model","code":"model_not_found"}}"#;
+    /// let events: Vec<_> = HttpModel::new(model, HttpOptions::default())
+    ///     .replay_response(404, "application/json", body)
+    ///     .collect()
+    ///     .await;
+    /// let Some(AssistantMessageEvent::Error { error, .. }) = events.last() else { panic!() };
+    /// assert_eq!(error.stop_reason, StopReason::Error);
+    /// assert_eq!(
+    ///     error.error_message.as_deref(),
+    ///     Some(r#"OpenAI API error (404): {"message":"Invalid model","code":"model_not_found"}"#)
+    /// );
+    /// # });
+    /// ```
+    pub fn replay_response(
+        &self,
+        status: u16,
+        content_type: &str,
+        body: impl Into<String>,
+    ) -> AssistantEventStream {
+        let wire = match wire_api(self.model.api) {
+            Ok(wire) => wire,
+            Err(error) => return self.failed(error.to_string()),
+        };
+        let response = ::http::Response::builder()
+            .status(status)
+            .header("content-type", content_type)
+            .body(body.into());
+        let response = match response {
+            Ok(response) => reqwest::Response::from(response),
+            Err(error) => return self.failed(format!("Invalid recorded response: {error}")),
+        };
+        Run::answered(
+            output_for(&self.model),
+            wire.parser(&self.model),
+            SseDecoder::new(self.options.max_event_bytes),
+            self.options.max_response_bytes,
+            Clock::start(&self.options),
+            response,
+            Wording::new(wire, self.model.clone()),
+        )
+        .events()
+    }
+
+    /// A response that fails before anything is sent (a wire API this build leaves out):
+    /// an `error` at once.
+    fn failed(&self, message: String) -> AssistantEventStream {
         let mut out = output_for(&self.model);
-        out.fail(crate::message::StopReason::Error, error.to_string());
+        out.fail(crate::message::StopReason::Error, message);
         let events: Vec<_> = std::iter::from_fn(|| out.pop_event()).collect();
         futures::StreamExt::boxed(futures::stream::iter(events))
     }
@@ -335,7 +397,7 @@ impl HttpModel {
     /// The request of one call: everything but the network.
     fn request(
         &self,
-        wire: &dyn WireApi,
+        wire: &'static dyn WireApi,
         context: &Context,
         options: &StreamOptions,
     ) -> Result<(Transport, HttpRequest), String> {
@@ -359,6 +421,7 @@ impl HttpModel {
             url: self.url(&wire.path(&self.model)),
             headers,
             body,
+            wording: Wording::new(wire, self.model.clone()),
         };
         Ok((Transport::new(client, &self.options), request))
     }
@@ -401,7 +464,7 @@ impl LanguageModel for HttpModel {
     fn stream(&self, context: Context, options: StreamOptions) -> AssistantEventStream {
         let wire = match wire_api(self.model.api) {
             Ok(wire) => wire,
-            Err(error) => return self.unavailable(&error),
+            Err(error) => return self.failed(error.to_string()),
         };
         let request = self.request(wire, &context, &options);
         Run::send(

@@ -6,7 +6,7 @@
 use futures::stream::{self, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use super::transport::{Clock, Expired, HttpRequest, Transport, chain, seconds};
+use super::transport::{self, Clock, Expired, HttpRequest, Transport, Wording, chain, seconds};
 use crate::message::StopReason;
 use crate::provider::wire::StreamParser;
 use crate::sse::{SseDecoder, SseError, byte_size};
@@ -20,6 +20,8 @@ enum Phase {
     /// The request could not even be built.
     Invalid(String),
     Send(Box<(Transport, HttpRequest)>),
+    /// A response that has come (a recorded one): its status and type are checked next.
+    Answered(Box<(reqwest::Response, Wording)>),
     /// Reading the body of an answered request.
     Read(Box<reqwest::Response>),
     /// Reading a body that was pushed whole (a replay).
@@ -64,6 +66,30 @@ impl Run {
             clock,
             phase,
             signal,
+            received: 0,
+            max_response_bytes,
+            over_limit: false,
+        }
+    }
+
+    /// A response that has already come, read as if it had just arrived over the network
+    /// (the same checks of its status and type, the same limits; no cancellation).
+    pub(super) fn answered(
+        output: MessageWriter,
+        parser: Box<dyn StreamParser>,
+        decoder: SseDecoder,
+        max_response_bytes: u64,
+        clock: Clock,
+        response: reqwest::Response,
+        wording: Wording,
+    ) -> Self {
+        Run {
+            output,
+            parser,
+            decoder,
+            clock,
+            phase: Phase::Answered(Box::new((response, wording))),
+            signal: CancellationToken::new(),
             received: 0,
             max_response_bytes,
             over_limit: false,
@@ -117,6 +143,11 @@ impl Run {
         match std::mem::replace(&mut self.phase, Phase::Over) {
             Phase::Invalid(message) => self.output.fail(StopReason::Error, message),
             Phase::Send(send) => self.open(*send).await,
+            Phase::Answered(answered) => {
+                let (response, wording) = *answered;
+                let checked = transport::answered(response, &self.clock, &wording).await;
+                self.opened(checked.map_err(|failure| Some(failure.message)));
+            }
             Phase::Read(response) => self.read(response).await,
             Phase::Drain => {
                 if self.next_event() {
@@ -137,6 +168,11 @@ impl Run {
             () = self.signal.cancelled() => Err(None),
             opened = transport.open(&request, &self.clock) => opened.map_err(Some),
         };
+        self.opened(opened);
+    }
+
+    /// The response came (`Ok`), or the request failed (`None`: it was cancelled).
+    fn opened(&mut self, opened: Result<reqwest::Response, Option<String>>) {
         match opened {
             Ok(response) => {
                 self.output.start();

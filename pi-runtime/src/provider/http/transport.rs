@@ -15,17 +15,37 @@ use tokio::time::Instant;
 
 use super::{HttpOptions, RetryPolicy};
 use crate::excerpt::excerpt;
+use crate::provider::Model;
+use crate::provider::wire::{ErrorBody, WireApi};
 
 /// The most of an error body (or of a JSON body sent instead of a stream) that is read.
 const ERROR_BODY_BYTES: usize = 64 << 10;
 
 /// One POST of a JSON body that answers with server-sent events.
-#[derive(Debug)]
 pub(super) struct HttpRequest {
     pub(super) url: String,
     pub(super) headers: Vec<(String, String)>,
     /// The serialized JSON, sent again as it is by every attempt.
     pub(super) body: Vec<u8>,
+    /// How an error status is reported.
+    pub(super) wording: Wording,
+}
+
+/// How one model's wire API words a response with an error status
+/// ([`WireApi::status_error`]).
+pub(super) struct Wording {
+    wire: &'static dyn WireApi,
+    model: Model,
+}
+
+impl Wording {
+    pub(super) fn new(wire: &'static dyn WireApi, model: Model) -> Self {
+        Wording { wire, model }
+    }
+
+    fn status_error(&self, status: StatusCode, body: &ErrorBody) -> String {
+        self.wire.status_error(&self.model, status, body)
+    }
 }
 
 /// The time limits of one response: the longest silence, and the deadline of the whole.
@@ -183,17 +203,28 @@ impl Transport {
             }
             Ok(Ok(response)) => response,
         };
-        if !response.status().is_success() {
-            return Err(status_failure(response, clock).await);
-        }
-        event_stream(response, clock).await
+        answered(response, clock, &request.wording).await
     }
+}
+
+/// What a response says once it has come: an error status becomes the wire API's error
+/// message, and a success must carry an event stream. Shared by real responses and
+/// recorded ones ([`HttpModel::replay_response`](super::HttpModel::replay_response)).
+pub(super) async fn answered(
+    response: reqwest::Response,
+    clock: &Clock,
+    wording: &Wording,
+) -> Result<reqwest::Response, Failure> {
+    if !response.status().is_success() {
+        return Err(status_failure(response, clock, wording).await);
+    }
+    event_stream(response, clock).await
 }
 
 /// Why an attempt failed, and whether another may succeed.
 #[derive(Debug)]
-struct Failure {
-    message: String,
+pub(super) struct Failure {
+    pub(super) message: String,
     retryable: bool,
     server_delay: Option<Duration>,
 }
@@ -240,17 +271,16 @@ impl RetryPolicy {
     }
 }
 
-/// An error status: its text with (an excerpt of) the body, and whether to retry.
-async fn status_failure(response: reqwest::Response, clock: &Clock) -> Failure {
+/// An error status: the wire API's text for it and (the start of) the body, and whether to
+/// retry.
+async fn status_failure(response: reqwest::Response, clock: &Clock, wording: &Wording) -> Failure {
     let status = response.status();
     let headers = response.headers().clone();
     let body = match content_encoding(&headers) {
-        Some(encoding) => format!("(a {encoding}-encoded body, which was not asked for)"),
+        Some(encoding) => ErrorBody::Encoded(encoding.to_owned()),
         None => match read_prefix(response, clock).await {
-            Ok(body) => body.quoted(),
-            Err(Expired::Silence | Expired::Deadline) => {
-                "(the error body did not arrive)".to_owned()
-            }
+            Ok(body) => ErrorBody::from(body),
+            Err(Expired::Silence | Expired::Deadline) => ErrorBody::Missing,
         },
     };
     let retryable = match header(&headers, "x-should-retry") {
@@ -258,13 +288,8 @@ async fn status_failure(response: reqwest::Response, clock: &Clock) -> Failure {
         Some("false") => false,
         _ => is_retryable(status),
     };
-    let mut message = format!("HTTP {status}");
-    if !body.is_empty() {
-        message.push_str(": ");
-        message.push_str(&body);
-    }
     Failure {
-        message,
+        message: wording.status_error(status, &body),
         retryable,
         server_delay: retry_after(&headers),
     }
@@ -339,12 +364,14 @@ struct Prefix {
 
 impl Prefix {
     /// The body as an error message quotes it, trimmed and bounded.
-    fn quoted(&self) -> String {
-        let mut quoted = excerpt(self.text.trim()).to_string();
-        if self.cut {
-            quoted.push_str(" (the body is longer; reading stopped there)");
-        }
-        quoted
+    fn quoted(self) -> String {
+        ErrorBody::from(self).quoted()
+    }
+}
+
+impl From<Prefix> for ErrorBody {
+    fn from(Prefix { text, cut }: Prefix) -> Self {
+        ErrorBody::Text { text, cut }
     }
 }
 

@@ -10,16 +10,26 @@
 //! Tool-call ids are pi's composite `"<call_id>|<item id>"`: the call id pairs a call with
 //! its output, the item id (`fc_...`) pairs it with the reasoning that produced it.
 //!
+//! Prompt caching follows the model's compat flags (SPEC §7.7): `prompt_cache_key` (the
+//! session id) unless [`prompt_cache_key_mode`](crate::provider::Compat::prompt_cache_key_mode)
+//! is `disabled`; `prompt_cache_retention: "24h"` for long retention unless
+//! [`supports_long_cache_retention`](crate::provider::Compat::supports_long_cache_retention)
+//! is `false`; `prompt_cache_options` instead with
+//! [`supports_explicit_prompt_cache_mode`](crate::provider::Compat::supports_explicit_prompt_cache_mode).
+//! An error status is reported in pi's words: `OpenAI API error (400): {"message":...}`.
+//!
 //! Not yet supported: OpenAI grammar (`custom`) tools; a grammar tool is sent as a function
 //! tool.
 
+mod error;
 pub(crate) mod request;
 pub(crate) mod stream;
 
+use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::provider::Model;
-use crate::provider::wire::{StreamParser, WireApi};
+use crate::provider::wire::{ErrorBody, StreamParser, WireApi};
 use crate::stream::{Context, StreamOptions};
 
 /// `POST {base}/responses` with a bearer key.
@@ -46,5 +56,9 @@ impl WireApi for Responses {
 
     fn parser(&self, _model: &Model) -> Box<dyn StreamParser> {
         Box::new(stream::EventParser::new())
+    }
+
+    fn status_error(&self, model: &Model, status: StatusCode, body: &ErrorBody) -> String {
+        error::status_error(model, status.as_u16(), body)
     }
 }

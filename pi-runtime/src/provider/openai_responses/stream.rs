@@ -467,7 +467,7 @@ fn text_signature(item: &Value) -> String {
 }
 
 /// JavaScript's truthiness of a JSON value.
-fn is_truthy(value: &Value) -> bool {
+pub(super) fn is_truthy(value: &Value) -> bool {
     match value {
         Value::Null => false,
         Value::Bool(b) => *b,

@@ -1,7 +1,7 @@
 //! Compatibility detection from the provider and base URL, as pi 1.6 detects it: every
 //! `Option` of [`Compat`](super::Compat) resolved into the value a request uses.
 
-use crate::provider::Model;
+use crate::provider::{Model, PromptCacheKeyMode};
 
 /// Where an OpenAI-compatible server takes its output token limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,6 +193,39 @@ impl AnthropicCompat {
     }
 }
 
+/// The effective flags of an `openai-responses` model (pi 1.6 detects nothing here: every
+/// flag has a fixed default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "one independent switch per server capability, as pi's compat table has"
+)]
+pub(crate) struct ResponsesCompat {
+    /// `strict` on function tools (default off: without it no `strict` field is sent).
+    pub(crate) supports_strict_mode: bool,
+    /// `prompt_cache_key` while caching is on (`promptCacheKeyMode` not `disabled`).
+    pub(crate) sends_prompt_cache_key: bool,
+    /// Long retention is sent at all (`supportsLongCacheRetention`, default on).
+    pub(crate) supports_long_cache_retention: bool,
+    /// `prompt_cache_options` instead of `prompt_cache_retention`
+    /// (`supportsExplicitPromptCacheMode`, default off).
+    pub(crate) supports_explicit_prompt_cache_mode: bool,
+}
+
+impl ResponsesCompat {
+    pub(crate) fn resolve(model: &Model) -> Self {
+        let c = &model.compat;
+        ResponsesCompat {
+            supports_strict_mode: c.supports_strict_mode.unwrap_or(false),
+            sends_prompt_cache_key: c.prompt_cache_key_mode != Some(PromptCacheKeyMode::Disabled),
+            supports_long_cache_retention: c.supports_long_cache_retention.unwrap_or(true),
+            supports_explicit_prompt_cache_mode: c
+                .supports_explicit_prompt_cache_mode
+                .unwrap_or(false),
+        }
+    }
+}
+
 /// The major version of a `gemini-<N>...` (or `gemini-live-<N>...`) model id.
 pub(crate) fn gemini_major_version(model_id: &str) -> Option<u32> {
     let id = model_id.to_ascii_lowercase();
@@ -258,6 +291,23 @@ mod tests {
         assert!(c.supports_strict_mode);
         assert!(!c.supports_store);
         assert_eq!(c.max_tokens_field, MaxTokensField::MaxTokens);
+    }
+
+    #[test]
+    fn responses_flags_default_as_pi_does() {
+        let mut m = model("openai", "", Compat::default());
+        m.api = Api::OpenAiResponses;
+        let c = ResponsesCompat::resolve(&m);
+        assert!(c.sends_prompt_cache_key && c.supports_long_cache_retention);
+        assert!(!c.supports_explicit_prompt_cache_mode && !c.supports_strict_mode);
+        for (mode, sends) in [
+            (PromptCacheKeyMode::Auto, true),
+            (PromptCacheKeyMode::Enabled, true),
+            (PromptCacheKeyMode::Disabled, false),
+        ] {
+            m.compat.prompt_cache_key_mode = Some(mode);
+            assert_eq!(ResponsesCompat::resolve(&m).sends_prompt_cache_key, sends);
+        }
     }
 
     #[test]

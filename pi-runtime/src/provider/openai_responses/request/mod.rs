@@ -10,10 +10,11 @@ use serde_json::Value;
 
 use self::wire::{
     FunctionCall, FunctionCallOutput, FunctionTool, InputContent, InputItem, NamedFunction,
-    OutputMessage, OutputText, Reasoning, ResponsesRequest, ToolOutput,
+    OutputMessage, OutputText, PromptCacheOptions, Reasoning, ResponsesRequest, ToolOutput,
 };
 use crate::message::{AssistantMessage, ContentBlock, Message, ToolResultMessage, UserContent};
 use crate::provider::choice::OpenAiToolChoice;
+use crate::provider::compat::ResponsesCompat;
 use crate::provider::thinking::{self, Mapped};
 use crate::provider::{Model, ids, strict, tokens, transform};
 use crate::stream::{CacheRetention, Context, StreamOptions, ThinkingLevel};
@@ -38,7 +39,8 @@ pub(crate) fn build_request(
     context: &Context,
     options: &StreamOptions,
 ) -> Result<Value, String> {
-    let supports_strict = model.compat.supports_strict_mode == Some(true);
+    let compat = ResponsesCompat::resolve(model);
+    let supports_strict = compat.supports_strict_mode;
     let transformed = transform::transform_messages(&context.messages, model, |id, source| {
         normalize_call_id(id, model, source)
     });
@@ -48,7 +50,7 @@ pub(crate) fn build_request(
     } else {
         Some(convert_tools(&context.tools, supports_strict)?)
     };
-    let retention = options.cache_retention.unwrap_or_default();
+    let cache = PromptCache::new(&compat, options);
     // `None` for a model that does not reason, whatever was asked.
     let effort = thinking::effort(model, options);
     let reasoning = if !model.reasoning {
@@ -76,12 +78,9 @@ pub(crate) fn build_request(
         model: &model.id,
         input,
         stream: true,
-        prompt_cache_key: options
-            .session_id
-            .as_deref()
-            .filter(|_| retention != CacheRetention::None)
-            .map(clamp_cache_key),
-        prompt_cache_retention: (retention == CacheRetention::Long).then_some("24h"),
+        prompt_cache_key: cache.key,
+        prompt_cache_retention: cache.retention,
+        prompt_cache_options: cache.options,
         store: false,
         max_output_tokens: tokens::max_tokens(model, context, options).max(MIN_OUTPUT_TOKENS),
         temperature: options.temperature,
@@ -96,6 +95,40 @@ pub(crate) fn build_request(
         include: effort.map(|_| [INCLUDE_REASONING]),
     };
     serde_json::to_value(&request).map_err(|error| error.to_string())
+}
+
+/// The prompt cache fields of a request, as pi's compat flags shape them (SPEC §7.7).
+struct PromptCache<'a> {
+    /// The session id, while caching is on and the server takes a key.
+    key: Option<&'a str>,
+    /// `"24h"` for long retention, unless the server cannot keep it or takes
+    /// `prompt_cache_options` instead.
+    retention: Option<&'static str>,
+    /// Explicit mode only: `{mode: "explicit"}` with caching off, `{ttl: "30m"}` for long
+    /// retention where supported, else nothing.
+    options: Option<PromptCacheOptions>,
+}
+
+impl<'a> PromptCache<'a> {
+    fn new(compat: &ResponsesCompat, options: &'a StreamOptions) -> Self {
+        let retention = options.cache_retention.unwrap_or_default();
+        let long = retention == CacheRetention::Long && compat.supports_long_cache_retention;
+        let explicit = compat.supports_explicit_prompt_cache_mode;
+        PromptCache {
+            key: options
+                .session_id
+                .as_deref()
+                .filter(|_| retention != CacheRetention::None && compat.sends_prompt_cache_key)
+                .map(clamp_cache_key),
+            retention: (long && !explicit).then_some("24h"),
+            options: match retention {
+                _ if !explicit => None,
+                CacheRetention::None => Some(PromptCacheOptions::Mode("explicit")),
+                _ if long => Some(PromptCacheOptions::Ttl("30m")),
+                _ => None,
+            },
+        }
+    }
 }
 
 /// The first 64 characters of a session id.

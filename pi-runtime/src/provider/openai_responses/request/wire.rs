@@ -19,6 +19,9 @@ pub(super) struct ResponsesRequest<'a> {
     /// `"24h"` for long cache retention.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) prompt_cache_retention: Option<&'static str>,
+    /// OpenAI's explicit prompt cache mode (models with `supportsExplicitPromptCacheMode`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) prompt_cache_options: Option<PromptCacheOptions>,
     /// Always `false`: nothing is kept on OpenAI's side, so reasoning travels in the input.
     pub(super) store: bool,
     /// At least 16 (the API rejects less).
@@ -35,6 +38,17 @@ pub(super) struct ResponsesRequest<'a> {
     /// encrypted, to be replayed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) include: Option<[&'static str; 1]>,
+}
+
+/// `prompt_cache_options`: `{"mode":"explicit"}` (no caching) or `{"ttl":"30m"}` (long
+/// retention).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum PromptCacheOptions {
+    /// `{"mode": ...}`.
+    Mode(&'static str),
+    /// `{"ttl": ...}`.
+    Ttl(&'static str),
 }
 
 /// `{"type":"function","name","description","parameters","strict"?}`.
