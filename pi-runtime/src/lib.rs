@@ -301,6 +301,7 @@
 //! | `snippet` | string | none | one line for the system prompt's `Available tools:` list; a tool without one is not listed there but is still sent to the provider |
 //! | `guidelines` | list of strings | `[]` | bullets for the system prompt's `Guidelines:` section |
 //! | `mode` | `"sequential"` or `"parallel"` | `"parallel"` | [`ExecutionMode`]: a sequential tool makes its whole batch run one call at a time |
+//! | `exposure` | `"direct"`, `"deferred"`, `"codemode"`, `"model-only"` or `"hidden"` | `"direct"` | [`Exposure`](tool::Exposure): declared to the model from registration, or only once activated (for example by a `tool_search` match) |
 //! | `strict` | `"prefer"` or `"require"` | none | constrained sampling, [`ConstrainedSampling::JsonSchema`]: strict where the provider allows it, or strict or the request fails |
 //! | `prepare` | path to a fn | none | a shape shim run before validation: `fn(&Value) -> Result<Cow<'_, Value>, ToolError>`, returning `Cow::Borrowed` when nothing changed; runs after the aliases are renamed |
 //! | `closed` | bool | `true` | `"additionalProperties": false` on every object schema (an extra key is reported to the model as an unknown field); `false` leaves objects open, like pi's built-in tools |

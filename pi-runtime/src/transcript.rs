@@ -53,6 +53,15 @@ pub fn current_tools<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec
 
 fn replay<'a>(messages: impl IntoIterator<Item = &'a Message>) -> IndexMap<&'a str, &'a Tool> {
     let mut tools = IndexMap::new();
+    replay_into(&mut tools, messages);
+    tools
+}
+
+/// Replay `messages` onto `tools`; the messages may outlive the map's borrow.
+fn replay_into<'m, 'a: 'm>(
+    tools: &mut IndexMap<&'m str, &'m Tool>,
+    messages: impl IntoIterator<Item = &'a Message>,
+) {
     for system in messages.into_iter().filter_map(Message::as_system) {
         for removed in system.removed() {
             tools.shift_remove(removed.name.as_str());
@@ -61,7 +70,6 @@ fn replay<'a>(messages: impl IntoIterator<Item = &'a Message>) -> IndexMap<&'a s
             tools.insert(added.name.as_str(), added);
         }
     }
-    tools
 }
 
 /// What changed between two tool states.
@@ -84,24 +92,29 @@ impl ToolChanges {
 /// The difference from `previous` to `current`. A changed definition (see
 /// [`Tool::declares_same`]) is a removal plus an addition of the same name.
 pub fn tool_changes(previous: &[Tool], current: &[Tool]) -> ToolChanges {
-    fn by_name(tools: &[Tool]) -> IndexMap<&str, &Tool> {
-        tools
-            .iter()
-            .map(|tool| (tool.name.as_str(), tool))
-            .collect()
-    }
-    let (before, after) = (by_name(previous), by_name(current));
-    let unchanged =
-        |tool: &Tool, other: Option<&&Tool>| other.is_some_and(|o| o.declares_same(tool));
+    let previous = previous
+        .iter()
+        .map(|tool| (tool.name.as_str(), tool))
+        .collect();
+    changes_from(&previous, current)
+}
+
+/// [`tool_changes`] from a replayed state, which borrows its tools from the transcript.
+fn changes_from(previous: &IndexMap<&str, &Tool>, current: &[Tool]) -> ToolChanges {
+    let now: IndexMap<&str, &Tool> = current
+        .iter()
+        .map(|tool| (tool.name.as_str(), tool))
+        .collect();
+    let same = |tool: &Tool, other: Option<&&Tool>| other.is_some_and(|o| o.declares_same(tool));
     ToolChanges {
         added: current
             .iter()
-            .filter(|tool| !unchanged(tool, before.get(tool.name.as_str())))
+            .filter(|tool| !same(tool, previous.get(tool.name.as_str())))
             .cloned()
             .collect(),
         removed: previous
-            .iter()
-            .filter(|tool| !unchanged(tool, after.get(tool.name.as_str())))
+            .values()
+            .filter(|tool| !same(tool, now.get(tool.name.as_str())))
             .map(|tool| ToolRef {
                 name: tool.name.clone(),
             })
@@ -119,8 +132,8 @@ pub fn tool_changes(previous: &[Tool], current: &[Tool]) -> ToolChanges {
 ///   before the first pending message that is not a system message.
 ///
 /// Replaying `committed` followed by the result declares exactly `executable`.
-pub fn declare_tool_changes(
-    committed: &[Message],
+pub fn declare_tool_changes<'a>(
+    committed: impl IntoIterator<Item = &'a Message>,
     mut pending: Vec<Message>,
     executable: &[Tool],
 ) -> Vec<Message> {
@@ -129,15 +142,17 @@ pub fn declare_tool_changes(
         .rposition(|m| matches!(m, Message::System(_)));
     // The last pending system message's own tool fields are intent, not state: the replay
     // leaves them out (the rest of that message declares no tool).
-    let declared = {
+    let changes = {
         let others = pending
             .iter()
             .enumerate()
             .filter(|(index, _)| Some(*index) != last_system)
             .map(|(_, message)| message);
-        current_tools(committed.iter().chain(others))
+        let mut declared = IndexMap::new();
+        replay_into(&mut declared, committed);
+        replay_into(&mut declared, others);
+        changes_from(&declared, executable)
     };
-    let changes = tool_changes(&declared, executable);
     if let Some(index) = last_system {
         if let Message::System(intent) = &pending[index] {
             if changes.is_empty() && !intent.changes_tools() {

@@ -18,6 +18,7 @@ pub(crate) const DESCRIPTION: &str = "description";
 pub(crate) const SNIPPET: &str = "snippet";
 pub(crate) const GUIDELINES: &str = "guidelines";
 pub(crate) const MODE: &str = "mode";
+pub(crate) const EXPOSURE: &str = "exposure";
 pub(crate) const STRICT: &str = "strict";
 pub(crate) const PREPARE: &str = "prepare";
 pub(crate) const CLOSED: &str = "closed";
@@ -33,6 +34,7 @@ const TOOL_KEYS: &[&str] = &[
     SNIPPET,
     GUIDELINES,
     MODE,
+    EXPOSURE,
     STRICT,
     PREPARE,
     CLOSED,
@@ -44,6 +46,37 @@ const TOOL_KEYS: &[&str] = &[
 pub(crate) enum Mode {
     Sequential,
     Parallel,
+}
+
+/// `exposure = "..."`: the runtime's `Exposure` variant it names.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exposure {
+    Direct,
+    ModelOnly,
+    Codemode,
+    Deferred,
+    Hidden,
+}
+
+impl Exposure {
+    const ALL: [(&'static str, Exposure); 5] = [
+        ("direct", Exposure::Direct),
+        ("model-only", Exposure::ModelOnly),
+        ("codemode", Exposure::Codemode),
+        ("deferred", Exposure::Deferred),
+        ("hidden", Exposure::Hidden),
+    ];
+
+    /// The variant's name in `pi_runtime::tool::Exposure`.
+    pub(crate) fn variant(self) -> &'static str {
+        match self {
+            Exposure::Direct => "Direct",
+            Exposure::ModelOnly => "ModelOnly",
+            Exposure::Codemode => "Codemode",
+            Exposure::Deferred => "Deferred",
+            Exposure::Hidden => "Hidden",
+        }
+    }
 }
 
 /// `strict = "..."`.
@@ -64,6 +97,7 @@ pub(crate) struct ToolAttrs {
     pub(crate) snippet: Option<LitStr>,
     pub(crate) guidelines: Option<Vec<LitStr>>,
     pub(crate) mode: Option<Mode>,
+    pub(crate) exposure: Option<Exposure>,
     pub(crate) strict: Option<Strict>,
     pub(crate) prepare: Option<syn::Path>,
     pub(crate) closed: Option<LitBool>,
@@ -105,6 +139,19 @@ impl ToolAttrs {
                         &lit,
                         format!(
                             "unknown execution mode `{other}`: write `mode = \"sequential\"` or `mode = \"parallel\"`"
+                        ),
+                    ),
+                }
+            }
+            EXPOSURE => {
+                let lit = lit_str(meta)?;
+                let value = lit.value();
+                match Exposure::ALL.iter().find(|(name, _)| *name == value) {
+                    Some(&(_, exposure)) => set(cx, &mut self.exposure, key, exposure),
+                    None => cx.error_spanned_by(
+                        &lit,
+                        format!(
+                            "unknown exposure `{value}`: write `exposure = \"direct\"` (declared from the start), \"deferred\" (declared once `tool_search` loads it), \"codemode\", \"model-only\" or \"hidden\""
                         ),
                     ),
                 }

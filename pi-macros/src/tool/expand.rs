@@ -312,6 +312,14 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             }
         }
     });
+    let exposure = tool.attrs.exposure.map(|exposure| {
+        let variant = Ident::new(exposure.variant(), Span::call_site());
+        quote! {
+            fn exposure(&self) -> #private::Exposure {
+                #private::Exposure::#variant
+            }
+        }
+    });
     let prepare = prepare(tool, &private);
     let output_schema = output_schema(tool, &private);
     let execute = execute(tool, paths);
@@ -361,6 +369,7 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
         impl #private::ToolDefinition for #ty {
             #prompt
             #output_schema
+            #exposure
         }
     }
 }

@@ -301,7 +301,9 @@ impl Agent {
 
     /// Replace the transcript (takes effect at the next run).
     pub fn set_messages(&self, messages: Vec<Message>) {
-        self.shared.bus.state().view.messages = messages;
+        let mut state = self.shared.bus.state();
+        state.view.messages = messages;
+        state.opening_tools = None;
     }
 
     /// The `error_message` of the last failed turn.
@@ -324,6 +326,7 @@ impl Agent {
             return Err(AgentError::BusyResetting);
         }
         state.view = AgentState::default();
+        state.opening_tools = None;
         state.steering.clear();
         state.follow_ups.clear();
         Ok(())
@@ -449,7 +452,13 @@ impl Agent {
             max_turns: config.max_turns,
             deadline_ms: time_limit.map(deadline_after),
         };
-        let run = RunState::new(messages, prompts, skip_initial_steering, limits_of_state);
+        let run = RunState::new(
+            messages,
+            state.opening_tools.clone(),
+            prompts,
+            skip_initial_steering,
+            limits_of_state,
+        );
         Ok((limits, run))
     }
 
@@ -475,6 +484,7 @@ impl Agent {
             };
             slot.slot.claim(limits.clone());
             slot.view.messages = state.transcript().to_vec();
+            slot.opening_tools = state.opening_tools().cloned();
             limits
         };
         Ok(self.drive(limits, state).await)

@@ -15,7 +15,7 @@ use super::hooks::{FinishedTurn, RequestPlan, TurnControl};
 use super::run_state::{Effect, RunState};
 use super::telemetry;
 use super::turn_tools::TurnTools;
-use crate::message::{AssistantMessage, ContentBlock, Message, StopReason};
+use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, SystemMessage};
 use crate::stream::{
     AssistantEventStream, AssistantMessageEvent, Context, LanguageModel, LiveMessage,
     StreamOptions, ThinkingLevel,
@@ -43,6 +43,18 @@ pub(crate) async fn run(
             Effect::Emit => {
                 if let Some(event) = state.take_event() {
                     shared.bus.emit(event).await;
+                }
+            }
+            Effect::Declare => {
+                // A request follows every declaration: pin its configuration and tools now,
+                // so the request offers (and dispatch finds) exactly the tools declared.
+                let turn = driver.pin_turn();
+                let executable = turn.tools.definitions();
+                state.declare(&executable);
+                let opening = state.opening_tools();
+                let mut conversation = shared.bus.state();
+                if conversation.opening_tools.is_none() {
+                    conversation.opening_tools = opening.cloned();
                 }
             }
             Effect::PollSteering => {
@@ -91,7 +103,13 @@ impl Driver<'_> {
         self.shared.bus.emit(event).await;
     }
 
-    /// The current turn, pinned at its request; a state resumed after its request pins the
+    /// Pin the agent's configuration as it is now for the next request.
+    fn pin_turn(&mut self) -> &Turn {
+        self.turn = None;
+        self.turn()
+    }
+
+    /// The current turn, pinned at its declaration; a state resumed after that pins the
     /// agent's configuration now.
     fn turn(&mut self) -> &Turn {
         self.turn.get_or_insert_with(|| {
@@ -103,8 +121,6 @@ impl Driver<'_> {
 
     /// Ask the model and stream its response into events, `message_end` included.
     async fn respond(&mut self, state: &mut RunState) -> Arc<AssistantMessage> {
-        // A new turn: pin the agent's configuration as it is now.
-        self.turn = None;
         let config = Arc::clone(&self.turn().config);
         let model = self
             .model
@@ -154,7 +170,7 @@ impl Driver<'_> {
             tool_choice: None,
         };
         let Some(prepare) = &config.hooks.prepare_request else {
-            return Ok(plan);
+            return Ok(with_declarations(plan, state));
         };
         let built_prompt = plan.context.system_prompt.clone();
         let mut plan = guarded(|| prepare(plan)).await?;
@@ -173,8 +189,12 @@ impl Driver<'_> {
             if let Some(turn) = &mut self.turn {
                 turn.tools = Arc::new(offered);
             }
+            // The hook's list is this request's whole tool set: it stands in for what the
+            // transcript declares.
+            plan.context.messages = without_tool_changes(plan.context.messages);
+            return Ok(plan);
         }
-        Ok(plan)
+        Ok(with_declarations(plan, state))
     }
 
     /// Plan and stream one response, emitting `message_start` and the updates (not
@@ -353,4 +373,37 @@ fn failed_message(model: &dyn LanguageModel, reason: StopReason, error: &str) ->
     message.stop_reason = reason;
     message.error_message = Some(error.to_owned());
     message
+}
+
+/// The request as the transcript declares its tools: the conversation's opening tools are
+/// the request's own list (the leading system message), and the transcript's system
+/// messages change them from there. `plan.context.tools` (the turn's tools, what hooks see)
+/// is what that replays to.
+fn with_declarations(mut plan: RequestPlan, state: &RunState) -> RequestPlan {
+    if let Some(opening) = state.opening_tools() {
+        let changed = state
+            .transcript()
+            .iter()
+            .any(|m| m.as_system().is_some_and(SystemMessage::changes_tools));
+        if changed {
+            plan.context.tools = opening.to_vec();
+        }
+    }
+    plan
+}
+
+/// `messages` with the tool fields of their system messages removed.
+fn without_tool_changes(messages: Vec<Message>) -> Vec<Message> {
+    messages
+        .into_iter()
+        .map(|message| match message {
+            Message::System(system) if system.changes_tools() => SystemMessage {
+                tools_added: None,
+                tools_removed: None,
+                ..SystemMessage::clone(&system)
+            }
+            .into(),
+            other => other,
+        })
+        .collect()
 }

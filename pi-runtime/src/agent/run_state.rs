@@ -12,8 +12,12 @@ use super::AgentEvent;
 use super::dispatch::{BatchOutcome, CallRecord};
 use super::hooks::TurnControl;
 use super::outcome::RunEnd;
-use crate::message::{AssistantMessage, Message, StopReason, ToolResultMessage, now_ms};
+use crate::message::{
+    AssistantMessage, Message, StopReason, SystemMessage, ToolResultMessage, now_ms,
+};
 use crate::stream::ThinkingLevel;
+use crate::tool::Tool;
+use crate::transcript;
 
 /// The format version [`RunState`] serializes with; a state of another version is refused.
 pub const RUN_STATE_VERSION: u32 = 1;
@@ -33,6 +37,11 @@ pub struct RunState {
     first_new: usize,
     /// Queued messages to add before the next request.
     pending: Vec<Message>,
+    /// The tools the conversation's leading system message declares (the request's own
+    /// tool list); the transcript's system messages change them from there. Set at the
+    /// conversation's first declaration.
+    #[serde(default)]
+    opening_tools: Option<Arc<[Tool]>>,
     phase: Phase,
     first_turn: bool,
     /// A `finish_turn` hook asked for one more request.
@@ -89,6 +98,12 @@ enum Phase {
         prompts: Vec<Message>,
         skip_initial_steering: bool,
     },
+    /// Waiting for the tools to declare before adding `messages` (the prompts, or the
+    /// messages queued for the next request).
+    Declare {
+        messages: Vec<Message>,
+        then: AfterDeclare,
+    },
     /// Waiting for the steering queue.
     Steering { then: AfterSteering },
     /// Deciding whether to ask the model (again).
@@ -120,12 +135,26 @@ enum AfterSteering {
     TurnEnded,
 }
 
+/// Where the run goes once its messages are declared and added.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum AfterDeclare {
+    /// The prompts are in: poll steering for the first turn.
+    FirstSteering,
+    /// The prompts are in: decide on the first request.
+    TurnCheck,
+    /// Ask the model.
+    Request,
+}
+
 /// What the run needs next. Small, since every step returns one: an event waits in the
 /// state until [`RunState::take_event`] builds it.
 #[derive(Debug)]
 pub(crate) enum Effect {
     /// Deliver [`RunState::take_event`], then ask again.
     Emit,
+    /// Answer with [`RunState::declare`] and the tools the next request can execute.
+    Declare,
     /// Answer with [`RunState::queued`] and the steering queue's messages.
     PollSteering,
     /// Answer with [`RunState::queued`] and the follow-up queue's messages.
@@ -161,6 +190,7 @@ impl RunState {
     /// A run over `messages` that first adds `prompts`.
     pub(crate) fn new(
         messages: Vec<Message>,
+        opening_tools: Option<Arc<[Tool]>>,
         prompts: Vec<Message>,
         skip_initial_steering: bool,
         limits: StateLimits,
@@ -170,6 +200,7 @@ impl RunState {
             first_new: messages.len(),
             messages,
             pending: Vec::new(),
+            opening_tools,
             phase: Phase::Start {
                 prompts,
                 skip_initial_steering,
@@ -267,16 +298,17 @@ impl RunState {
                 };
                 self.outbox.push_back(Announce::AgentStart);
                 self.outbox.push_back(Announce::TurnStart);
-                for prompt in prompts {
-                    self.add(prompt);
-                }
-                if !skip_initial_steering {
-                    self.phase = Phase::Steering {
-                        then: AfterSteering::FirstTurn,
-                    };
-                }
+                self.phase = Phase::Declare {
+                    messages: prompts,
+                    then: if skip_initial_steering {
+                        AfterDeclare::TurnCheck
+                    } else {
+                        AfterDeclare::FirstSteering
+                    },
+                };
                 self.next()
             }
+            Phase::Declare { .. } => Effect::Declare,
             Phase::Steering { .. } => Effect::PollSteering,
             Phase::TurnCheck => {
                 let wants_request = self.more_tool_calls || self.forced || !self.pending.is_empty();
@@ -320,6 +352,45 @@ impl RunState {
             Phase::FinishTurn { response, results } => Some((response, results)),
             _ => None,
         }
+    }
+
+    /// The tools the conversation declared first (its leading system message's), once a
+    /// declaration set them.
+    pub(crate) fn opening_tools(&self) -> Option<&Arc<[Tool]>> {
+        self.opening_tools.as_ref()
+    }
+
+    /// Declare `executable`, the tools the next request can run, then add the waiting
+    /// messages: where the transcript (the leading declaration, then its system messages)
+    /// declares other tools, a system message records the difference
+    /// ([`transcript::declare_tool_changes`]).
+    pub(crate) fn declare(&mut self, executable: &[Tool]) {
+        let Phase::Declare { messages, then } =
+            std::mem::replace(&mut self.phase, Phase::TurnCheck)
+        else {
+            debug_assert!(false, "no declaration was asked for");
+            return;
+        };
+        let opening = Arc::clone(
+            self.opening_tools
+                .get_or_insert_with(|| Arc::from(executable)),
+        );
+        let leading: Message = SystemMessage {
+            tools_added: Some(opening.to_vec()),
+            ..SystemMessage::text("")
+        }
+        .into();
+        let committed = std::iter::once(&leading).chain(&self.messages);
+        for message in transcript::declare_tool_changes(committed, messages, executable) {
+            self.add(message);
+        }
+        self.phase = match then {
+            AfterDeclare::FirstSteering => Phase::Steering {
+                then: AfterSteering::FirstTurn,
+            },
+            AfterDeclare::TurnCheck => Phase::TurnCheck,
+            AfterDeclare::Request => Phase::Request,
+        };
     }
 
     /// The messages of the queue [`next`](Self::next) asked for.
@@ -421,13 +492,13 @@ impl RunState {
         };
     }
 
-    /// Add the pending messages and ask the model.
+    /// Declare the tools, add the pending messages and ask the model.
     fn begin_request(&mut self) {
         self.forced = false;
-        for message in std::mem::take(&mut self.pending) {
-            self.add(message);
-        }
-        self.phase = Phase::Request;
+        self.phase = Phase::Declare {
+            messages: std::mem::take(&mut self.pending),
+            then: AfterDeclare::Request,
+        };
     }
 
     /// A prompt or a queued message: announced, then part of the transcript.

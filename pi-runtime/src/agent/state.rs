@@ -9,6 +9,7 @@ use super::AgentEvent;
 use super::dispatch::RunLimits;
 use crate::message::Message;
 use crate::stream::LiveMessage;
+use crate::tool::Tool;
 
 /// How many queued messages one drain point delivers. Steering is drained at the start of a
 /// run and after every turn; follow-ups only when the run would otherwise stop.
@@ -95,6 +96,10 @@ pub(crate) struct Inner {
     pub(crate) follow_ups: VecDeque<Message>,
     pub(crate) steering_mode: QueueMode,
     pub(crate) follow_up_mode: QueueMode,
+    /// The tools the conversation declared at its first request (see
+    /// `RunState::opening_tools`); `None` until then, and again after the transcript is
+    /// replaced.
+    pub(crate) opening_tools: Option<Arc<[Tool]>>,
 }
 
 impl Inner {

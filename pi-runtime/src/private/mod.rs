@@ -25,8 +25,8 @@ pub use std::sync::LazyLock;
 
 pub use crate::args::deserialize_arguments;
 pub use crate::tool::{
-    AgentTool, Args, ConstrainedSampling, ExecutionMode, State, Strictness, Tool, ToolContext,
-    ToolDefinition, ToolError, ToolResult,
+    AgentTool, Args, ConstrainedSampling, ExecutionMode, Exposure, State, Strictness, Tool,
+    ToolContext, ToolDefinition, ToolError, ToolResult,
 };
 
 /// The doc-comment rule's last step: the `#[doc]` lines were joined with `\n` (one leading

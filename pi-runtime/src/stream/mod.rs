@@ -142,7 +142,9 @@ impl AssistantMessageEvent {
     }
 }
 
-/// What a model is asked: system prompt, transcript and active tools.
+/// What a model is asked: system prompt, transcript and tools. `tools` are the ones the
+/// conversation declared first; system messages in `messages` may add and remove tools from
+/// there ([`current_tools`](Self::current_tools) replays them).
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Context {
@@ -162,6 +164,13 @@ impl Context {
             messages,
             tools,
         }
+    }
+
+    /// The tools this request declares: `tools`, changed by the system messages of
+    /// `messages` in order (see [`transcript`](crate::transcript)).
+    pub fn current_tools(&self) -> Vec<Tool> {
+        let leading = crate::transcript::leading_message("", &self.tools).map(Message::from);
+        crate::transcript::current_tools(leading.iter().chain(&self.messages))
     }
 }
 

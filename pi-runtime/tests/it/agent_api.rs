@@ -405,14 +405,33 @@ async fn tools_registered_or_removed_after_build_apply_from_the_next_request() {
         agent.register_tools(echo()).unwrap_err().to_string(),
         "duplicate tool name \"echo\": every tool needs its own name"
     );
+    // The transcript records the change before the prompt, as pi 1.6 does; the request's
+    // own list stays the conversation's opening one (none), and the system message adds.
     let second = agent.prompt("again").await.unwrap();
-    assert_eq!(pi_runtime::Message::text_content(&second[2]), r#"{"n":2}"#);
-    assert_eq!(requests.requests()[2].tools.len(), 1);
+    let added = second[0].as_system().expect("a tool change");
+    assert_eq!(added.added()[0].name, "echo");
+    assert_eq!(pi_runtime::Message::text_content(&second[3]), r#"{"n":2}"#);
+    let request = &requests.requests()[2];
+    assert!(request.tools.is_empty());
+    assert_eq!(names(&request.current_tools()), ["echo"]);
 
     assert!(agent.remove_tool("echo"));
     assert!(!agent.remove_tool("echo"));
-    agent.prompt("last").await.unwrap();
-    assert!(requests.requests().last().unwrap().tools.is_empty());
+    let last = agent.prompt("last").await.unwrap();
+    let removed = last[0].as_system().expect("a tool change");
+    assert_eq!(removed.removed()[0].name, "echo");
+    assert!(
+        requests
+            .requests()
+            .last()
+            .unwrap()
+            .current_tools()
+            .is_empty()
+    );
+}
+
+fn names(tools: &[pi_runtime::Tool]) -> Vec<&str> {
+    tools.iter().map(|tool| tool.name.as_str()).collect()
 }
 
 /// One definition, 1,000 conversations at once on a multi-thread runtime: each sees only its
