@@ -10,7 +10,7 @@ use super::turn_tools::TurnTools;
 use crate::message::Message;
 use crate::prompt::{self, ToolSectionStyle};
 use crate::stream::{LanguageModel, ThinkingLevel};
-use crate::tool::{ExecutionMode, ToolDefinition, ToolRegistry};
+use crate::tool::{ExecutionMode, RegistryError, ToolDefinition, ToolRegistry, ToolSwitch};
 
 /// An agent's configuration. Runs read a snapshot per turn, so changes made while a run is
 /// in progress apply from its next model request.
@@ -108,7 +108,7 @@ impl Shared {
         {
             let opening = &definition.opening;
             let mut state = shared.bus.state();
-            state.view.messages.clone_from(&opening.messages);
+            state.set_transcript(opening.messages.clone());
             state.steering_mode = opening.steering_mode;
             state.follow_up_mode = opening.follow_up_mode;
         }
@@ -122,5 +122,25 @@ impl Shared {
     pub(crate) fn update_config(&self, change: impl FnOnce(&mut Config)) {
         let mut config = self.config.write().unwrap_or_else(PoisonError::into_inner);
         change(Arc::make_mut(&mut config));
+    }
+}
+
+/// The conversation's tool set, changed under the configuration's lock so that two changes
+/// at once (a tool activating, the application registering) both land.
+impl ToolSwitch for Shared {
+    fn registry(&self) -> Arc<ToolRegistry> {
+        Arc::clone(self.config().tools.registry())
+    }
+
+    fn change(
+        &self,
+        change: &mut dyn FnMut(&mut ToolRegistry) -> Result<(), RegistryError>,
+    ) -> Result<(), RegistryError> {
+        let mut config = self.config.write().unwrap_or_else(PoisonError::into_inner);
+        // A copy: a running turn may still hold the current registry.
+        let mut registry = ToolRegistry::clone(config.tools.registry());
+        change(&mut registry)?;
+        Arc::make_mut(&mut config).set_tools(registry);
+        Ok(())
     }
 }

@@ -21,9 +21,11 @@ use super::run_state::{RunState, StateLimits, deadline_after, instant_at};
 use super::sink::{EventStream, Listener, SubscriptionId};
 use super::state::{AgentState, Inner as StateInner};
 use super::telemetry;
-use crate::message::{ContentBlock, Message, ToolCall, UserContent, UserMessage, now_ms};
+use crate::message::{
+    ContentBlock, Message, SystemMessage, ToolCall, UserContent, UserMessage, now_ms,
+};
 use crate::stream::{LanguageModel, ThinkingLevel};
-use crate::tool::{RegistryError, ToolRegistry, ToolResult, ToolSet};
+use crate::tool::{RegistryError, ToolDefinition, ToolResult, ToolSet, ToolSwitch};
 
 /// What [`Agent::prompt`] accepts: text, a user message, any message, or several.
 #[derive(Debug, Clone, PartialEq)]
@@ -294,16 +296,41 @@ impl Agent {
         view
     }
 
-    /// The transcript.
+    /// The whole transcript as pi 1.6 keeps it: a leading system message with the agent's
+    /// system prompt and the tools the conversation declared first, then
+    /// [`messages`](Self::messages). Replaying its system messages
+    /// ([`transcript::current_tools`](crate::transcript::current_tools)) gives the tools of
+    /// the last request; saved and given back to [`set_messages`](Self::set_messages) or
+    /// [`AgentBuilder::messages`](super::AgentBuilder::messages), it resumes the conversation
+    /// with the same declared tools.
+    pub fn transcript(&self) -> Vec<Message> {
+        let config = self.shared.config();
+        let state = self.shared.bus.state();
+        let opening = match &state.opening_tools {
+            Some(tools) => tools.to_vec(),
+            None => config.tools.definitions(),
+        };
+        let leading = SystemMessage {
+            content: UserContent::Text(config.system_prompt.clone()),
+            tools_added: (!opening.is_empty()).then_some(opening),
+            timestamp: 0,
+            ..SystemMessage::default()
+        };
+        std::iter::once(leading.into())
+            .chain(state.view.messages.iter().cloned())
+            .collect()
+    }
+
+    /// The transcript: the prompts, responses and tool results, and the system messages
+    /// that record tool changes. The tools the conversation declared first are not in it
+    /// (see [`transcript`](Self::transcript)).
     pub fn messages(&self) -> Vec<Message> {
         self.shared.bus.state().view.messages.clone()
     }
 
     /// Replace the transcript (takes effect at the next run).
     pub fn set_messages(&self, messages: Vec<Message>) {
-        let mut state = self.shared.bus.state();
-        state.view.messages = messages;
-        state.opening_tools = None;
+        self.shared.bus.state().set_transcript(messages);
     }
 
     /// The `error_message` of the last failed turn.
@@ -355,36 +382,58 @@ impl Agent {
     /// # Errors
     /// A name that is not registered.
     pub fn set_active_tools<S: AsRef<str>>(&self, names: &[S]) -> Result<(), RegistryError> {
-        // A copy: a running turn may still hold the current registry.
-        let mut tools = ToolRegistry::clone(self.shared.config().tools.registry());
-        tools.set_active(names)?;
-        self.shared.update_config(|config| config.set_tools(tools));
-        Ok(())
+        self.shared.change(&mut |tools| tools.set_active(names))
     }
 
-    /// Register more tools, active, from the next request on (a running turn keeps the
-    /// tools it started with).
+    /// Activate these registered tools, after the active ones, from the next request on; the
+    /// request declares them to the model (a system message in the transcript records it).
+    ///
+    /// # Errors
+    /// A name that is not registered; then nothing changes.
+    pub fn activate_tools<S: AsRef<str>>(&self, names: &[S]) -> Result<(), RegistryError> {
+        self.shared.change(&mut |tools| tools.activate(names))
+    }
+
+    /// Deactivate these tools from the next request on: still registered, no longer declared.
+    ///
+    /// # Errors
+    /// A name that is not registered; then nothing changes.
+    pub fn deactivate_tools<S: AsRef<str>>(&self, names: &[S]) -> Result<(), RegistryError> {
+        self.shared.change(&mut |tools| tools.deactivate(names))
+    }
+
+    /// Register more tools from the next request on (a running turn keeps the tools it
+    /// started with). Direct and model-only tools are active at once; deferred ones wait
+    /// for activation (see [`Exposure`](crate::tool::Exposure)).
     ///
     /// # Errors
     /// A name already registered, or a schema that does not compile; then nothing changes.
     pub fn register_tools(&self, tools: impl ToolSet) -> Result<(), RegistryError> {
-        // A copy: a running turn may still hold the current registry.
-        let mut registry = ToolRegistry::clone(self.shared.config().tools.registry());
-        registry.register_all(tools)?;
+        let mut tools = Some(tools.into_tools());
         self.shared
-            .update_config(|config| config.set_tools(registry));
-        Ok(())
+            .change(&mut |registry| registry.register_all(tools.take().unwrap_or_default()))
+    }
+
+    /// Put `tool` in the place of the registered tool of the same name (or register it),
+    /// from the next request on; an active tool stays active and the request declares its
+    /// new definition.
+    ///
+    /// # Errors
+    /// A schema that does not compile; then nothing changes.
+    pub fn replace_tool(&self, tool: impl ToolDefinition) -> Result<(), RegistryError> {
+        let tool: Arc<dyn ToolDefinition> = Arc::new(tool);
+        self.shared
+            .change(&mut |registry| registry.replace(Arc::clone(&tool)))
     }
 
     /// Unregister the tool named `name` from the next request on; `false` if there is none.
     pub fn remove_tool(&self, name: &str) -> bool {
-        let mut registry = ToolRegistry::clone(self.shared.config().tools.registry());
-        let removed = registry.remove(name).is_some();
-        if removed {
-            self.shared
-                .update_config(|config| config.set_tools(registry));
-        }
-        removed
+        self.shared
+            .change(&mut |registry| match registry.remove(name) {
+                Some(_) => Ok(()),
+                None => Err(RegistryError::UnknownTool(name.to_owned())),
+            })
+            .is_ok()
     }
 
     /// The agent's hooks, to give to another dispatcher of its tools, such as an
@@ -522,7 +571,7 @@ impl Agent {
         let deadline = limits.deadline;
         let mut timed_out = false;
         let messages = {
-            let mut run = pin!(run::run(shared, limits, &mut state, None).instrument(span));
+            let mut run = pin!(run::run(&self.shared, limits, &mut state, None).instrument(span));
             let messages = match deadline {
                 Some(deadline) => {
                     tokio::select! {

@@ -20,11 +20,12 @@ use crate::stream::{
     AssistantEventStream, AssistantMessageEvent, Context, LanguageModel, LiveMessage,
     StreamOptions, ThinkingLevel,
 };
+use crate::tool::ToolSwitch;
 
 /// Drive `state` to its end and return the messages the run added; or, when `pause` says
 /// so between two effects, stop there and return `None` (the state then serializes).
 pub(crate) async fn run(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     limits: RunLimits,
     state: &mut RunState,
     pause: Option<&(dyn Fn(&RunState) -> bool + Sync)>,
@@ -91,7 +92,7 @@ struct Turn {
 /// What the driver keeps besides the state: the run's limits, the model a
 /// `prepare_request` hook chose, and the current turn's pinned configuration.
 struct Driver<'a> {
-    shared: &'a Shared,
+    shared: &'a Arc<Shared>,
     /// Shared with every batch's dispatcher.
     limits: Arc<RunLimits>,
     model: Option<Arc<dyn LanguageModel>>,
@@ -339,7 +340,8 @@ impl Driver<'_> {
             turn.config.execution,
             limits,
             turn.config.capture_content,
-        );
+        )
+        .with_switch(Arc::clone(shared) as Arc<dyn ToolSwitch>);
         // The hooks see the transcript before this batch: up to and including the response.
         let messages = dispatcher.hook_transcript(state.transcript());
         dispatcher.run_batch(response, messages, &shared.bus).await

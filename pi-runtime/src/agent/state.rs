@@ -103,6 +103,21 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// Take `messages` as the conversation's transcript. A leading system message (as
+    /// [`Agent::transcript`](super::Agent::transcript) writes one) gives the tools the
+    /// conversation declared first; the agent's own system prompt stands in for its text.
+    pub(crate) fn set_transcript(&mut self, mut messages: Vec<Message>) {
+        self.opening_tools = match messages.first() {
+            Some(Message::System(leading)) => {
+                let tools: Arc<[Tool]> = Arc::from(leading.added());
+                messages.remove(0);
+                Some(tools)
+            }
+            _ => None,
+        };
+        self.view.messages = messages;
+    }
+
     /// Keep the state current with one event, before any listener sees it (as pi's
     /// `Agent` does), so listeners can read a state that already includes the event.
     pub(crate) fn reduce(&mut self, event: &AgentEvent) {

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use futures::future::BoxFuture;
 
-use super::ToolResult;
+use super::{ConversationTools, ToolResult};
 use crate::message::ToolCall;
 
 /// The context of one tool execution.
@@ -43,6 +43,9 @@ pub struct ToolContext {
 /// Runs a tool's calls of other tools through the pipeline that runs the tool itself.
 pub(crate) trait ToolCaller: Send + Sync {
     fn call(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, ToolResult>;
+
+    /// The conversation's tool set, when the call runs in an agent's conversation.
+    fn tools(&self) -> Option<ConversationTools>;
 }
 
 /// Where a context's progress updates go.
@@ -118,6 +121,14 @@ impl ToolContext {
     /// True once the run was aborted.
     pub fn is_cancelled(&self) -> bool {
         self.signal.is_cancelled()
+    }
+
+    /// The tools of the conversation this call runs in, to activate or deactivate tools
+    /// from the next request on (as `tool_search` loads its matches). `None` outside an
+    /// agent's run: a context made with [`new`](Self::new), a call made by an MCP client or
+    /// through [`Agent::run_tool_call`](crate::Agent::run_tool_call).
+    pub fn tools(&self) -> Option<ConversationTools> {
+        self.caller.as_ref().and_then(|caller| caller.tools())
     }
 
     /// Call another tool of the same turn through the pipeline that runs this one: lookup,

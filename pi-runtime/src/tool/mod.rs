@@ -17,6 +17,7 @@ mod layers;
 mod params;
 mod registry;
 mod result;
+mod switch;
 
 pub use context::ToolContext;
 pub use definition::{ConstrainedSampling, GrammarVariants, Strictness, Tool};
@@ -28,3 +29,5 @@ pub use registry::{RegistryError, ToolRegistry, ToolSet};
 pub use result::{
     IntoToolError, IntoToolResult, Json, JsonOutput, ToolError, ToolErrorKind, ToolResult,
 };
+pub use switch::ConversationTools;
+pub(crate) use switch::ToolSwitch;

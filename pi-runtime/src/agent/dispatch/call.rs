@@ -24,7 +24,10 @@ use crate::agent::turn_tools::TurnTools;
 use crate::args::ValidationError;
 use crate::message::{AssistantMessage, Message, ToolCall, ToolResultMessage, now_ms};
 use crate::tool::context::ToolCaller;
-use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult};
+use crate::tool::{
+    ConversationTools, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult,
+    ToolSwitch,
+};
 
 /// How long a running tool may ignore the run's cancellation before the loop stops waiting
 /// for it: a run must end even when a tool never looks at its signal.
@@ -49,6 +52,8 @@ pub(super) struct CallScope {
     pub(super) limits: Arc<RunLimits>,
     /// Record arguments and results on the tool spans.
     pub(super) capture_content: bool,
+    /// The conversation's tool set, for the tools that change it.
+    pub(super) switch: Option<Arc<dyn ToolSwitch>>,
 }
 
 /// A tool's own calls of other tools ([`ToolContext::call_tool`](crate::ToolContext::call_tool))
@@ -66,6 +71,10 @@ impl ToolCaller for CallScope {
                 }
             }
         })
+    }
+
+    fn tools(&self) -> Option<ConversationTools> {
+        self.switch.clone().map(ConversationTools::new)
     }
 }
 

@@ -24,7 +24,7 @@ use super::hooks::Hooks;
 use super::sink::Bus;
 use super::turn_tools::TurnTools;
 use crate::message::{AssistantMessage, Message, ToolCall};
-use crate::tool::{ExecutionMode, ToolDefinition, ToolResult};
+use crate::tool::{ExecutionMode, ToolDefinition, ToolResult, ToolSwitch};
 
 /// Serializes sequential tools against every other call made through the same lane: a
 /// sequential tool takes it alone, any other tool shares it. Calls that arrive one at a time
@@ -41,6 +41,9 @@ pub(crate) struct Dispatcher {
     limits: Arc<RunLimits>,
     /// Record arguments and results on the tool spans.
     capture_content: bool,
+    /// The conversation's tool set, which a tool may change (see
+    /// [`ToolContext::tools`](crate::ToolContext::tools)).
+    switch: Option<Arc<dyn ToolSwitch>>,
 }
 
 impl Dispatcher {
@@ -57,7 +60,14 @@ impl Dispatcher {
             execution,
             limits,
             capture_content,
+            switch: None,
         }
+    }
+
+    /// Let the tools change the conversation's tool set through `switch`.
+    pub(crate) fn with_switch(mut self, switch: Arc<dyn ToolSwitch>) -> Self {
+        self.switch = Some(switch);
+        self
     }
 
     /// The only place a [`CallScope`] is made.
@@ -73,6 +83,7 @@ impl Dispatcher {
             messages,
             limits: Arc::clone(&self.limits),
             capture_content: self.capture_content,
+            switch: self.switch.clone(),
         })
     }
 
