@@ -653,3 +653,74 @@ fn the_client_lists_again_when_the_server_says_its_tools_changed() {
         wait_gone(pid);
     });
 }
+
+#[test]
+#[ignore = "needs the Python MCP SDK: set PI_MCP_PYTHON (.ci/run installs it)"]
+fn a_built_agent_follows_the_servers_tool_list() {
+    let Some(python) = installed("PI_MCP_PYTHON", "the Python MCP SDK") else {
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/changing_server.py");
+    runtime().block_on(async {
+        let mut command = tokio::process::Command::new(&python);
+        command.arg(&script);
+        let client = McpClient::builder("changing")
+            .timeout(Duration::from_secs(30))
+            .stdio(command)
+            .await
+            .expect("the Python server connects");
+        let model = FauxModel::new()
+            .respond(FauxResponse::tool_call(
+                "c1",
+                "mcp__changing__add_second",
+                json!({}),
+            ))
+            .respond(FauxResponse::text("added it"))
+            .respond(FauxResponse::tool_call(
+                "c2",
+                "mcp__changing__second",
+                json!({"text": "hi"}),
+            ))
+            .respond(FauxResponse::text("done"));
+        let requests = model.clone();
+        let agent = Agent::builder().model(model).build().expect("an agent");
+        client
+            .attach(&agent, None)
+            .await
+            .expect("the tools register");
+
+        let first = agent.prompt("add a tool").await.expect("a run");
+        assert_eq!(results(&first)["c1"], (false, "added".to_owned()));
+        // The server's notification reaches the agent while it waits for the next prompt.
+        let start = Instant::now();
+        while agent.tools().get("mcp__changing__second").is_none() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the agent did not get the new tool: {:?}",
+                agent.tools()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+
+        let second = agent.prompt("use it").await.expect("a run");
+        let change = second[0]
+            .as_system()
+            .expect("the change, declared before the prompt");
+        let added: Vec<&str> = change.added().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(added, ["mcp__changing__second"]);
+        assert!(change.tools_removed.is_none());
+        assert_eq!(results(&second)["c2"], (false, "second: hi".to_owned()));
+        let declared: Vec<String> = requests.requests()[2]
+            .current_tools()
+            .into_iter()
+            .map(|tool| tool.name)
+            .collect();
+        assert_eq!(
+            declared,
+            ["mcp__changing__add_second", "mcp__changing__second"]
+        );
+        let pid = client.process_id().expect("a child");
+        drop((agent, client));
+        wait_gone(pid);
+    });
+}

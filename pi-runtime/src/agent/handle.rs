@@ -25,7 +25,7 @@ use crate::message::{
     ContentBlock, Message, SystemMessage, ToolCall, UserContent, UserMessage, now_ms,
 };
 use crate::stream::{LanguageModel, ThinkingLevel};
-use crate::tool::{RegistryError, ToolDefinition, ToolResult, ToolSet, ToolSwitch};
+use crate::tool::{RegistryError, ToolDefinition, ToolRegistry, ToolResult, ToolSet, ToolSwitch};
 
 /// What [`Agent::prompt`] accepts: text, a user message, any message, or several.
 #[derive(Debug, Clone, PartialEq)]
@@ -377,6 +377,11 @@ impl Agent {
             .update_config(|config| config.thinking_level = level);
     }
 
+    /// The registered tools, with the active ones, as the next request will see them.
+    pub fn tools(&self) -> Arc<ToolRegistry> {
+        self.shared.registry()
+    }
+
     /// Make exactly these registered tools active, in this order (from the next request on).
     ///
     /// # Errors
@@ -434,6 +439,14 @@ impl Agent {
                 None => Err(RegistryError::UnknownTool(name.to_owned())),
             })
             .is_ok()
+    }
+
+    /// The conversation's tool set, for a source of tools that follows its own changes (an
+    /// MCP server's list); it does not keep the conversation alive.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn tool_switch(&self) -> std::sync::Weak<dyn ToolSwitch> {
+        let weak = Arc::downgrade(&self.shared);
+        weak
     }
 
     /// The agent's hooks, to give to another dispatcher of its tools, such as an

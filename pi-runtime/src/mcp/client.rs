@@ -20,8 +20,9 @@ use super::http::HttpBackend;
 use super::schema::ListedTool;
 use super::tool::McpTool;
 use super::{McpError, errors};
+use crate::agent::Agent;
 use crate::process::tree::{MARKER_VAR, Tree};
-use crate::tool::{ToolDefinition, ToolSet};
+use crate::tool::{Exposure, RegistryError, ToolDefinition, ToolSet, ToolSetExt};
 
 /// How long a call may go without an answer or a progress notification, by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -318,6 +319,55 @@ impl McpClient {
             .collect()
     }
 
+    /// Give the server's tools to a built agent, each with `exposure` when given (else as
+    /// direct tools), and keep them current: when the server says its list changed, the
+    /// agent's next request declares the tools it added, removed or redefined. Following
+    /// ends when the agent or every handle of this client is gone.
+    ///
+    /// # Errors
+    /// A tool name the agent has registered already, or a schema that does not compile;
+    /// then nothing is registered.
+    pub async fn attach(
+        &self,
+        agent: &Agent,
+        exposure: Option<Exposure>,
+    ) -> Result<(), RegistryError> {
+        let switch = agent.tool_switch();
+        let Some(tools) = switch.upgrade() else {
+            return Ok(());
+        };
+        // Subscribed before reading the list, so no change between the two is missed.
+        let mut listings = self.inner.shared.listings();
+        let mut known = self.tool_names();
+        let mut first = Some(exposed(self.tools(), exposure));
+        tools.change(&mut |registry| registry.register_all(first.take().unwrap_or_default()))?;
+        drop(tools);
+        let client = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            while listings.changed().await.is_ok() {
+                let (Some(inner), Some(tools)) = (client.upgrade(), switch.upgrade()) else {
+                    return;
+                };
+                let client = McpClient { inner };
+                let names = client.tool_names();
+                let current = exposed(client.tools(), exposure);
+                let applied = tools.change(&mut |registry| {
+                    for gone in known.iter().filter(|name| !names.contains(name)) {
+                        registry.remove(gone);
+                    }
+                    current
+                        .iter()
+                        .try_for_each(|tool| registry.replace(Arc::clone(tool)))
+                });
+                if let Err(error) = applied {
+                    tracing::warn!(server = %client.server(), %error, "the server's new tool list was not applied");
+                }
+                known = names;
+            }
+        });
+        Ok(())
+    }
+
     /// Whether the connection is still up.
     pub fn is_connected(&self) -> bool {
         self.inner.failure().is_none()
@@ -349,5 +399,16 @@ impl ToolSet for McpClient {
 impl ToolSet for &McpClient {
     fn into_tools(self) -> Vec<Arc<dyn ToolDefinition>> {
         self.tools()
+    }
+}
+
+/// `tools`, each with `exposure` when one is given.
+fn exposed(
+    tools: Vec<Arc<dyn ToolDefinition>>,
+    exposure: Option<Exposure>,
+) -> Vec<Arc<dyn ToolDefinition>> {
+    match exposure {
+        Some(exposure) => tools.with_exposure(exposure).into_tools(),
+        None => tools,
     }
 }

@@ -222,9 +222,12 @@ fn install(shared: &Shared, listed: &[Value]) -> Result<(), McpError> {
             Err(error) => rejected.push((definition.name, error.to_string())),
         }
     }
-    let mut state = shared.tools.write().unwrap_or_else(PoisonError::into_inner);
-    state.listed = kept;
-    state.rejected = rejected;
+    {
+        let mut state = shared.tools.write().unwrap_or_else(PoisonError::into_inner);
+        state.listed = kept;
+        state.rejected = rejected;
+    }
+    shared.listings.send_modify(|count| *count += 1);
     Ok(())
 }
 
@@ -252,6 +255,8 @@ pub(super) struct Shared {
     failure: Mutex<Option<String>>,
     stderr: Option<Arc<Mutex<VecDeque<u8>>>>,
     taken: Mutex<Vec<String>>,
+    /// Counts the installed tool lists, for whoever follows the server's changes.
+    listings: tokio::sync::watch::Sender<u64>,
 }
 
 impl Shared {
@@ -264,7 +269,13 @@ impl Shared {
             failure: Mutex::default(),
             stderr,
             taken: Mutex::default(),
+            listings: tokio::sync::watch::Sender::new(0),
         })
+    }
+
+    /// A receiver that sees every new tool list from now on.
+    pub(super) fn listings(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.listings.subscribe()
     }
 
     /// The names other tools own already: a tool of this server whose plain name is taken
