@@ -210,6 +210,38 @@ pub fn normalize(context: &Context) -> Vec<Message> {
         .collect()
 }
 
+/// The transcript a wire API converts: [`normalize`]d, then [`fold_system_messages`]ed when
+/// the model takes no system message after the first (pi's `resolveTranscript`).
+pub fn resolve(context: &Context, mid_conversation: bool) -> Vec<Message> {
+    let messages = normalize(context);
+    // A lone leading system message folds into itself: the copy of its tools is skipped.
+    if mid_conversation || !has_later_system_messages(&messages) {
+        messages
+    } else {
+        fold_system_messages(&messages)
+    }
+}
+
+/// The leading system message: the first message, when it is a system message. APIs send
+/// it as the system prompt ([`render_leading`]) and every later one in place
+/// ([`render_update`]).
+pub fn leading(messages: &[Message]) -> Option<&SystemMessage> {
+    messages.first().and_then(Message::as_system)
+}
+
+/// Every tool the system messages ever declared, removed ones included, in the order of
+/// first declaration with the latest definition (pi's `getDeclaredTools`): what a replayed
+/// call may name.
+pub fn declared_tools(messages: &[Message]) -> Vec<&Tool> {
+    let mut tools = IndexMap::new();
+    for system in messages.iter().filter_map(Message::as_system) {
+        for added in system.added() {
+            tools.insert(added.name.as_str(), added);
+        }
+    }
+    tools.into_values().collect()
+}
+
 /// Whether `messages` has a system message after its first message: only then does a wire
 /// API have tool changes or updates to carry.
 pub fn has_later_system_messages(messages: &[Message]) -> bool {

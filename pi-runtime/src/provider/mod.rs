@@ -68,4 +68,4 @@ pub use http::{HttpModel, HttpOptions, RetryPolicy};
 pub use model::{Api, Compat, Model, PromptCacheKeyMode};
 
 #[cfg(feature = "http")]
-pub use request::{RequestError, request_body};
+pub use request::{RequestError, request_body, request_headers};

@@ -93,6 +93,24 @@ pub struct Compat {
     /// cache mode) instead of `prompt_cache_retention`. Default `false`: older models reject
     /// the field.
     pub supports_explicit_prompt_cache_mode: Option<bool>,
+    /// System messages after the first stay in place (Anthropic, Responses, Chat Completions;
+    /// default off): otherwise every system message is folded into the leading one, and the
+    /// request declares the current tools.
+    pub supports_mid_convo_system_messages: Option<bool>,
+    /// Anthropic: tool changes as `tool_addition` / `tool_removal` blocks of system messages
+    /// (the `inline-tools-2026-09-15` beta), so the request's tool list, and the prompt cache,
+    /// never change. Needs mid-conversation system messages and a tool in the leading one.
+    pub supports_mid_convo_tool_changes: Option<bool>,
+    /// Responses: every tool declared in `additional_tools` input items where it changes,
+    /// removals announced in text. Needs mid-conversation system messages.
+    pub supports_additional_tools: Option<bool>,
+    /// Responses: tool additions as client `tool_search_call` / `tool_search_output` pairs; a
+    /// removal or redeclaration moves the request's tool list instead.
+    pub supports_tool_search: Option<bool>,
+    /// Chat Completions (Kimi): tool additions as `{"role":"system","tools":[...]}` messages;
+    /// a removal or redeclaration moves the request's tool list instead. Needs
+    /// mid-conversation system messages.
+    pub supports_mid_convo_tool_additions: Option<bool>,
 }
 
 /// When a request carries a prompt cache key ([`Compat::prompt_cache_key_mode`]).

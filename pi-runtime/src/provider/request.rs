@@ -56,6 +56,19 @@ pub fn request_body(
         .map_err(RequestError::Invalid)
 }
 
+/// The headers of the wire API itself a request for `model` would send with
+/// [`request_body`]'s body (a version, beta flags such as Anthropic's `anthropic-beta`),
+/// without the key and the caller's own headers.
+///
+/// # Errors
+/// [`RequestError::NotBuilt`]: the model's API is not compiled in.
+pub fn request_headers(
+    model: &Model,
+    context: &Context,
+) -> Result<Vec<(String, String)>, RequestError> {
+    Ok(wire_api(model.api)?.headers(model, context))
+}
+
 /// The implementation of `api`, if its feature is on.
 pub(crate) fn wire_api(api: Api) -> Result<&'static dyn WireApi, RequestError> {
     // Used only by the arms of APIs this build leaves out.

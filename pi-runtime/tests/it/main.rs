@@ -54,6 +54,13 @@ mod provider_fixtures;
 mod provider_hostile;
 #[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
 mod provider_parsing;
+#[cfg(all(
+    feature = "openai",
+    feature = "openai-responses",
+    feature = "anthropic",
+    feature = "google"
+))]
+mod provider_tool_changes;
 #[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
 mod provider_turns;
 #[cfg(all(

@@ -1,7 +1,7 @@
 //! The `build_request` op: the JSON body a provider request would POST (PROTOCOL.md;
 //! pi-ref D4 model defaults, D5 message defaults, D6 `capture`).
 
-use pi_runtime::provider::{Api, Compat, Model, request_body};
+use pi_runtime::provider::{Api, Compat, Model, request_body, request_headers};
 use pi_runtime::stream::CacheRetention;
 use pi_runtime::{
     ConstrainedSampling, Context, Message, StreamOptions, ThinkingLevel, Tool, ToolChoice,
@@ -23,6 +23,9 @@ pub(crate) fn prepare(request: &Map<String, Value>) -> Result<Prepared, String> 
         match request_body(&model, &context, &options) {
             Ok(body) if payload && model.api == Api::GoogleGenerativeAi => {
                 Answer::Ok(sdk_parameters(&model, body))
+            }
+            Ok(body) if payload && model.api == Api::AnthropicMessages => {
+                Answer::Ok(with_betas(body, &model, &context))
             }
             Ok(body) => Answer::Ok(body),
             Err(error) => Answer::Err(error.to_string()),
@@ -63,6 +66,38 @@ fn sdk_parameters(model: &Model, mut body: Value) -> Value {
         config.insert("thinkingConfig".into(), thinking);
     }
     json!({"model": model.id, "contents": contents, "config": config})
+}
+
+/// pi's Anthropic params (D6 `capture: payload`): the body plus the `betas` the SDK sends as
+/// the `anthropic-beta` header, after `stream` as pi writes them.
+fn with_betas(body: Value, model: &Model, context: &Context) -> Value {
+    let betas: Vec<Value> = request_headers(model, context)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(name, _)| name == "anthropic-beta")
+        .flat_map(|(_, value)| {
+            value
+                .split(',')
+                .map(|beta| Value::from(beta.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let Value::Object(fields) = body else {
+        return body;
+    };
+    if betas.is_empty() {
+        return Value::Object(fields);
+    }
+    let mut params = Map::new();
+    let mut betas = Some(Value::Array(betas));
+    for (key, value) in fields {
+        let after_stream = key == "stream";
+        params.insert(key, value);
+        if after_stream && let Some(betas) = betas.take() {
+            params.insert("betas".into(), betas);
+        }
+    }
+    Value::Object(params)
 }
 
 /// The request's `api` and `model`, laid over pi-ref's fixed defaults (D4).

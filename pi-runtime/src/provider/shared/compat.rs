@@ -61,6 +61,8 @@ pub(crate) struct OpenAiCompat {
     pub(crate) zai_tool_stream: bool,
     pub(crate) supports_strict_mode: bool,
     pub(crate) supports_openai_grammar_tools: bool,
+    pub(crate) supports_mid_convo_system_messages: bool,
+    pub(crate) supports_mid_convo_tool_additions: bool,
 }
 
 impl OpenAiCompat {
@@ -163,6 +165,11 @@ impl OpenAiCompat {
             // every OpenAI-compatible host); a model's own flag turns it on.
             supports_strict_mode: c.supports_strict_mode.unwrap_or(false),
             supports_openai_grammar_tools: c.supports_openai_grammar_tools.unwrap_or(false),
+            // pi 1.6 detects neither for any host: only Kimi's own models are known to take them.
+            supports_mid_convo_system_messages: c
+                .supports_mid_convo_system_messages
+                .unwrap_or(false),
+            supports_mid_convo_tool_additions: c.supports_mid_convo_tool_additions.unwrap_or(false),
         }
     }
 }
@@ -174,11 +181,19 @@ pub(crate) fn is_deepseek(model: &Model) -> bool {
 
 /// The effective flags of an `anthropic-messages` model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "one independent switch per server quirk, as pi's compat table has"
+)]
 pub(crate) struct AnthropicCompat {
     /// `eager_input_streaming: true` on tools (else the fine-grained streaming beta).
     pub(crate) supports_eager_tool_input_streaming: bool,
     /// Strict tools (default off, as in pi: Anthropic refuses some schemas in strict mode).
     pub(crate) supports_strict_tools: bool,
+    /// System messages after the first stay in place (else they are folded).
+    pub(crate) supports_mid_convo_system_messages: bool,
+    /// Tool changes as `tool_addition` / `tool_removal` blocks.
+    pub(crate) supports_mid_convo_tool_changes: bool,
 }
 
 impl AnthropicCompat {
@@ -189,6 +204,14 @@ impl AnthropicCompat {
                 .supports_eager_tool_input_streaming
                 .unwrap_or(true),
             supports_strict_tools: model.compat.supports_strict_tools.unwrap_or(false),
+            supports_mid_convo_system_messages: model
+                .compat
+                .supports_mid_convo_system_messages
+                .unwrap_or(false),
+            supports_mid_convo_tool_changes: model
+                .compat
+                .supports_mid_convo_tool_changes
+                .unwrap_or(false),
         }
     }
 }

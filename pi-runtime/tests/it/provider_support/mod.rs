@@ -39,6 +39,8 @@ pub(crate) struct Recorded {
     pub(crate) path_and_query: String,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Value,
+    /// The body exactly as it arrived, for byte-level comparisons.
+    pub(crate) raw: String,
 }
 
 impl Recorded {
@@ -107,6 +109,7 @@ async fn answer(
             .map_or_else(String::new, ToString::to_string),
         headers,
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        raw: String::from_utf8_lossy(&body).into_owned(),
     });
     let reply = script.replies.lock().expect("lock").pop_front();
     let sse = |body: Body| {
@@ -359,6 +362,33 @@ pub(crate) fn responses_tool_call(
         json!({"type": "response.completed", "response": {"id": "resp_1", "status": "completed",
                "output": [item("completed", arguments)]}}),
     ])
+}
+
+/// An OpenAI Responses response of plain text (one `message` item, no signature phase).
+pub(crate) fn responses_text(text: &str) -> String {
+    let item = |status: &str, text: &str| {
+        json!({"id": "msg_1", "type": "message", "status": status, "role": "assistant",
+               "content": [{"type": "output_text", "annotations": [], "text": text}]})
+    };
+    let mut added = item("in_progress", "");
+    added["content"] = json!([]);
+    responses_sse(&[
+        json!({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}}),
+        json!({"type": "response.output_item.added", "output_index": 0, "item": added}),
+        json!({"type": "response.output_text.delta", "output_index": 0, "content_index": 0,
+               "delta": text}),
+        json!({"type": "response.output_item.done", "output_index": 0,
+               "item": item("completed", text)}),
+        json!({"type": "response.completed", "response": {"id": "resp_1", "status": "completed",
+               "output": [item("completed", text)]}}),
+    ])
+}
+
+/// A Gemini response of plain text, finished.
+pub(crate) fn google_text(text: &str) -> String {
+    let chunk = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
+                                       "finishReason": "STOP"}]});
+    format!("data: {chunk}\r\n\r\n")
 }
 
 /// Anthropic SSE: each event as an `event:` line named by its `type`, then its `data:`.

@@ -1,5 +1,6 @@
 //! Request conversion (context -> the JSON body POSTed) for `anthropic-messages`.
 
+mod system;
 mod wire;
 
 use std::borrow::Cow;
@@ -17,6 +18,7 @@ use crate::provider::thinking::{self, MIN_ANSWER_TOKENS, Mapped};
 use crate::provider::{ids, strict, tokens, transform};
 use crate::stream::{CacheRetention, Context, StreamOptions, ThinkingLevel, ToolChoice};
 use crate::tool::Tool;
+use crate::transcript;
 
 /// The beta that streams tool input in fine-grained pieces where `eager_input_streaming` is
 /// not accepted.
@@ -45,10 +47,14 @@ pub(crate) fn build_request(
             ttl: Some("1h"),
         }),
     };
-    let transformed = transform::transform_messages(&context.messages, model, |id, _| {
-        ids::sanitize_to(id, MAX_ID_LEN)
-    });
-    let messages = convert_messages(&transformed, cache_control);
+    let transcript = transcript::resolve(context, compat.supports_mid_convo_system_messages);
+    let leading = transcript::leading(&transcript);
+    let native = system::native_tool_changes(&compat, leading);
+    let transformed =
+        transform::transform_messages(&transcript, model, |id, _| ids::sanitize_to(id, MAX_ID_LEN));
+    // The leading system message is the `system` parameter, not a message.
+    let conversation = &transformed[usize::from(leading.is_some())..];
+    let messages = convert_messages(conversation, cache_control, native.then_some(&compat))?;
 
     // Budget-based thinking: the budget is added to the output limit, so the answer keeps
     // its room (pi's `adjustMaxTokensForThinking`).
@@ -65,17 +71,31 @@ pub(crate) fn build_request(
     };
     let thinking = thinking_param(model, requested, budget);
 
-    let tools = if context.tools.is_empty() {
-        None
+    // With native changes the list stays the leading tools for the whole conversation, so the
+    // cached prefix survives every change; otherwise it is the current tools.
+    let current = if native {
+        Vec::new()
     } else {
-        Some(convert_tools(&context.tools, &compat, cache_control)?)
+        transcript::current_tools(&transcript)
     };
-    let system = (!context.system_prompt.is_empty()).then(|| {
-        vec![Block::Text {
-            text: Cow::Borrowed(context.system_prompt.as_str()),
-            cache_control,
-        }]
-    });
+    let tools = match leading {
+        Some(leading) if native => {
+            let mut tools = convert_tools(leading.added(), &compat, cache_control)?;
+            tools.push(system::deferred_placeholder());
+            Some(tools)
+        }
+        _ if current.is_empty() => None,
+        _ => Some(convert_tools(&current, &compat, cache_control)?),
+    };
+    let system = leading
+        .map(transcript::render_leading)
+        .filter(|text| !text.is_empty())
+        .map(|text| {
+            vec![Block::Text {
+                text: Cow::Owned(text),
+                cache_control,
+            }]
+        });
     let request = MessagesRequest {
         model: &model.id,
         messages,
@@ -106,15 +126,24 @@ fn tool_choice(choice: &ToolChoice) -> ToolChoiceParam<'_> {
     }
 }
 
-/// The `anthropic-beta` header value, when the request needs one: the fine-grained tool
-/// streaming beta when tools are sent without `eager_input_streaming`.
-#[allow(
-    dead_code,
-    reason = "the Anthropic client sends it; this module only builds bodies"
-)]
+/// The `anthropic-beta` header value, when the request needs one: the betas joined with
+/// `,`, in pi's order: fine-grained tool streaming when tools are sent without
+/// `eager_input_streaming`, inline tools for native tool changes.
 pub(crate) fn beta_header(model: &Model, context: &Context) -> Option<String> {
-    let eager = AnthropicCompat::resolve(model).supports_eager_tool_input_streaming;
-    (!context.tools.is_empty() && !eager).then(|| FINE_GRAINED_TOOL_STREAMING_BETA.to_owned())
+    let compat = AnthropicCompat::resolve(model);
+    // Folding keeps the current tools, and native changes need the unfolded transcript: the
+    // normalized one answers both.
+    let transcript = transcript::normalize(context);
+    let mut betas = Vec::new();
+    if !compat.supports_eager_tool_input_streaming
+        && !transcript::current_tools(&transcript).is_empty()
+    {
+        betas.push(FINE_GRAINED_TOOL_STREAMING_BETA);
+    }
+    if system::native_tool_changes(&compat, transcript::leading(&transcript)) {
+        betas.push(system::INLINE_TOOLS_BETA);
+    }
+    (!betas.is_empty()).then(|| betas.join(","))
 }
 
 fn thinking_param(
@@ -185,7 +214,7 @@ fn convert_tools<'a>(
     compat: &AnthropicCompat,
     cache_control: Option<CacheControl>,
 ) -> Result<Vec<ToolParam<'a>>, String> {
-    let last = tools.len() - 1;
+    let last = tools.len().saturating_sub(1);
     tools
         .iter()
         .enumerate()
@@ -229,6 +258,7 @@ fn convert_tools<'a>(
                 strict: strict.then_some(true),
                 input_schema,
                 cache_control: cache_control.filter(|_| index == last),
+                defer_loading: None,
             })
         })
         .collect()
@@ -245,11 +275,19 @@ fn image_block(image: &ImageContent) -> Block<'_> {
     }
 }
 
+/// The messages after the leading system message. `native` carries the flags tool
+/// definitions are converted with when tool changes travel as blocks.
 fn convert_messages<'a>(
     transformed: &'a [Cow<'_, Message>],
     cache_control: Option<CacheControl>,
-) -> Vec<MessageParam<'a>> {
+    native: Option<&AnthropicCompat>,
+) -> Result<Vec<MessageParam<'a>>, String> {
     let mut out = Vec::with_capacity(transformed.len());
+    // Later system messages wait for the next assistant message that is sent, or the end:
+    // a system message between a `tool_use` and its `tool_result` is rejected, and one
+    // before an assistant message that sends nothing would land before a user message.
+    // An update placed before a user message therefore follows it on the wire.
+    let mut held = Vec::new();
     let mut i = 0;
     while i < transformed.len() {
         match &*transformed[i] {
@@ -257,7 +295,10 @@ fn convert_messages<'a>(
                 out.extend(convert_user(&user.content));
                 i += 1;
             }
-            Message::System(_) => i += 1,
+            Message::System(message) => {
+                held.extend(system::convert(message, native)?);
+                i += 1;
+            }
             Message::Assistant(assistant) => {
                 let blocks: Vec<_> = assistant
                     .content
@@ -265,6 +306,7 @@ fn convert_messages<'a>(
                     .filter_map(assistant_block)
                     .collect();
                 if !blocks.is_empty() {
+                    out.append(&mut held);
                     out.push(MessageParam {
                         role: "assistant",
                         content: MessageContent::Blocks(blocks),
@@ -289,8 +331,9 @@ fn convert_messages<'a>(
             }
         }
     }
+    out.append(&mut held);
     if let (Some(control), Some(last)) = (cache_control, out.last_mut())
-        && last.role == "user"
+        && matches!(last.role, "user" | "system")
     {
         match &mut last.content {
             MessageContent::Blocks(blocks) => {
@@ -307,7 +350,7 @@ fn convert_messages<'a>(
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// Non-blank text, images; a message left empty is skipped.

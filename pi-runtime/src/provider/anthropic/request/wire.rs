@@ -80,6 +80,18 @@ pub(super) enum Block<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    /// A tool declared from here on, in a system message (native tool changes).
+    ToolAddition {
+        tool: InlineTool<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    /// A tool withdrawn from here on, in a system message (native tool changes).
+    ToolRemoval {
+        tool: ToolReference<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
 }
 
 impl<'a> Block<'a> {
@@ -95,7 +107,9 @@ impl<'a> Block<'a> {
         match self {
             Block::Text { cache_control, .. }
             | Block::Image { cache_control, .. }
-            | Block::ToolResult { cache_control, .. } => {
+            | Block::ToolResult { cache_control, .. }
+            | Block::ToolAddition { cache_control, .. }
+            | Block::ToolRemoval { cache_control, .. } => {
                 *cache_control = Some(control);
                 true
             }
@@ -114,6 +128,22 @@ pub(super) struct ImageSource<'a> {
     pub(super) data: &'a str,
 }
 
+/// `{"type":"tool_definition","definition":<tool as in tools, without cache_control>}`.
+#[derive(Debug, Serialize)]
+pub(super) struct InlineTool<'a> {
+    #[serde(rename = "type")]
+    pub(super) kind: &'static str,
+    pub(super) definition: ToolParam<'a>,
+}
+
+/// `{"type":"tool_reference","name"}`.
+#[derive(Debug, Serialize)]
+pub(super) struct ToolReference<'a> {
+    #[serde(rename = "type")]
+    pub(super) kind: &'static str,
+    pub(super) name: &'a str,
+}
+
 /// One entry of `tools`.
 #[derive(Debug, Serialize)]
 pub(super) struct ToolParam<'a> {
@@ -126,6 +156,9 @@ pub(super) struct ToolParam<'a> {
     pub(super) input_schema: Map<String, Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) cache_control: Option<CacheControl>,
+    /// Only on the placeholder of native tool changes: declared, never loaded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) defer_loading: Option<bool>,
 }
 
 /// `{"type":"disabled"}` or budget-based `{"type":"enabled","budget_tokens","display"}`.

@@ -12,19 +12,22 @@ use self::wire::{
     FunctionResponse, GenerateContentRequest, GenerationConfig, InlineData, Part,
     SystemInstruction, ThinkingConfig, ToolConfig, ToolDeclarations,
 };
-use crate::message::{ContentBlock, ImageContent, Message, ToolResultMessage, UserContent};
+use crate::message::{
+    ContentBlock, ImageContent, Message, SystemMessage, ToolResultMessage, UserContent,
+};
 use crate::provider::Model;
 use crate::provider::compat::gemini_major_version;
 use crate::provider::thinking::{self, Mapped};
 use crate::provider::{ids, strict, tokens, transform};
 use crate::stream::{Context, StreamOptions, ThinkingLevel, ToolChoice};
 use crate::tool::Tool;
+use crate::transcript;
 
 /// Everything of a request except its serialized form, which differs between the REST body
 /// and the SDK's parameters.
 struct Request<'a> {
     contents: Vec<Content<'a>>,
-    system_instruction: Option<&'a str>,
+    system_instruction: Option<String>,
     tools: Option<Vec<ToolDeclarations<'a>>>,
     tool_config: Option<ToolConfig>,
     generation: GenerationConfig,
@@ -37,17 +40,24 @@ pub(crate) fn build_request(
     context: &Context,
     options: &StreamOptions,
 ) -> Result<Value, String> {
-    let transformed = transform_messages(model, context);
-    let request = convert(model, context, &transformed, options)?;
+    // Gemini has no system message but the leading one: every later one is folded into it.
+    let transcript = transcript::resolve(context, false);
+    let leading = transcript::leading(&transcript);
+    let conversation = &transcript[usize::from(leading.is_some())..];
+    let transformed = transform_messages(model, conversation);
+    let request = convert(model, context, leading, &transformed, options)?;
     let body = GenerateContentRequest {
         contents: &request.contents,
-        system_instruction: request.system_instruction.map(|text| SystemInstruction {
-            parts: [Part {
-                text: Some(Cow::Borrowed(text)),
-                ..Part::default()
-            }],
-            role: "user",
-        }),
+        system_instruction: request
+            .system_instruction
+            .as_deref()
+            .map(|text| SystemInstruction {
+                parts: [Part {
+                    text: Some(Cow::Borrowed(text)),
+                    ..Part::default()
+                }],
+                role: "user",
+            }),
         tools: request.tools.as_deref(),
         tool_config: request.tool_config.as_ref(),
         generation_config: &request.generation,
@@ -55,9 +65,9 @@ pub(crate) fn build_request(
     serde_json::to_value(&body).map_err(|error| error.to_string())
 }
 
-fn transform_messages<'a>(model: &Model, context: &'a Context) -> Vec<Cow<'a, Message>> {
+fn transform_messages<'a>(model: &Model, messages: &'a [Message]) -> Vec<Cow<'a, Message>> {
     let keep_ids = requires_tool_call_id(&model.id);
-    transform::transform_messages(&context.messages, model, |id, _| {
+    transform::transform_messages(messages, model, |id, _| {
         if keep_ids {
             ids::sanitize_to(id, 64)
         } else {
@@ -66,18 +76,22 @@ fn transform_messages<'a>(model: &Model, context: &'a Context) -> Vec<Cow<'a, Me
     })
 }
 
+/// `leading` is the folded system message: its text is the instruction, its tools the
+/// current ones.
 fn convert<'a>(
     model: &'a Model,
-    context: &'a Context,
+    context: &Context,
+    leading: Option<&'a SystemMessage>,
     transformed: &'a [Cow<'_, Message>],
     options: &StreamOptions,
 ) -> Result<Request<'a>, String> {
     let contents = convert_messages(model, transformed);
     let supports_strict = gemini_major_version(&model.id).is_some_and(|v| v >= 3);
-    let (tools, tool_config) = if context.tools.is_empty() {
+    let tools = leading.map_or(&[][..], SystemMessage::added);
+    let (tools, tool_config) = if tools.is_empty() {
         (None, None)
     } else {
-        let (declarations, any_strict) = convert_tools(&context.tools, supports_strict)?;
+        let (declarations, any_strict) = convert_tools(tools, supports_strict)?;
         let mode = function_calling_mode(options.tool_choice.as_ref(), any_strict);
         let config = mode.map(|mode| ToolConfig {
             function_calling_config: FunctionCallingConfig { mode },
@@ -91,8 +105,9 @@ fn convert<'a>(
     };
     Ok(Request {
         contents,
-        system_instruction: (!context.system_prompt.is_empty())
-            .then_some(context.system_prompt.as_str()),
+        system_instruction: leading
+            .map(transcript::render_leading)
+            .filter(|text| !text.is_empty()),
         tools,
         tool_config,
         generation: GenerationConfig {
@@ -320,6 +335,7 @@ fn convert_messages<'a>(model: &'a Model, transformed: &'a [Cow<'_, Message>]) -
     let mut contents: Vec<Content<'a>> = Vec::with_capacity(transformed.len());
     for message in transformed {
         match &**message {
+            // Folded into the system instruction before conversion.
             Message::System(_) => {}
             Message::User(user) => {
                 let parts = match &user.content {

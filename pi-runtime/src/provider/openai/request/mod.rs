@@ -22,6 +22,7 @@ use crate::provider::thinking::{self, Mapped};
 use crate::provider::{ids, strict, tokens, transform};
 use crate::stream::{Context, StreamOptions, ThinkingLevel};
 use crate::tool::Tool;
+use crate::transcript::{self, ToolChangeSupport};
 
 /// The fields a replayed thinking signature may name.
 const REASONING_FIELDS: [&str; 3] = ["reasoning", "reasoning_content", "reasoning_text"];
@@ -37,16 +38,31 @@ pub(crate) fn build_request(
     options: &StreamOptions,
 ) -> Result<Value, String> {
     let compat = OpenAiCompat::resolve(model);
-    let grammar_inputs = grammar_input_properties(&context.tools, &compat)?;
-    let transformed = transform::transform_messages(&context.messages, model, |id, _| {
-        normalize_call_id(id, model)
-    });
-    let messages = convert_messages(model, context, &transformed, &compat, &grammar_inputs)?;
-    let tools = if context.tools.is_empty() {
+    let transcript = transcript::resolve(context, compat.supports_mid_convo_system_messages);
+    let support =
+        if compat.supports_mid_convo_system_messages && compat.supports_mid_convo_tool_additions {
+            ToolChangeSupport::Additions
+        } else {
+            ToolChangeSupport::None
+        };
+    let request_tools = transcript::request_tools(&transcript, support);
+    // A replayed call may name a tool removed since: every declared tool counts.
+    let grammar_inputs =
+        grammar_input_properties(transcript::declared_tools(&transcript), &compat)?;
+    let transformed =
+        transform::transform_messages(&transcript, model, |id, _| normalize_call_id(id, model));
+    let messages = convert_messages(
+        model,
+        &transformed,
+        &compat,
+        &grammar_inputs,
+        request_tools.folded,
+    )?;
+    let tools = if request_tools.tools.is_empty() {
         (compat.requires_tools_with_tool_history && has_tool_history(&context.messages))
             .then(Vec::new)
     } else {
-        Some(convert_tools(&context.tools, &compat)?)
+        Some(convert_tools(&request_tools.tools, &compat)?)
     };
     let max_tokens = Some(tokens::max_tokens(model, context, options)).filter(|&n| n > 0);
     let (max_tokens, max_completion_tokens) = match compat.max_tokens_field {
@@ -165,7 +181,7 @@ fn apply_reasoning<'a>(
 
 /// Grammar tools' input properties by tool name (only where grammar tools are supported).
 fn grammar_input_properties<'a>(
-    tools: &'a [Tool],
+    tools: impl IntoIterator<Item = &'a Tool>,
     compat: &OpenAiCompat,
 ) -> Result<HashMap<&'a str, &'a str>, String> {
     let mut properties = HashMap::new();
@@ -251,27 +267,46 @@ fn normalize_call_id(id: &str, model: &Model) -> String {
     id.to_owned()
 }
 
+/// The transcript as messages. The system messages before `folded` have their tools in the
+/// top-level list; each later one sends its additions as a tools message.
 fn convert_messages<'a>(
     model: &Model,
-    context: &'a Context,
     transformed: &'a [Cow<'_, Message>],
     compat: &OpenAiCompat,
     grammar_inputs: &HashMap<&str, &str>,
+    folded: usize,
 ) -> Result<Vec<ChatMessage<'a>>, String> {
-    let mut out = Vec::with_capacity(transformed.len() + 1);
-    if !context.system_prompt.is_empty() {
-        let content = context.system_prompt.as_str();
-        out.push(if model.reasoning && compat.supports_developer_role {
-            ChatMessage::Developer { content }
-        } else {
-            ChatMessage::System { content }
-        });
-    }
+    let mut out = Vec::with_capacity(transformed.len());
+    let developer = model.reasoning && compat.supports_developer_role;
+    let mut systems = 0;
     let mut after_results = false;
     let mut i = 0;
     while i < transformed.len() {
         match &*transformed[i] {
-            Message::System(_) => i += 1,
+            Message::System(system) => {
+                if systems >= folded && !system.added().is_empty() {
+                    out.push(ChatMessage::SystemTools {
+                        tools: convert_tools(system.added(), compat)?,
+                    });
+                }
+                systems += 1;
+                let text = if i == 0 {
+                    transcript::render_leading(system)
+                } else {
+                    transcript::render_update(system)
+                };
+                if !text.is_empty() {
+                    let content = Cow::Owned(text);
+                    out.push(if developer {
+                        ChatMessage::Developer { content }
+                    } else {
+                        ChatMessage::System { content }
+                    });
+                }
+                // Only a user message right after results gets the bridging assistant turn.
+                after_results = false;
+                i += 1;
+            }
             Message::User(user) => {
                 if compat.requires_assistant_after_tool_result && after_results {
                     out.push(processed_results());

@@ -70,11 +70,16 @@ pub(super) enum ReasoningSwitch<'a> {
 #[serde(tag = "role", rename_all = "lowercase")]
 pub(super) enum ChatMessage<'a> {
     System {
-        content: &'a str,
+        content: Cow<'a, str>,
     },
-    /// The system prompt of a reasoning OpenAI model.
+    /// A system message to a reasoning model of a host that takes the role.
     Developer {
-        content: &'a str,
+        content: Cow<'a, str>,
+    },
+    /// `{"role":"system","tools":[...]}`: tools declared from here on (Kimi).
+    #[serde(rename = "system")]
+    SystemTools {
+        tools: Vec<ChatTool<'a>>,
     },
     User {
         content: UserContent<'a>,

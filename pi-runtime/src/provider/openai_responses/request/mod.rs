@@ -2,6 +2,7 @@
 //! sends it: flat function tools, reasoning options, and the transcript as input items with
 //! the reasoning items replayed in place.
 
+mod system;
 mod wire;
 
 use std::borrow::Cow;
@@ -19,6 +20,7 @@ use crate::provider::thinking::{self, Mapped};
 use crate::provider::{Model, ids, strict, tokens, transform};
 use crate::stream::{CacheRetention, Context, StreamOptions, ThinkingLevel};
 use crate::tool::Tool;
+use crate::transcript;
 
 /// The API rejects a smaller `max_output_tokens` (pi#6265).
 const MIN_OUTPUT_TOKENS: u32 = 16;
@@ -41,14 +43,19 @@ pub(crate) fn build_request(
 ) -> Result<Value, String> {
     let compat = ResponsesCompat::resolve(model);
     let supports_strict = compat.supports_strict_mode;
-    let transformed = transform::transform_messages(&context.messages, model, |id, source| {
+    let mid_conversation = model.compat.supports_mid_convo_system_messages == Some(true);
+    let transcript = transcript::resolve(context, mid_conversation);
+    let support = system::tool_support(&model.compat);
+    let request_tools = transcript::request_tools(&transcript, support);
+    let transformed = transform::transform_messages(&transcript, model, |id, source| {
         normalize_call_id(id, model, source)
     });
-    let input = convert_messages(model, context, &transformed);
-    let tools = if context.tools.is_empty() {
+    let systems = system::SystemMessages::new(model, support, request_tools.folded);
+    let input = convert_messages(model, &transformed, systems)?;
+    let tools = if request_tools.tools.is_empty() {
         None
     } else {
-        Some(convert_tools(&context.tools, supports_strict)?)
+        Some(convert_tools(&request_tools.tools, supports_strict, false)?)
     };
     let cache = PromptCache::new(&compat, options);
     // `None` for a model that does not reason, whatever was asked.
@@ -139,8 +146,13 @@ fn clamp_cache_key(key: &str) -> &str {
     }
 }
 
-/// Flat function tools; `strict` only where the model supports strict mode.
-fn convert_tools(tools: &[Tool], supports_strict: bool) -> Result<Vec<FunctionTool<'_>>, String> {
+/// Flat function tools; `strict` only where the model supports strict mode; `deferred`
+/// for the tools of a `tool_search_output`.
+fn convert_tools(
+    tools: &[Tool],
+    supports_strict: bool,
+    deferred: bool,
+) -> Result<Vec<FunctionTool<'_>>, String> {
     tools
         .iter()
         .map(|tool| {
@@ -151,6 +163,7 @@ fn convert_tools(tools: &[Tool], supports_strict: bool) -> Result<Vec<FunctionTo
                 description: &tool.description,
                 strict: supports_strict.then_some(strict_schema.is_some()),
                 parameters: strict_schema.map_or(Cow::Borrowed(&tool.parameters), Cow::Owned),
+                defer_loading: deferred.then_some(true),
             })
         })
         .collect()
@@ -200,25 +213,23 @@ fn normalize_id_part(part: &str) -> String {
     out
 }
 
-/// The transcript as input items. `index` counts the messages that produced items, as pi's
-/// `msg_pi_<n>` fallback ids do.
+/// The transcript as input items. `index` counts the messages after the leading system
+/// message that produced items, and every later system message, as pi's `msg_pi_<n>`
+/// fallback ids do.
 fn convert_messages<'a>(
     model: &Model,
-    context: &'a Context,
     transformed: &'a [Cow<'_, Message>],
-) -> Vec<InputItem<'a>> {
+    mut systems: system::SystemMessages<'a>,
+) -> Result<Vec<InputItem<'a>>, String> {
     let mut input = Vec::with_capacity(transformed.len() + 1);
-    if !context.system_prompt.is_empty() {
-        let developer = model.reasoning && model.compat.supports_developer_role != Some(false);
-        input.push(InputItem::Instructions {
-            role: if developer { "developer" } else { "system" },
-            content: &context.system_prompt,
-        });
-    }
     let mut index = 0;
-    for message in transformed {
+    for (position, message) in transformed.iter().enumerate() {
         let produced = match &**message {
-            Message::System(_) => false,
+            Message::System(system) => {
+                let leading = position == 0;
+                systems.push(system, leading, index, &mut input)?;
+                !leading
+            }
             Message::User(user) => match &user.content {
                 UserContent::Text(text) => {
                     input.push(InputItem::User {
@@ -259,7 +270,7 @@ fn convert_messages<'a>(
             index += 1;
         }
     }
-    input
+    Ok(input)
 }
 
 fn input_content(block: &ContentBlock) -> Option<InputContent<'_>> {

@@ -59,6 +59,9 @@ pub(super) struct FunctionTool<'a> {
     pub(super) name: &'a str,
     pub(super) description: &'a str,
     pub(super) parameters: Cow<'a, Value>,
+    /// Only in a `tool_search_output`: the tool is loaded, not declared up front.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) defer_loading: Option<bool>,
     /// Present only where the model supports strict mode: the API would otherwise make
     /// every tool strict.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -77,11 +80,14 @@ pub(super) struct Reasoning<'a> {
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub(super) enum InputItem<'a> {
-    /// The system prompt: `{"role": "system" | "developer", "content"}`.
+    /// A system message: `{"role": "system" | "developer", "content"}`.
     Instructions {
         role: &'static str,
-        content: &'a str,
+        content: Cow<'a, str>,
     },
+    AdditionalTools(AdditionalTools<'a>),
+    ToolSearchCall(ToolSearchCall),
+    ToolSearchOutput(ToolSearchOutput<'a>),
     /// `{"role": "user", "content": [input_text | input_image]}`.
     User {
         role: &'static str,
@@ -93,6 +99,47 @@ pub(super) enum InputItem<'a> {
     Reasoning(Value),
     FunctionCall(FunctionCall<'a>),
     FunctionCallOutput(FunctionCallOutput<'a>),
+}
+
+/// `{"type":"additional_tools","role":"developer","tools"}`: tools declared from here on,
+/// replacing same-name definitions of earlier items.
+#[derive(Debug, Serialize)]
+pub(super) struct AdditionalTools<'a> {
+    #[serde(rename = "type")]
+    pub(super) kind: &'static str,
+    pub(super) role: &'static str,
+    pub(super) tools: Vec<FunctionTool<'a>>,
+}
+
+/// `{"type":"tool_search_call","call_id","execution":"client","status":"completed",
+/// "arguments":{"query","limit"}}`: a search the client ran, loading tools.
+#[derive(Debug, Serialize)]
+pub(super) struct ToolSearchCall {
+    #[serde(rename = "type")]
+    pub(super) kind: &'static str,
+    pub(super) call_id: String,
+    pub(super) execution: &'static str,
+    pub(super) status: &'static str,
+    pub(super) arguments: ToolSearchArguments,
+}
+
+/// The loaded names joined with a space, and how many.
+#[derive(Debug, Serialize)]
+pub(super) struct ToolSearchArguments {
+    pub(super) query: String,
+    pub(super) limit: usize,
+}
+
+/// `{"type":"tool_search_output","call_id","execution":"client","status":"completed",
+/// "tools"}`: the tools the search loaded, each `defer_loading`.
+#[derive(Debug, Serialize)]
+pub(super) struct ToolSearchOutput<'a> {
+    #[serde(rename = "type")]
+    pub(super) kind: &'static str,
+    pub(super) call_id: String,
+    pub(super) execution: &'static str,
+    pub(super) status: &'static str,
+    pub(super) tools: Vec<FunctionTool<'a>>,
 }
 
 /// A user content part, or a part of a tool's output.
