@@ -509,6 +509,9 @@
 
 pub mod agent;
 pub mod args;
+#[cfg(feature = "codemode")]
+#[cfg_attr(docsrs, doc(cfg(feature = "codemode")))]
+pub mod codemode;
 #[cfg(any(feature = "http", feature = "mcp"))]
 mod error_chain;
 mod excerpt;

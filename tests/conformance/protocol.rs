@@ -47,6 +47,8 @@ pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Runtime) -> Result
         "scenario" => ops::scenario::prepare(request, runtime),
         "system_prompt_tools" => ops::system_prompt_tools::prepare(request),
         "tool_changes" => ops::tool_changes::prepare(request),
+        "codemode_declarations" => ops::codemode::prepare_declarations(request),
+        "codemode_source" => ops::codemode::prepare_source(request),
         "mcp_tool" => ops::mcp::prepare_tool(request),
         "mcp_result" => ops::mcp::prepare_result(request),
         "bench" => crate::bench::prepare(request, runtime),

@@ -445,7 +445,7 @@ impl Agent {
     /// MCP server's list); it does not keep the conversation alive.
     #[cfg(feature = "mcp")]
     pub(crate) fn tool_switch(&self) -> std::sync::Weak<dyn ToolSwitch> {
-        let weak = Arc::downgrade(&self.shared);
+        let weak: std::sync::Weak<Shared> = Arc::downgrade(&self.shared);
         weak
     }
 

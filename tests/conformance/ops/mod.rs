@@ -1,6 +1,7 @@
 //! One module per op of PROTOCOL.md.
 
 pub(crate) mod build_request;
+pub(crate) mod codemode;
 pub(crate) mod mcp;
 pub(crate) mod parse_stream;
 pub(crate) mod partial_json;
