@@ -118,6 +118,21 @@ pub(crate) fn utf16_len(text: &str) -> usize {
     text.chars().map(char::len_utf16).sum()
 }
 
+#[cfg(any(feature = "mcp", feature = "codemode"))]
+/// `x.toFixed(1)` for a non-negative `x`: the exact value of the double, a tie rounded up.
+pub(crate) fn js_to_fixed_1(x: f64) -> String {
+    // Sixty digits hold the exact expansion of every double this is called with (sizes over
+    // 1024 or 1048576); only the first two decimals decide.
+    let exact = format!("{x:.60}");
+    let (int, frac) = exact.split_once('.').unwrap_or((&exact, "0"));
+    let digit = |i: usize| u128::from(frac.as_bytes().get(i).map_or(0, |d| d - b'0'));
+    let Ok(int) = int.parse::<u128>() else {
+        return exact;
+    };
+    let tenths = int * 10 + digit(0) + u128::from(digit(1) >= 5);
+    format!("{}.{}", tenths / 10, tenths % 10)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

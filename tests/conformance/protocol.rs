@@ -49,6 +49,7 @@ pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Runtime) -> Result
         "tool_changes" => ops::tool_changes::prepare(request),
         "codemode_declarations" => ops::codemode::prepare_declarations(request),
         "codemode_source" => ops::codemode::prepare_source(request),
+        "codemode_run" => ops::codemode_run::prepare(request, runtime),
         "mcp_tool" => ops::mcp::prepare_tool(request),
         "mcp_result" => ops::mcp::prepare_result(request),
         "bench" => crate::bench::prepare(request, runtime),

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::tool::{Tool, ToolDefinition, ToolRegistry};
+use crate::tool::{Exposure, Tool, ToolDefinition, ToolRegistry};
 
 /// A pinned view of the registry: the tools offered in one turn, in order.
 #[derive(Debug, Clone)]
@@ -60,6 +60,18 @@ impl TurnTools {
     pub(crate) fn get(&self, name: &str) -> Option<&Arc<dyn ToolDefinition>> {
         let index = self.registry.index_of(name)?;
         self.callable[index].then(|| self.registry.at(index))
+    }
+
+    /// A tool a tool's own call may run: an offered tool, or a registered `codemode` or
+    /// `deferred` one (pi's nested tools: scripts call them without their being declared).
+    pub(crate) fn get_nested(&self, name: &str) -> Option<&Arc<dyn ToolDefinition>> {
+        self.get(name).or_else(|| {
+            let nested = matches!(
+                self.registry.exposure(name),
+                Some(Exposure::Codemode | Exposure::Deferred)
+            );
+            nested.then(|| self.registry.get_registered(name)).flatten()
+        })
     }
 
     /// The offered tools, in order.

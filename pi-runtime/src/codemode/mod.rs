@@ -6,11 +6,19 @@
 //! - [`parse_codemode_source`]: the script text with its optional `// @options:` line.
 //! - [`prepare_loadout`]: the codemode tool's description, listing the tools scripts can call
 //!   within a token budget, and the note on declared tools that scripts can call too.
+//! - [`CodemodeTool`]: the tool itself. Each script runs in a fresh QuickJS VM (through
+//!   `rquickjs`) on its own thread: frozen built-ins, no modules, timers, file system or
+//!   network, a 256 MiB heap. Every `tools.x(args)` call runs through the agent's own tool
+//!   pipeline ([`ToolContext::call_tool`](crate::ToolContext::call_tool)).
 
 mod declarations;
 mod identifier;
 mod loadout;
+mod output;
+mod runtime;
 mod source;
+mod tool;
+mod vm;
 
 pub use declarations::{
     Declaration, Global, INPUT_SCHEMA_MAX_CHARS, render_declarations, render_tool_sample,
@@ -22,7 +30,10 @@ pub use loadout::{
     LoadoutTool, Namespace, PROMPT_GUIDELINE, PROMPT_SNIPPET, base_description,
     codemode_declaration, is_callable, prepare_loadout,
 };
+pub use output::{OutputFiles, TempOutputFiles};
+pub use runtime::{CallRecord, CallStatus};
 pub use source::{
     CodemodeSource, MAX_TIMEOUT_MS, OPTIONS_PREFIX, SOURCE_GRAMMAR, SourceError, SourceOptions,
     parse_codemode_source,
 };
+pub use tool::{CodemodeStore, CodemodeTool, StoreEntry};
