@@ -24,6 +24,8 @@ mod agent_tracing;
 mod agent_validation;
 #[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
 mod build_request_spec;
+#[cfg(feature = "codemode")]
+mod codemode;
 #[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
 mod e2e_failures;
 #[cfg(feature = "tools")]
