@@ -6,4 +6,5 @@ pub(crate) mod parse_stream;
 pub(crate) mod partial_json;
 pub(crate) mod scenario;
 pub(crate) mod system_prompt_tools;
+pub(crate) mod tool_search;
 pub(crate) mod validate;
