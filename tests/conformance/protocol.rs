@@ -49,6 +49,7 @@ pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Runtime) -> Result
         "tool_changes" => ops::tool_changes::prepare(request),
         "mcp_tool" => ops::mcp::prepare_tool(request),
         "mcp_result" => ops::mcp::prepare_result(request),
+        "tool_search" => ops::tool_search::prepare(request),
         "bench" => crate::bench::prepare(request, runtime),
         other => Err(format!("unknown op {other:?}")),
     }
