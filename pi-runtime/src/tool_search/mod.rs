@@ -40,6 +40,7 @@ mod call;
 mod document;
 mod rank;
 mod tokenize;
+mod tool;
 
 use serde_json::{Value, json};
 
@@ -49,6 +50,7 @@ pub use call::{RegisteredTool, ToolSearch, ToolSearchError, ToolSearchOutput};
 pub use document::{SearchDocument, ToolNamespace};
 pub use rank::{Match, ToolSearchIndex};
 pub use tokenize::tokenize;
+pub use tool::ToolSearchTool;
 
 /// The tool's name.
 pub const NAME: &str = "tool_search";
