@@ -283,11 +283,12 @@
 //! | `google` | yes | [`provider::google`]: Google Gemini |
 //! | `http` | with any provider | [`provider::HttpModel`], [`provider::presets`], SSE, retries, deadlines |
 //! | `tools` | yes | [`tools`]: `read`, `write`, `edit`, `bash` and the file mutation queue |
+//! | `icu-segmenter` | yes | ICU word segmentation (with its dictionaries) in [`tool_search`]: Chinese, Japanese and Thai text splits into words as pi splits it; without it, such text splits at spaces only |
 //! | `mcp` | no | `pi_runtime::mcp`: serve any [`ToolSet`] to MCP clients (stdio, streamable HTTP), and give an MCP server's tools to the agent, on rmcp (the official Rust SDK) and axum |
 //!
 //! Without default features the crate is the macro, the tool layers, the argument pipeline,
-//! streaming JSON ([`json`]), the agent loop ([`agent`]) and the faux model
-//! ([`provider::faux`]): no HTTP stack, no `nix`. Implement [`LanguageModel`] for your own
+//! streaming JSON ([`json`]), the agent loop ([`agent`]), tool search ([`tool_search`]) and
+//! the faux model ([`provider::faux`]): no HTTP stack, no `nix`, no ICU. Implement [`LanguageModel`] for your own
 //! model by driving a [`stream::MessageWriter`].
 //!
 //! ## Attribute keys
@@ -529,6 +530,7 @@ pub mod provider;
 mod sse;
 pub mod stream;
 pub mod tool;
+pub mod tool_search;
 #[cfg(feature = "tools")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tools")))]
 pub mod tools;

@@ -52,6 +52,7 @@ pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Runtime) -> Result
         "codemode_run" => ops::codemode_run::prepare(request, runtime),
         "mcp_tool" => ops::mcp::prepare_tool(request),
         "mcp_result" => ops::mcp::prepare_result(request),
+        "tool_search" => ops::tool_search::prepare(request),
         "bench" => crate::bench::prepare(request, runtime),
         other => Err(format!("unknown op {other:?}")),
     }

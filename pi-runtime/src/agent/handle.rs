@@ -445,8 +445,7 @@ impl Agent {
     /// MCP server's list); it does not keep the conversation alive.
     #[cfg(feature = "mcp")]
     pub(crate) fn tool_switch(&self) -> std::sync::Weak<dyn ToolSwitch> {
-        let weak: std::sync::Weak<Shared> = Arc::downgrade(&self.shared);
-        weak
+        Arc::downgrade(&self.shared) as std::sync::Weak<dyn ToolSwitch>
     }
 
     /// The agent's hooks, to give to another dispatcher of its tools, such as an

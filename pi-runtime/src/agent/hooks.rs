@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::message::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage, Usage};
 use crate::stream::{Context, LanguageModel, ThinkingLevel, ToolChoice};
-use crate::tool::{ToolError, ToolResult};
+use crate::tool::{ConversationTools, ToolError, ToolResult};
 
 /// What `before_tool_call` sees: a call whose arguments passed validation.
 #[derive(Debug, Clone)]
@@ -203,6 +203,8 @@ pub struct FinishedTurn {
     pub turn: usize,
     /// The run's cancellation signal.
     pub signal: CancellationToken,
+    /// The conversation's tools: activate or deactivate tools for the next request.
+    pub tools: ConversationTools,
 }
 
 /// The answer of `finish_turn`.

@@ -20,7 +20,7 @@ use crate::stream::{
     AssistantEventStream, AssistantMessageEvent, Context, LanguageModel, LiveMessage,
     StreamOptions, ThinkingLevel,
 };
-use crate::tool::ToolSwitch;
+use crate::tool::{ConversationTools, ToolSwitch};
 
 /// Drive `state` to its end and return the messages the run added; or, when `pause` says
 /// so between two effects, stop there and return `None` (the state then serializes).
@@ -361,6 +361,7 @@ impl Driver<'_> {
             new_messages: state.new_messages(),
             turn: state.turns(),
             signal,
+            tools: ConversationTools::new(Arc::clone(self.shared) as Arc<dyn ToolSwitch>),
         };
         // A panicking turn hook ends the run: it may be the hook that enforces a limit.
         guarded(|| finish(turn)).await.unwrap_or(TurnControl::End)

@@ -68,13 +68,36 @@ impl Default for CodemodeSettings {
 }
 
 /// A group of tools, such as one MCP server's: tools of a namespace are listed under its
-/// heading.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// heading, and scripts find them with `searchTools(query, { namespace })` and
+/// `describeNamespace(name)`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Namespace {
     /// The heading.
     pub name: String,
     /// Shown under the heading when not blank.
     pub description: String,
+    /// How to use its tools (`describeNamespace`, tool search).
+    pub instructions: String,
+    /// Other names scripts may use for it.
+    pub aliases: Vec<String>,
+}
+
+impl Namespace {
+    /// A namespace with a name only.
+    pub fn new(name: impl Into<String>) -> Self {
+        Namespace {
+            name: name.into(),
+            ..Namespace::default()
+        }
+    }
+
+    /// Whether `query` names it: its name or an alias, as is or as a script identifier.
+    pub(crate) fn is_named(&self, query: &str) -> bool {
+        let wanted = to_codemode_identifier(query);
+        std::iter::once(&self.name)
+            .chain(&self.aliases)
+            .any(|name| name == query || to_codemode_identifier(name) == wanted)
+    }
 }
 
 /// A registered tool as the loadout sees it.

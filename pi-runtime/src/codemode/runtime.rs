@@ -14,8 +14,10 @@ use futures::stream::FuturesUnordered;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::loadout::Namespace;
 use super::output::utf16_prefix;
 use super::vm::{self, OutputItem, Reply, VmEvent, VmStart};
+use crate::tool_search::{DEFAULT_LIMIT, SearchDocument, ToolNamespace, ToolSearchIndex};
 
 const ARGS_PREVIEW_CHARS: u64 = 200;
 const ERROR_PREVIEW_CHARS: u64 = 500;
@@ -29,6 +31,10 @@ pub(crate) struct ScriptTool {
     pub(crate) sample: String,
     /// Its calls run alone.
     pub(crate) sequential: bool,
+    /// What tool search reads: the description, the parameters and the namespace.
+    pub(crate) description: String,
+    pub(crate) parameters: Value,
+    pub(crate) namespace: Option<Namespace>,
 }
 
 /// How a nested call ended, for the script and for its record.
@@ -182,7 +188,8 @@ pub(crate) async fn run_script(run: ScriptRun, host: Arc<dyn CallHost>) -> RawRe
     let start = VmStart {
         code: run.code.clone(),
         tools_json: Value::Array(tools_json).to_string(),
-        globals_json: json!([{"name": "describeTool", "spread": true},
+        globals_json: json!([{"name": "searchTools", "spread": true},
+                             {"name": "describeTool", "spread": true},
                              {"name": "describeNamespace", "spread": true}])
         .to_string(),
         store_json: Value::Object(store_json).to_string(),
@@ -224,6 +231,23 @@ pub(crate) async fn run_script(run: ScriptRun, host: Arc<dyn CallHost>) -> RawRe
     tokio::pin!(timeout);
     let outcome = loop {
         tokio::select! {
+            // Calls first: a call the script started runs up to its first wait before the
+            // script's end is seen, as it would in pi.
+            biased;
+            Some((started, outcome)) = running.next(), if !running.is_empty() => {
+                sequential_running = false;
+                let record = &mut result.calls[started.record];
+                if let Some(id) = outcome.id {
+                    record.id = id;
+                }
+                record.status = if outcome.failed { CallStatus::Error } else { CallStatus::Ok };
+                record.error = outcome.error.map(|error| preview(&error, ERROR_PREVIEW_CHARS));
+                let (ok, payload) = match outcome.value {
+                    Ok(value) => (true, value.map(|v| v.to_string()).unwrap_or_default()),
+                    Err(message) => (false, message),
+                };
+                let _ = replies.send(Reply { id: started.vm_id, ok, payload });
+            }
             event = events.recv() => match event {
                 None => break Err(ScriptError::new(ErrorKind::Sandbox, "the script's thread ended")),
                 Some(VmEvent::Output(item)) => result.output.push(item),
@@ -261,20 +285,6 @@ pub(crate) async fn run_script(run: ScriptRun, host: Arc<dyn CallHost>) -> RawRe
                 )),
                 Some(VmEvent::Crashed(message)) => break Err(ScriptError::new(ErrorKind::Sandbox, message)),
             },
-            Some((started, outcome)) = running.next(), if !running.is_empty() => {
-                sequential_running = false;
-                let record = &mut result.calls[started.record];
-                if let Some(id) = outcome.id {
-                    record.id = id;
-                }
-                record.status = if outcome.failed { CallStatus::Error } else { CallStatus::Ok };
-                record.error = outcome.error.map(|error| preview(&error, ERROR_PREVIEW_CHARS));
-                let (ok, payload) = match outcome.value {
-                    Ok(value) => (true, value.map(|v| v.to_string()).unwrap_or_default()),
-                    Err(message) => (false, message),
-                };
-                let _ = replies.send(Reply { id: started.vm_id, ok, payload });
-            }
             () = &mut timeout => break Err(ScriptError::new(
                 ErrorKind::Timeout,
                 format!("Execution timed out after {} ms", run.timeout_ms.unwrap_or(0)),
@@ -308,7 +318,8 @@ pub(crate) async fn run_script(run: ScriptRun, host: Arc<dyn CallHost>) -> RawRe
     result
 }
 
-/// `describeTool(name)` and `describeNamespace(name)` (this runtime has no namespaces).
+/// The discovery globals: `searchTools(query, { limit?, namespace? })`, `describeTool(name)`,
+/// `describeNamespace(name)`. `args` is the JSON of the script's arguments (an array).
 fn global_call(
     tools: &[ScriptTool],
     name: &str,
@@ -318,7 +329,57 @@ fn global_call(
         .and_then(|json| serde_json::from_str(json).ok())
         .unwrap_or(Value::Null);
     let first = args.get(0);
+    let entry = |tool: &ScriptTool| json!({"name": tool.js_name, "description": tool.sample});
     match name {
+        "searchTools" => {
+            let Some(Value::String(query)) = first else {
+                return Err("searchTools() expects a query string".to_owned());
+            };
+            let options = args.get(1);
+            let limit = match options.and_then(|options| options.get("limit")) {
+                None | Some(Value::Null) => Some(DEFAULT_LIMIT),
+                Some(Value::Number(limit)) => limit
+                    .as_f64()
+                    .filter(|limit| limit.fract() == 0.0 && *limit > 0.0)
+                    .map(|limit| limit.min(usize::MAX as f64) as usize),
+                Some(_) => None,
+            };
+            let Some(limit) = limit else {
+                return Err("searchTools() limit must be a positive integer".to_owned());
+            };
+            let namespace = match options.and_then(|options| options.get("namespace")) {
+                None | Some(Value::Null) => None,
+                Some(Value::String(namespace)) => {
+                    Some(namespace.as_str()).filter(|n| !n.is_empty())
+                }
+                Some(_) => return Err("searchTools() namespace must be a string".to_owned()),
+            };
+            let documents = tools.iter().filter_map(|tool| {
+                if let Some(wanted) = namespace
+                    && !tool
+                        .namespace
+                        .as_ref()
+                        .is_some_and(|ns| ns.is_named(wanted))
+                {
+                    return None;
+                }
+                let namespace = tool.namespace.as_ref().map(search_namespace);
+                Some(SearchDocument::new(
+                    tool.name.clone(),
+                    &tool.description,
+                    &tool.parameters,
+                    namespace.as_ref(),
+                ))
+            });
+            let index = ToolSearchIndex::new(documents);
+            let found: Vec<Value> = index
+                .search(query, limit)
+                .into_iter()
+                .filter_map(|found| tools.iter().find(|tool| tool.name == found.name))
+                .map(entry)
+                .collect();
+            Ok(Some(Value::Array(found)))
+        }
         "describeTool" => {
             let Some(Value::String(wanted)) = first else {
                 return Err("describeTool() expects a tool name".to_owned());
@@ -328,12 +389,55 @@ fn global_call(
                 .find(|tool| &tool.name == wanted || &tool.js_name == wanted)
                 .map(|tool| Value::String(tool.sample.clone())))
         }
-        "describeNamespace" => match first {
-            Some(Value::String(_)) => Ok(None),
-            _ => Err("describeNamespace() expects a namespace name".to_owned()),
-        },
+        "describeNamespace" => {
+            let Some(Value::String(wanted)) = first else {
+                return Err("describeNamespace() expects a namespace name".to_owned());
+            };
+            let members: Vec<&ScriptTool> = tools
+                .iter()
+                .filter(|tool| {
+                    tool.namespace
+                        .as_ref()
+                        .is_some_and(|ns| ns.is_named(wanted))
+                })
+                .collect();
+            let Some(namespace) = members.first().and_then(|tool| tool.namespace.as_ref()) else {
+                return Ok(None);
+            };
+            let mut described = Map::new();
+            described.insert("name".into(), Value::String(namespace.name.clone()));
+            if !namespace.description.is_empty() {
+                described.insert(
+                    "description".into(),
+                    Value::String(namespace.description.clone()),
+                );
+            }
+            if !namespace.instructions.is_empty() {
+                described.insert(
+                    "instructions".into(),
+                    Value::String(namespace.instructions.clone()),
+                );
+            }
+            let names = members
+                .iter()
+                .map(|tool| Value::String(tool.js_name.clone()));
+            described.insert("tools".into(), Value::Array(names.collect()));
+            Ok(Some(Value::Object(described)))
+        }
         other => Err(format!("Unknown global \"{other}\"")),
     }
+}
+
+/// A namespace as tool search reads it.
+fn search_namespace(namespace: &Namespace) -> ToolNamespace {
+    let mut search = ToolNamespace::new(namespace.name.clone());
+    if !namespace.description.is_empty() {
+        search = search.with_description(namespace.description.clone());
+    }
+    if !namespace.instructions.is_empty() {
+        search = search.with_instructions(namespace.instructions.clone());
+    }
+    search
 }
 
 fn finished(

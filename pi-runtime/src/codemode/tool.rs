@@ -2,6 +2,7 @@
 //! conversation's callable tools and lays out the result the model sees.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -11,8 +12,8 @@ use serde_json::{Map, Value, json};
 use super::declarations::render_tool_sample;
 use super::identifier::to_codemode_identifier;
 use super::loadout::{
-    CODEMODE_TOOL_NAME, CodemodeSettings, PROMPT_GUIDELINE, PROMPT_SNIPPET, base_description,
-    codemode_declaration, is_callable,
+    CODEMODE_TOOL_NAME, CodemodeSettings, Namespace, PROMPT_GUIDELINE, PROMPT_SNIPPET,
+    base_description, codemode_declaration, is_callable,
 };
 use super::output::{
     DEFAULT_MAX_OUTPUT_TOKENS, Files, Item, OutputFiles, TempOutputFiles, format_output,
@@ -129,6 +130,7 @@ pub struct CodemodeTool {
     files: Files,
     sequential: bool,
     interrupt_budget: Option<u64>,
+    namespaces: Arc<HashMap<String, Namespace>>,
 }
 
 impl std::fmt::Debug for CodemodeTool {
@@ -173,6 +175,7 @@ impl CodemodeTool {
             files: Arc::new(TempOutputFiles::default()),
             sequential: false,
             interrupt_budget: None,
+            namespaces: Arc::default(),
         }
     }
 
@@ -198,6 +201,14 @@ impl CodemodeTool {
         self
     }
 
+    /// Put the tool `tool_name` in `namespace`, for `searchTools(query, { namespace })` and
+    /// `describeNamespace(name)`.
+    #[must_use]
+    pub fn with_namespace(mut self, tool_name: impl Into<String>, namespace: Namespace) -> Self {
+        Arc::make_mut(&mut self.namespaces).insert(tool_name.into(), namespace);
+        self
+    }
+
     /// The store the scripts use.
     pub fn store(&self) -> &CodemodeStore {
         &self.store
@@ -216,7 +227,7 @@ impl CodemodeTool {
             .unwrap_or_default();
         let source =
             parse_codemode_source(code).map_err(|error| ToolError::new(error.message()))?;
-        let tools = callable_tools(&ctx);
+        let tools = callable_tools(&ctx, &self.namespaces);
         let script_tools: Vec<ScriptTool> = tools.iter().map(|tool| tool.script.clone()).collect();
         let host = Arc::new(PipelineHost {
             ctx: ctx.clone(),
@@ -334,7 +345,7 @@ struct Callable {
 }
 
 /// The conversation's callable tools, in registration order.
-fn callable_tools(ctx: &ToolContext) -> Vec<Callable> {
+fn callable_tools(ctx: &ToolContext, namespaces: &HashMap<String, Namespace>) -> Vec<Callable> {
     let Some(tools) = ctx.tools() else {
         return Vec::new();
     };
@@ -366,6 +377,9 @@ fn callable_tools(ctx: &ToolContext) -> Vec<Callable> {
                     js_name: to_codemode_identifier(&definition.name),
                     sample: render_tool_sample(&declaration),
                     sequential: tool.execution_mode() == ExecutionMode::Sequential,
+                    description: definition.description.clone(),
+                    parameters: definition.parameters.clone(),
+                    namespace: namespaces.get(&definition.name).cloned(),
                 },
                 has_output_schema: output_schema.is_some(),
             }

@@ -91,6 +91,16 @@ pub struct ToolRegistry {
     by_name: HashMap<String, usize>,
     /// Indexes of the active entries, in activation order.
     active: Vec<usize>,
+    /// Which registrations this is: a new number whenever a tool is registered, replaced or
+    /// removed (not when one is activated), so whatever is built from the registered tools
+    /// (the `tool_search` index) is rebuilt only then.
+    catalog: u64,
+}
+
+/// A number no registry had before.
+fn next_catalog() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -155,6 +165,7 @@ impl ToolRegistry {
                 self.active.push(index);
             }
         }
+        self.catalog = next_catalog();
         Ok(())
     }
 
@@ -175,6 +186,7 @@ impl ToolRegistry {
             });
         }
         let exposure = tool.exposure();
+        self.catalog = next_catalog();
         let entry = &mut self.entries[index];
         entry.tool = tool;
         entry.exposure = exposure;
@@ -247,6 +259,11 @@ impl ToolRegistry {
             .map(|entry| &entry.tool)
     }
 
+    /// Changes whenever a tool is registered, replaced or removed, and only then.
+    pub(crate) fn catalog(&self) -> u64 {
+        self.catalog
+    }
+
     /// Every registered tool with its exposure, in registration order.
     pub fn registered(&self) -> impl Iterator<Item = (&Arc<dyn ToolDefinition>, Exposure)> {
         self.entries
@@ -265,6 +282,7 @@ impl ToolRegistry {
     /// Unregister the tool with this name; `None` if there is none.
     pub fn remove(&mut self, name: &str) -> Option<Arc<dyn ToolDefinition>> {
         let index = self.by_name.remove(name)?;
+        self.catalog = next_catalog();
         let removed = self.entries.remove(index);
         self.active.retain(|&i| i != index);
         // Every later entry moved down by one.

@@ -480,3 +480,54 @@ async fn google_folds_a_removal_into_the_system_instruction() {
         ]
     );
 }
+
+/// The same property through the agent: a deferred tool activated between two prompts
+/// reaches Anthropic as a `tool_addition` after the new prompt, and the request repeats the
+/// one before it up to that request's last message.
+#[tokio::test]
+async fn an_agent_activating_a_tool_keeps_anthropics_cached_prefix() {
+    use pi_runtime::agent::Agent;
+    use pi_runtime::tool::{Exposure, FnTool};
+    use pi_runtime::{ToolResult, ToolSet};
+
+    let server = Server::start(vec![
+        Reply::Sse(anthropic_text("It prints hi.")),
+        Reply::Sse(anthropic_text("One TODO in main.py.")),
+    ])
+    .await;
+    let mut model = model(Api::AnthropicMessages, "test", "claude-test", &server);
+    model.compat = compat(json!({"supportsMidConvoSystemMessages": true,
+                                 "supportsMidConvoToolChanges": true}));
+    let runnable =
+        |tool: Tool| FnTool::from_definition(tool, |_, _| async { Ok(ToolResult::text("ok")) });
+    let tools = (
+        runnable(read()),
+        runnable(grep()).with_exposure(Exposure::Deferred),
+    );
+    let agent = Agent::builder()
+        .model(HttpModel::new(model, options()))
+        .system_prompt(PROMPT)
+        .tools(tools.into_tools())
+        .build()
+        .expect("an agent");
+    agent.prompt("What does main.py do?").await.expect("a run");
+    agent.activate_tools(&["grep"]).expect("grep is registered");
+    agent
+        .prompt("Now search for TODO comments.")
+        .await
+        .expect("a run");
+
+    let requests = server.requests();
+    let (n, n1) = (&requests[0], &requests[1]);
+    let offsets = element_offsets(n, "messages");
+    let last_start = offsets[offsets.len() - 2];
+    assert_eq!(n1.raw[..last_start], n.raw[..last_start]);
+    for key in ["system", "tools"] {
+        assert_eq!(n1.body[key], n.body[key], "{key}");
+    }
+    let new = &n1.body["messages"].as_array().expect("messages")[offsets.len() - 1..];
+    let roles: Vec<&str> = new.iter().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(roles, ["assistant", "user", "system"]);
+    assert_eq!(new[2]["content"][0]["type"], "tool_addition");
+    assert_eq!(new[2]["content"][0]["tool"]["definition"]["name"], "grep");
+}

@@ -209,3 +209,38 @@ async fn hidden_tools_are_never_declared_and_model_only_tools_are() {
     agent.prompt("go").await.unwrap();
     assert_eq!(names(&requests.requests()[0].current_tools()), ["search"]);
 }
+
+#[tokio::test]
+async fn a_finish_turn_hook_activates_a_tool_for_the_next_turn() {
+    use pi_runtime::agent::TurnControl;
+
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call("c1", "read", json!({})))
+        .respond(FauxResponse::tool_call("c2", "write", json!({})))
+        .respond(FauxResponse::text("written"));
+    let requests = model.clone();
+    let agent = Agent::builder()
+        .model(model)
+        .tools((
+            tool("read"),
+            tool("write").with_exposure(Exposure::Deferred),
+        ))
+        .finish_turn(|turn| async move {
+            // Writing is offered once something was read.
+            if turn.turn == 1 {
+                turn.tools.activate(&["write"]).expect("registered");
+            }
+            TurnControl::Proceed
+        })
+        .build()
+        .unwrap();
+    let outcome = agent.prompt("copy it").await.unwrap();
+    let requests = requests.requests();
+    assert_eq!(names(&requests[0].current_tools()), ["read"]);
+    assert_eq!(names(&requests[1].current_tools()), ["read", "write"]);
+    assert_eq!(
+        outcome[3].as_system().map(|s| names(s.added())),
+        Some(vec!["write"])
+    );
+    assert_eq!(outcome[5].text_content(), "done");
+}

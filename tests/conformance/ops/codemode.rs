@@ -105,6 +105,7 @@ pub(crate) fn prepare_declarations(request: &Map<String, Value>) -> Result<Prepa
             namespace: tool.namespace.map(|namespace| Namespace {
                 name: namespace.name,
                 description: namespace.description,
+                ..Namespace::default()
             }),
             guidelines: tool.prompt_guidelines,
         })

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use pi_runtime::agent::{Agent, ToolCallDecision, ToolResultPatch};
-use pi_runtime::codemode::{CodemodeStore, CodemodeTool, OutputFiles};
+use pi_runtime::codemode::{CodemodeStore, CodemodeTool, Namespace, OutputFiles};
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::tool::Exposure;
 use pi_runtime::{
@@ -29,6 +29,7 @@ struct ScriptedTool {
     output_schema: Option<Value>,
     sequential: bool,
     guidelines: Vec<String>,
+    namespace: Option<Namespace>,
     results: Vec<Value>,
 }
 
@@ -148,6 +149,31 @@ fn parse_tool(spec: &Value) -> Result<ScriptedTool, String> {
         output_schema: spec.get("outputSchema").cloned(),
         sequential: spec.get("executionMode").and_then(Value::as_str) == Some("sequential"),
         guidelines: strings("promptGuidelines"),
+        namespace: spec.get("namespace").map(|namespace| {
+            let text = |key: &str| {
+                namespace
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            Namespace {
+                name: text("name"),
+                description: text("description"),
+                instructions: text("instructions"),
+                aliases: namespace
+                    .get("aliases")
+                    .and_then(Value::as_array)
+                    .map(|aliases| {
+                        aliases
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            }
+        }),
         results: spec
             .get("results")
             .and_then(Value::as_array)
@@ -267,13 +293,18 @@ async fn run(request: &Request) -> Answer {
     for (key, value) in &request.store {
         store.insert(key.clone(), value.clone());
     }
-    let codemode = CodemodeTool::new()
+    let mut codemode = CodemodeTool::new()
         .with_store(store.clone())
         .with_tool_execution(request.execution)
         .with_output_files(SavedFiles {
             saved: AtomicU64::new(0),
             error: request.save_error.clone(),
         });
+    for tool in &request.tools {
+        if let Some(namespace) = &tool.namespace {
+            codemode = codemode.with_namespace(tool.name.clone(), namespace.clone());
+        }
+    }
     let mut tools: Vec<Arc<dyn ToolDefinition>> = request
         .tools
         .iter()

@@ -9,4 +9,5 @@ pub(crate) mod partial_json;
 pub(crate) mod scenario;
 pub(crate) mod system_prompt_tools;
 pub(crate) mod tool_changes;
+pub(crate) mod tool_search;
 pub(crate) mod validate;
