@@ -10,12 +10,15 @@
 //!   `rquickjs`) on its own thread: frozen built-ins, no modules, timers, file system or
 //!   network, a 256 MiB heap. Every `tools.x(args)` call runs through the agent's own tool
 //!   pipeline ([`ToolContext::call_tool`](crate::ToolContext::call_tool)).
+//! - [`Sandbox`]: the same VM on its own, with tools that are plain async functions and an
+//!   interrupt budget (pi-codemode's `InlineCodemodeSandbox`).
 
 mod declarations;
 mod identifier;
 mod loadout;
 mod output;
 mod runtime;
+mod sandbox;
 mod source;
 mod tool;
 mod vm;
@@ -31,7 +34,8 @@ pub use loadout::{
     codemode_declaration, is_callable, prepare_loadout,
 };
 pub use output::{OutputFiles, TempOutputFiles};
-pub use runtime::{CallRecord, CallStatus};
+pub use runtime::{CallRecord, CallStatus, ErrorKind, ScriptError};
+pub use sandbox::{DEFAULT_INTERRUPT_BUDGET, Sandbox, SandboxOutput, SandboxResult};
 pub use source::{
     CodemodeSource, MAX_TIMEOUT_MS, OPTIONS_PREFIX, SOURCE_GRAMMAR, SourceError, SourceOptions,
     parse_codemode_source,

@@ -94,19 +94,41 @@ pub enum CallStatus {
 
 /// How a script failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ErrorKind {
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// An exception escaped the script (a syntax error included).
     Script,
+    /// The time limit or the interrupt budget ran out.
     Timeout,
+    /// The run was aborted.
     Aborted,
+    /// The VM failed.
     Sandbox,
 }
 
-#[derive(Debug, Clone)]
-pub(crate) struct ScriptError {
-    pub(crate) kind: ErrorKind,
-    pub(crate) name: Option<String>,
-    pub(crate) message: String,
-    pub(crate) stack: Option<String>,
+impl ErrorKind {
+    /// pi's name: `script`, `timeout`, `aborted`, `sandbox`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Script => "script",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Aborted => "aborted",
+            ErrorKind::Sandbox => "sandbox",
+        }
+    }
+}
+
+/// How a script failed: pi's `{kind, name?, message, stack?}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptError {
+    /// What failed.
+    pub kind: ErrorKind,
+    /// The error's `name` (script errors).
+    pub name: Option<String>,
+    /// The message.
+    pub message: String,
+    /// `Name: message` and the engine's stack frames (script errors).
+    pub stack: Option<String>,
 }
 
 impl ScriptError {
@@ -119,8 +141,8 @@ impl ScriptError {
         }
     }
 
-    /// The text after `Script error:`'s line.
-    pub(crate) fn text(&self) -> String {
+    /// The text the model sees after `Script error:`.
+    pub fn text(&self) -> String {
         match self.kind {
             ErrorKind::Script => self.stack.clone().unwrap_or_else(|| {
                 format!(
@@ -162,6 +184,8 @@ pub(crate) struct ScriptRun {
     pub(crate) interrupt_budget: Option<u64>,
     /// Every nested call runs alone.
     pub(crate) sequential: bool,
+    /// Scripts get `searchTools`, `describeTool` and `describeNamespace`.
+    pub(crate) discovery: bool,
     pub(crate) signal: CancellationToken,
 }
 
@@ -188,10 +212,14 @@ pub(crate) async fn run_script(run: ScriptRun, host: Arc<dyn CallHost>) -> RawRe
     let start = VmStart {
         code: run.code.clone(),
         tools_json: Value::Array(tools_json).to_string(),
-        globals_json: json!([{"name": "searchTools", "spread": true},
-                             {"name": "describeTool", "spread": true},
-                             {"name": "describeNamespace", "spread": true}])
-        .to_string(),
+        globals_json: if run.discovery {
+            json!([{"name": "searchTools", "spread": true},
+                   {"name": "describeTool", "spread": true},
+                   {"name": "describeNamespace", "spread": true}])
+            .to_string()
+        } else {
+            "[]".to_owned()
+        },
         store_json: Value::Object(store_json).to_string(),
         interrupt_budget: run.interrupt_budget,
     };

@@ -243,6 +243,7 @@ impl CodemodeTool {
                 timeout_ms: source.options.timeout_ms,
                 interrupt_budget: self.interrupt_budget,
                 sequential: self.sequential,
+                discovery: true,
                 signal: ctx.signal().clone(),
             },
             host,

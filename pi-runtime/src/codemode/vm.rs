@@ -120,7 +120,7 @@ fn run_vm(
     let context = Context::full(&runtime)?;
     let finished = Rc::new(Cell::new(false));
     context.with(|ctx| {
-        let session = Session::start(&ctx, &start, events, Rc::clone(&finished))?;
+        let session = Session::start(&ctx, &start, events, &finished, &exhausted)?;
         let Some(session) = session else {
             return Ok(());
         };
@@ -139,11 +139,11 @@ fn run_vm(
         };
         drain(&session)?;
         loop {
-            if exhausted.get() {
-                let _ = events.send(VmEvent::BudgetExhausted);
+            if finished.get() || stop.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            if finished.get() || stop.load(Ordering::Relaxed) {
+            if exhausted.get() {
+                let _ = events.send(VmEvent::BudgetExhausted);
                 return Ok(());
             }
             let Ok(reply) = replies.recv() else {
@@ -174,9 +174,12 @@ impl<'js> Session<'js> {
         ctx: &Ctx<'js>,
         start: &VmStart,
         events: &UnboundedSender<VmEvent>,
-        finished: Rc<Cell<bool>>,
+        finished: &Rc<Cell<bool>>,
+        exhausted: &Rc<Cell<bool>>,
     ) -> rquickjs::Result<Option<Self>> {
         let sender = events.clone();
+        let finished = Rc::clone(finished);
+        let exhausted = Rc::clone(exhausted);
         let bridge = Function::new(
             ctx.clone(),
             move |kind: String, a: String, b: String, c: String, d: String| {
@@ -197,6 +200,11 @@ impl<'js> Session<'js> {
                             console: other == "console",
                         },
                     }),
+                    _ if exhausted.get() => {
+                        // The script ended because the budget ran out (pi reports that).
+                        finished.set(true);
+                        VmEvent::BudgetExhausted
+                    }
                     _ => {
                         finished.set(true);
                         if a == "ok" {

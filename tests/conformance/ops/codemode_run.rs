@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use pi_runtime::agent::{Agent, ToolCallDecision, ToolResultPatch};
-use pi_runtime::codemode::{CodemodeStore, CodemodeTool, Namespace, OutputFiles};
+use pi_runtime::codemode::{
+    CodemodeStore, CodemodeTool, Namespace, OutputFiles, Sandbox, SandboxOutput,
+};
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::tool::Exposure;
 use pi_runtime::{
@@ -47,7 +49,7 @@ struct Request {
 
 pub(crate) fn prepare(request: &Map<String, Value>, runtime: &Runtime) -> Result<Prepared, String> {
     if request.get("sandbox").and_then(Value::as_str) == Some("inline") {
-        return Err("the inline sandbox (InlineCodemodeSandbox) is not implemented".to_owned());
+        return prepare_inline(request, runtime);
     }
     let request = Arc::new(parse(request)?);
     let runtime = Arc::clone(runtime);
@@ -428,4 +430,106 @@ fn without_stack_frames(text: &str) -> String {
         .map(|(_, line)| *line)
         .collect();
     kept.join("\n")
+}
+
+/// `"sandbox": "inline"`: the sandbox on its own, tools returning script values.
+fn prepare_inline(request: &Map<String, Value>, runtime: &Runtime) -> Result<Prepared, String> {
+    let request = parse(request).map(|parsed| (parsed, request.clone()))?;
+    let (parsed, raw) = request;
+    let runtime = Arc::clone(runtime);
+    let budget = raw.get("interruptBudget").and_then(Value::as_u64);
+    let timeout = raw.get("timeoutMs").and_then(Value::as_u64);
+    let parsed = Arc::new(parsed);
+    Ok(Box::new(move || {
+        let received: Received = Arc::default();
+        let mut sandbox = Sandbox::new().with_store(parsed.store.clone());
+        if let Some(budget) = budget {
+            sandbox = sandbox.with_interrupt_budget(budget);
+        }
+        if let Some(ms) = timeout {
+            sandbox = sandbox.with_timeout_ms(ms);
+        }
+        for tool in &parsed.tools {
+            let results = Arc::new(Mutex::new(tool.results.clone().into_iter()));
+            let received = Arc::clone(&received);
+            let name = tool.name.clone();
+            sandbox = sandbox.tool(tool.name.clone(), tool.description.clone(), move |args| {
+                received
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(json!({"name": name, "arguments": args}));
+                let next = results
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .next();
+                let name = name.clone();
+                async move {
+                    match next {
+                        Some(Value::String(text)) => Ok(Some(Value::String(text))),
+                        Some(Value::Object(spec)) => {
+                            match spec.get("throw").and_then(Value::as_str) {
+                                Some(message) => Err(message.to_owned()),
+                                None => Ok(spec.get("value").cloned()),
+                            }
+                        }
+                        _ => Err(format!("pi-ref: no scripted result left for {name}")),
+                    }
+                }
+            });
+        }
+        let code = parsed.code.clone();
+        let raw_stacks = parsed.raw_stacks;
+        let result = runtime.block_on(async move { sandbox.execute(&code).await });
+        let output: Vec<Value> = result
+            .output
+            .iter()
+            .map(|item| match item {
+                SandboxOutput::Text {
+                    text,
+                    console: true,
+                } => {
+                    json!({"type": "text", "text": text, "console": true})
+                }
+                SandboxOutput::Text { text, .. } => json!({"type": "text", "text": text}),
+                SandboxOutput::Image { data, mime_type } => {
+                    json!({"type": "image", "data": data, "mimeType": mime_type})
+                }
+                _ => Value::Null,
+            })
+            .collect();
+        let calls: Vec<Value> = result
+            .calls
+            .iter()
+            .map(|(name, status)| json!({"name": name, "status": status}))
+            .collect();
+        let mut answer = json!({"ok": result.value.is_ok()});
+        if let Ok(Some(value)) = &result.value {
+            answer["value"] = value.clone();
+        }
+        answer["output"] = Value::Array(output);
+        answer["calls"] = Value::Array(calls);
+        if let Some(writes) = &result.store_writes {
+            answer["storeWrites"] = json!({"set": writes.set, "delete": writes.delete});
+        }
+        if let Err(error) = &result.value {
+            let mut shown = json!({"kind": error.kind.as_str()});
+            if let Some(name) = &error.name {
+                shown["name"] = Value::String(name.clone());
+            }
+            shown["message"] = Value::String(error.message.clone());
+            if let Some(stack) = &error.stack {
+                let stack = if raw_stacks {
+                    stack.clone()
+                } else {
+                    without_stack_frames(stack)
+                };
+                shown["stack"] = Value::String(stack);
+            }
+            answer["error"] = shown;
+        }
+        answer["received"] = Value::Array(std::mem::take(
+            &mut *received.lock().unwrap_or_else(PoisonError::into_inner),
+        ));
+        Answer::Ok(answer)
+    }))
 }
