@@ -370,3 +370,22 @@ fn submit_analysis_watches_the_submission_fill_in() {
         ],
     );
 }
+
+#[test]
+fn many_tools_searches_loads_two_tools_and_shows_the_savings() {
+    let output = run("many_tools", &[]);
+    let out = stdout(&output);
+    assert!(output.status.success(), "{out}{}", stderr(&output));
+    assert_eq!(
+        out,
+        "registered 305 tools, 5 declared\n\
+         [tool_search] Loaded 2 tools. They are available from your next call:\n\
+         - weather__get_current: Get the current weather conditions in a city\n\
+         - weather__get_forecast: Get the weather forecast for a city, day by day\n\
+         [tools added] weather__get_current, weather__get_forecast\n\
+         [weather__get_forecast] weather__get_forecast: done with {\"city\":\"Oslo\"}\n\
+         [weather__get_current] weather__get_current: done with {\"city\":\"Oslo\"}\n\
+         [assistant] Oslo: rain today, sun tomorrow.\n\
+         tools in the first request: 1360 bytes deferred, 98340 bytes with all 305 declared (72.3x smaller)\n"
+    );
+}
