@@ -10,27 +10,25 @@
 //! use serde_json::json;
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let agent = || {
+//! let agent = |model: FauxModel| {
 //!     let delete = FnTool::new("delete", "Delete a file.", json!({"type": "object"}), |_, _| async {
 //!         Ok(ToolResult::text("deleted"))
 //!     })
 //!     .with_approval(ApprovalPolicy::Always);
-//!     let model = FauxModel::new()
-//!         .respond(FauxResponse::tool_call("c1", "delete", json!({"path": "a.txt"})))
-//!         .respond(FauxResponse::text("Done."));
 //!     Agent::builder().model(model).tools(delete).build()
 //! };
 //! let key = b"application key";
 //!
 //! // The run stops before executing the batch, and its state goes to storage.
-//! let run = agent()?.prompt("Delete a.txt").await?;
+//! let asks = FauxModel::new().respond(FauxResponse::tool_call("c1", "delete", json!({"path": "a.txt"})));
+//! let run = agent(asks)?.prompt("Delete a.txt").await?;
 //! let RunEnd::AwaitingApproval { pending } = &run.end else { unreachable!() };
 //! assert_eq!(pending[0].tool, "delete");
 //! let saved = run.paused_state().map(|state| state.to_signed_json(key)).unwrap_or_default();
 //!
 //! // Later, anywhere: a fresh agent, the saved state and a decision per pending call.
 //! let state = RunState::from_signed_json(&saved, key)?;
-//! let fresh = agent()?;
+//! let fresh = agent(FauxModel::new().respond(FauxResponse::text("Done.")))?;
 //! let resumed = fresh.resume_with(state, [ApprovalDecision::approve("c1")]).await?;
 //! assert_eq!(resumed.end, RunEnd::Completed);
 //! # Ok(()) }
