@@ -11,7 +11,8 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::{
-    AgentTool, ExecutionMode, Exposure, Tool, ToolContext, ToolDefinition, ToolError, ToolResult,
+    AgentTool, ApprovalPolicy, ExecutionMode, Exposure, Tool, ToolContext, ToolDefinition,
+    ToolError, ToolHints, ToolResult,
 };
 
 type ExecuteFn =
@@ -47,6 +48,8 @@ pub struct FnTool {
     prepare: Option<Arc<PrepareFn>>,
     execute: Arc<ExecuteFn>,
     exposure: Exposure,
+    approval: ApprovalPolicy,
+    hints: ToolHints,
 }
 
 impl FnTool {
@@ -79,6 +82,8 @@ impl FnTool {
             prepare: None,
             execute: Arc::new(move |args, ctx| Box::pin(execute(args, ctx))),
             exposure: Exposure::Direct,
+            approval: ApprovalPolicy::Never,
+            hints: ToolHints::default(),
         }
     }
 
@@ -118,6 +123,20 @@ impl FnTool {
     #[must_use]
     pub fn with_exposure(mut self, exposure: Exposure) -> Self {
         self.exposure = exposure;
+        self
+    }
+
+    /// Whether a call needs a person's approval first (see [`ApprovalPolicy`]).
+    #[must_use]
+    pub fn with_approval(mut self, approval: ApprovalPolicy) -> Self {
+        self.approval = approval;
+        self
+    }
+
+    /// What the tool says about its behaviour (see [`ToolHints`]).
+    #[must_use]
+    pub fn with_hints(mut self, hints: ToolHints) -> Self {
+        self.hints = hints;
         self
     }
 
@@ -186,5 +205,13 @@ impl ToolDefinition for FnTool {
 
     fn exposure(&self) -> Exposure {
         self.exposure
+    }
+
+    fn approval(&self) -> ApprovalPolicy {
+        self.approval
+    }
+
+    fn hints(&self) -> ToolHints {
+        self.hints
     }
 }
