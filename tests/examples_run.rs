@@ -370,3 +370,115 @@ fn submit_analysis_watches_the_submission_fill_in() {
         ],
     );
 }
+
+#[test]
+fn many_tools_searches_loads_two_tools_and_shows_the_savings() {
+    let output = run("many_tools", &[]);
+    let out = stdout(&output);
+    assert!(output.status.success(), "{out}{}", stderr(&output));
+    assert_eq!(
+        out,
+        "registered 305 tools, 5 declared\n\
+         [tool_search] Loaded 2 tools. They are available from your next call:\n\
+         - weather__get_current: Get the current weather conditions in a city\n\
+         - weather__get_forecast: Get the weather forecast for a city, day by day\n\
+         [tools added] weather__get_current, weather__get_forecast\n\
+         [weather__get_forecast] weather__get_forecast: done with {\"city\":\"Oslo\"}\n\
+         [weather__get_current] weather__get_current: done with {\"city\":\"Oslo\"}\n\
+         [assistant] Oslo: rain today, sun tomorrow.\n\
+         tools in the first request: 1360 bytes deferred, 98340 bytes with all 305 declared (72.3x smaller)\n"
+    );
+}
+
+/// `approval pause` in one process, then `approval resume` in another, in a fresh directory.
+struct ApprovalRun {
+    dir: tempfile::TempDir,
+}
+
+impl ApprovalRun {
+    fn paused(key: &str) -> Self {
+        let run = ApprovalRun {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let output = run.approval(&["pause", "--key", key]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert_eq!(
+            stdout(&output),
+            format!(
+                "pending call_1 append_line {{\"line\":\"hello from the agent\"}} (`append_line` always needs approval)\nstate written to {}\n",
+                run.path("run.json")
+            )
+        );
+        assert_eq!(run.effects(), "", "nothing ran before the approval");
+        run
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+
+    fn approval(&self, args: &[&str]) -> Output {
+        let (state, effects) = (self.path("run.json"), self.path("effects.txt"));
+        let mut all = args.to_vec();
+        all.extend(["--state", &state, "--effects", &effects]);
+        run("approval", &all)
+    }
+
+    fn resume(&self, decision: &str, key: &str) -> Output {
+        self.approval(&["resume", "--decision", decision, "--key", key])
+    }
+
+    fn effects(&self) -> String {
+        std::fs::read_to_string(self.path("effects.txt")).unwrap_or_default()
+    }
+}
+
+#[test]
+fn approval_resumes_in_another_process_and_runs_the_tool_once() {
+    let run = ApprovalRun::paused("k1");
+    let output = run.resume("approve", "k1");
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "The tool said: appended \"hello from the agent\"\n"
+    );
+    assert_eq!(run.effects(), "hello from the agent\n");
+}
+
+#[test]
+fn approval_denied_runs_nothing_and_the_model_reads_the_reason() {
+    let run = ApprovalRun::paused("k1");
+    let output = run.resume("deny", "k1");
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "The tool said: Tool call denied: the operator said no\n"
+    );
+    assert_eq!(run.effects(), "");
+}
+
+#[test]
+fn approval_edited_runs_the_edited_arguments() {
+    let run = ApprovalRun::paused("k1");
+    let output = run.resume("edit", "k1");
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(run.effects(), "edited by the operator\n");
+}
+
+#[test]
+fn approval_refuses_a_wrong_key_or_a_tampered_state_without_running_anything() {
+    let refused = "error: the run state's signature does not match: it was signed with another key, or changed after it was signed\n";
+    let run = ApprovalRun::paused("k1");
+    let output = run.resume("approve", "k2");
+    assert!(!output.status.success());
+    assert_eq!(stderr(&output), refused);
+    assert_eq!(run.effects(), "");
+
+    let state = run.path("run.json");
+    let saved = std::fs::read_to_string(&state).unwrap();
+    std::fs::write(&state, saved.replace("hello from the agent", "rm -rf /")).unwrap();
+    let output = run.resume("approve", "k1");
+    assert!(!output.status.success());
+    assert_eq!(stderr(&output), refused);
+    assert_eq!(run.effects(), "");
+}

@@ -306,6 +306,7 @@
 //! | `exposure` | `"direct"`, `"deferred"`, `"codemode"`, `"model-only"` or `"hidden"` | `"direct"` | [`Exposure`](tool::Exposure): declared to the model from registration, or only once activated (for example by a `tool_search` match) |
 //! | `strict` | `"prefer"` or `"require"` | none | constrained sampling, [`ConstrainedSampling::JsonSchema`]: strict where the provider allows it, or strict or the request fails |
 //! | `prepare` | path to a fn | none | a shape shim run before validation: `fn(&Value) -> Result<Cow<'_, Value>, ToolError>`, returning `Cow::Borrowed` when nothing changed; runs after the aliases are renamed |
+//! | `approval` | `"always"` or path to a fn | none | whether a call needs a person's approval before it executes ([`ToolDefinition::approval`]): always, or when `fn(&Params) -> Approval` says so from the validated arguments (`Params` is the generated `…ToolParams` or the `T` of `Args<T>`); see [`agent::approval`] |
 //! | `closed` | bool | `true` | `"additionalProperties": false` on every object schema (an extra key is reported to the model as an unknown field); `false` leaves objects open, like pi's built-in tools |
 //! | `crate` | string | `"::pi_runtime"` | the path of this crate, for crates that re-export it under another name |
 //!

@@ -357,6 +357,35 @@ impl SystemMessage {
         }
     }
 
+    /// This message, declaring `tools` from here on.
+    #[must_use]
+    pub fn with_tools_added(mut self, tools: Vec<Tool>) -> Self {
+        self.tools_added = Some(tools);
+        self
+    }
+
+    /// This message, removing the tools named `names` from here on.
+    #[must_use]
+    pub fn with_tools_removed<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let removed = names.into_iter().map(|name| ToolRef { name: name.into() });
+        self.tools_removed = Some(removed.collect());
+        self
+    }
+
+    /// This message, setting the system prompt's section `name` to `value` (`None` removes
+    /// the section).
+    #[must_use]
+    pub fn with_section(mut self, name: impl Into<String>, value: Option<String>) -> Self {
+        self.sections
+            .get_or_insert_with(IndexMap::new)
+            .insert(name.into(), value);
+        self
+    }
+
     /// The tools this message adds (empty when it adds none).
     pub fn added(&self) -> &[Tool] {
         self.tools_added.as_deref().unwrap_or_default()

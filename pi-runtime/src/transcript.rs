@@ -19,11 +19,8 @@
 //! let grep = Tool::new("grep", "Search files", json!({"type": "object", "properties": {}}));
 //!
 //! // The conversation so far declared `read`; the agent can now also execute `grep`.
-//! let committed: Vec<Message> = vec![SystemMessage {
-//!     tools_added: Some(vec![read.clone()]),
-//!     ..SystemMessage::text("You are helpful.")
-//! }
-//! .into()];
+//! let committed: Vec<Message> =
+//!     vec![SystemMessage::text("You are helpful.").with_tools_added(vec![read.clone()]).into()];
 //! let pending = vec![Message::from(UserMessage::text("find TODOs"))];
 //! let declared = declare_tool_changes(&committed, pending, &[read, grep]);
 //!

@@ -21,6 +21,7 @@ pub(crate) const MODE: &str = "mode";
 pub(crate) const EXPOSURE: &str = "exposure";
 pub(crate) const STRICT: &str = "strict";
 pub(crate) const PREPARE: &str = "prepare";
+pub(crate) const APPROVAL: &str = "approval";
 pub(crate) const CLOSED: &str = "closed";
 pub(crate) const CRATE: &str = "crate";
 pub(crate) const ALIAS: &str = "alias";
@@ -37,6 +38,7 @@ const TOOL_KEYS: &[&str] = &[
     EXPOSURE,
     STRICT,
     PREPARE,
+    APPROVAL,
     CLOSED,
     CRATE,
 ];
@@ -79,6 +81,13 @@ impl Exposure {
     }
 }
 
+/// `approval = "always"` or `approval = my_policy`.
+pub(crate) enum Approval {
+    Always,
+    /// A `fn(&Params) -> Approval` of the validated arguments.
+    When(syn::Path),
+}
+
 /// `strict = "..."`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Strict {
@@ -100,6 +109,7 @@ pub(crate) struct ToolAttrs {
     pub(crate) exposure: Option<Exposure>,
     pub(crate) strict: Option<Strict>,
     pub(crate) prepare: Option<syn::Path>,
+    pub(crate) approval: Option<Approval>,
     pub(crate) closed: Option<LitBool>,
     pub(crate) krate: Option<syn::Path>,
 }
@@ -177,6 +187,31 @@ impl ToolAttrs {
                     )
                 })?;
                 set(cx, &mut self.prepare, key, path);
+            }
+            APPROVAL => {
+                let value = meta.value()?;
+                if value.peek(LitStr) {
+                    let lit: LitStr = value.parse()?;
+                    if lit.value() == "always" {
+                        set(cx, &mut self.approval, key, Approval::Always);
+                    } else {
+                        cx.error_spanned_by(
+                            &lit,
+                            format!(
+                                "unknown approval `{}`: write `approval = \"always\"`, or `approval = my_policy` where `fn my_policy(args: &Params) -> Approval`",
+                                lit.value()
+                            ),
+                        );
+                    }
+                } else {
+                    let path: syn::Path = value.parse().map_err(|error| {
+                        syn::Error::new(
+                            error.span(),
+                            "expected `approval = \"always\"` or a path to a fn: write `approval = my_policy` where `fn my_policy(args: &Params) -> Approval`",
+                        )
+                    })?;
+                    set(cx, &mut self.approval, key, Approval::When(path));
+                }
             }
             CLOSED => {
                 let value: LitBool = meta.value()?.parse().map_err(|error| {

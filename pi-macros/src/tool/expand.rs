@@ -7,7 +7,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, LitBool, ReturnType};
 
-use super::args::{Mode, Strict};
+use super::args::{Approval, Mode, Strict};
 use super::ast::{ParamKind, Plain, ToolFn, is_macro_only, unraw};
 use crate::paths::Paths;
 
@@ -321,6 +321,7 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
         }
     });
     let prepare = prepare(tool, &private);
+    let approval = approval(tool, &private);
     let output_schema = output_schema(tool, &private);
     let execute = execute(tool, paths);
     let prompt = prompt(tool, &private);
@@ -370,6 +371,7 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             #prompt
             #output_schema
             #exposure
+            #approval
         }
     }
 }
@@ -385,6 +387,32 @@ fn output_schema(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
             #[allow(unused_imports)]
             use #private::{OutputSchemaNone as _, OutputSchemaOf as _};
             (&&#private::OutputSchemaProbe::<#output>::new()).output_schema()
+        }
+    }
+}
+
+/// `approval`: `Always`, or the user's policy over the deserialized validated arguments.
+/// Absent without the key, so the trait's default (`Never`) applies.
+fn approval(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
+    let policy = match &tool.attrs.approval {
+        None => return TokenStream::new(),
+        Some(Approval::Always) => quote!(#private::ApprovalPolicy::Always),
+        Some(Approval::When(path)) => {
+            let args_type = args_type(tool);
+            // A fn item, not a closure: the policy is a plain `fn` pointer. The user's fn is
+            // named at its own span, so a wrong signature is reported on it.
+            let user = quote_spanned!(path.span()=> #path);
+            quote! {{
+                fn __pi_approval(args: &#private::Value) -> #private::Approval {
+                    #private::approval_of::<#args_type>(args, #user)
+                }
+                #private::ApprovalPolicy::When(__pi_approval)
+            }}
+        }
+    };
+    quote! {
+        fn approval(&self) -> #private::ApprovalPolicy {
+            #policy
         }
     }
 }

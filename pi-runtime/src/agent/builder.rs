@@ -6,6 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::approval::{Approval, ApprovalRequest};
 use super::config::{AgentDefinition, Config, Opening};
 use super::error::BuildError;
 use super::handle::Agent;
@@ -187,6 +188,34 @@ impl AgentBuilder {
         Fut: Future<Output = RequestPlan> + Send + 'static,
     {
         self.hooks = self.hooks.prepare_request(hook);
+        self
+    }
+
+    /// Decide which calls need a person's approval, for every tool (a tool's own policy is
+    /// asked first): a batch holding such a call pauses the run before executing anything,
+    /// and [`Agent::resume_with`](super::Agent::resume_with) goes on with the decisions. See
+    /// [`approval`](super::approval).
+    ///
+    /// ```
+    /// use pi_runtime::agent::Agent;
+    /// use pi_runtime::agent::approval::Approval;
+    /// use pi_runtime::provider::faux::FauxModel;
+    ///
+    /// let agent = Agent::builder()
+    ///     .model(FauxModel::new())
+    ///     .approval(|request| match request.tool_call.name.as_str() {
+    ///         "bash" => Approval::needed("runs a command"),
+    ///         _ => Approval::NotNeeded,
+    ///     })
+    ///     .build();
+    /// assert!(agent.is_ok());
+    /// ```
+    #[must_use]
+    pub fn approval<F>(mut self, policy: F) -> Self
+    where
+        F: Fn(&ApprovalRequest<'_>) -> Approval + Send + Sync + 'static,
+    {
+        self.hooks = self.hooks.approval(policy);
         self
     }
 

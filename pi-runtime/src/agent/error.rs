@@ -2,6 +2,7 @@
 //! method names (`follow_up()`, not `followUp()`).
 //! What goes wrong inside a run is never one of these: it becomes a message the model sees.
 
+use super::approval::ApprovalError;
 use crate::tool::RegistryError;
 
 /// A request the agent cannot take in its current state.
@@ -28,6 +29,9 @@ pub enum AgentError {
     /// A run state this build cannot drive.
     #[error("{0}")]
     UnsupportedState(String),
+    /// A paused run's decisions do not fit it; nothing ran.
+    #[error(transparent)]
+    Approval(#[from] ApprovalError),
 }
 
 /// A builder that cannot make an agent.

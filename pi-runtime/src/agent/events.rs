@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
+use super::approval::PendingCall;
 use crate::message::{AssistantMessage, Message, ToolResultMessage};
 use crate::stream::{AssistantMessageEvent, LiveMessage};
 use crate::tool::ToolResult;
@@ -45,6 +46,13 @@ pub enum AgentEvent {
     MessageEnd {
         /// The final message.
         message: Message,
+    },
+    /// The run paused before a batch with calls that need approval; nothing in the batch
+    /// executed (see [`approval`](super::approval)). No `agent_end` follows until a resume
+    /// finishes the run.
+    ApprovalRequested {
+        /// The calls waiting for a decision, in source order.
+        pending: Vec<PendingCall>,
     },
     /// A tool call is about to be prepared.
     ToolExecutionStart {
@@ -111,6 +119,7 @@ impl AgentEvent {
             AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
             AgentEvent::TurnEnd { .. } => "turn_end",
             AgentEvent::AgentEnd { .. } => "agent_end",
+            AgentEvent::ApprovalRequested { .. } => "approval_requested",
         }
     }
 }

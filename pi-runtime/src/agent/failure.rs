@@ -14,6 +14,8 @@ pub(crate) enum CallFailure {
     Validation,
     /// `before_tool_call` blocked the call.
     Blocked,
+    /// A person denied the call, or it needed approval where none can be asked for.
+    Denied,
     /// The tool or a hook panicked.
     Panic,
     /// The tool, or a hook, returned an error.
@@ -31,6 +33,7 @@ impl CallFailure {
             CallFailure::NotFound => "not_found",
             CallFailure::Validation => "validation",
             CallFailure::Blocked => "blocked",
+            CallFailure::Denied => "denied",
             CallFailure::Panic => "panic",
             CallFailure::ToolError => "tool_error",
             CallFailure::Cancelled => "cancelled",
@@ -48,6 +51,22 @@ pub(crate) const REQUEST_ABORTED: &str = "Request was aborted";
 
 /// A call that `before_tool_call` blocked without a reason.
 pub(crate) const BLOCKED: &str = "Tool execution was blocked";
+
+/// A call a person denied; the model reads their reason.
+pub(crate) fn denied(reason: &str) -> String {
+    if reason.is_empty() {
+        "Tool call denied".to_owned()
+    } else {
+        format!("Tool call denied: {reason}")
+    }
+}
+
+/// A call that needs approval where no run can pause for it (a call from outside the loop).
+pub(crate) fn approval_unavailable(tool: &str, reason: &str) -> String {
+    format!(
+        "Tool \"{tool}\" needs approval ({reason}), and this call cannot wait for one: it was not executed"
+    )
+}
 
 /// A call of a tool that is not registered.
 pub(crate) fn not_found(tool: &str) -> String {

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::AgentEvent;
+use super::approval::ApprovalDecision;
 use super::builder::AgentBuilder;
 use super::config::{AgentDefinition, Opening, Shared};
 use super::dispatch::{Dispatcher, RunLimits};
@@ -526,19 +527,42 @@ impl Agent {
     /// Drive a [`RunState`] (saved by this process or another, serialized with serde) to its
     /// end with this conversation's model, tools and hooks, exactly as the run it was taken
     /// from would have gone on. The transcript becomes the state's; the time limit is the
-    /// absolute one the state carries.
+    /// absolute one the state carries. A run paused for approval needs
+    /// [`resume_with`](Self::resume_with).
     ///
     /// # Errors
-    /// A run is in progress here, or the state has an unsupported version.
+    /// A run is in progress here, the state has an unsupported version, or it waits for
+    /// approval decisions.
     pub async fn resume(&self, state: RunState) -> Result<RunOutcome, AgentError> {
+        self.resume_with(state, []).await
+    }
+
+    /// Resume a run paused for approval ([`RunEnd::AwaitingApproval`]) with exactly one
+    /// decision per pending call, checked before anything runs (see
+    /// [`approval`](super::approval)). The batch then goes on as it would have without the
+    /// pause: the approved and edited calls execute with the calls that needed no approval,
+    /// each denied call gets an error result carrying its reason, and the run continues.
+    ///
+    /// # Errors
+    /// A run is in progress here, the state has an unsupported version, or the decisions do
+    /// not fit the pending calls ([`AgentError::Approval`]: missing, duplicate or unknown, an
+    /// edit that does not validate, changed arguments, a tool this agent lacks). Nothing ran
+    /// then.
+    pub async fn resume_with(
+        &self,
+        mut state: RunState,
+        decisions: impl IntoIterator<Item = ApprovalDecision>,
+    ) -> Result<RunOutcome, AgentError> {
         state
             .check_version()
             .map_err(|error| AgentError::UnsupportedState(error.to_string()))?;
+        let config = self.shared.config();
         let limits = {
             let mut slot = self.shared.bus.state();
             if slot.slot.is_busy() {
                 return Err(AgentError::BusyContinuing);
             }
+            state.decide(decisions.into_iter().collect(), &config.tools)?;
             let limits = RunLimits {
                 signal: CancellationToken::new(),
                 deadline: state.deadline_ms().map(instant_at),
@@ -584,7 +608,7 @@ impl Agent {
         let mut timed_out = false;
         let messages = {
             let mut run = pin!(run::run(&self.shared, limits, &mut state, None).instrument(span));
-            let messages = match deadline {
+            match deadline {
                 Some(deadline) => {
                     tokio::select! {
                         messages = &mut run => messages,
@@ -596,10 +620,19 @@ impl Agent {
                     }
                 }
                 None => run.await,
-            };
-            // Without a pause the run always ends.
-            messages.unwrap_or_default()
+            }
         };
+        // Without a pause hook the run ends, or pauses for approval.
+        let messages = messages.unwrap_or_else(|| state.added().to_vec());
+        if state.is_paused() {
+            let end = state.end().cloned().unwrap_or(RunEnd::Aborted);
+            return RunOutcome {
+                messages,
+                turns: state.turns(),
+                end,
+                paused: Some(Box::new(state)),
+            };
+        }
         let end = match state.end() {
             Some(RunEnd::Aborted) | None if timed_out => RunEnd::TimeLimit {
                 limit: config.time_limit.unwrap_or_default(),
@@ -611,6 +644,7 @@ impl Agent {
             messages,
             turns: state.turns(),
             end,
+            paused: None,
         }
     }
 }

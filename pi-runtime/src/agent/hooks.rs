@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::approval::{AgentPolicy, Approval, ApprovalRequest};
 use crate::message::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage, Usage};
 use crate::stream::{Context, LanguageModel, ThinkingLevel, ToolChoice};
 use crate::tool::{ConversationTools, ToolError, ToolResult};
@@ -267,6 +268,8 @@ pub struct Hooks {
     pub(crate) after_tool_call: Option<AfterHook>,
     pub(crate) finish_turn: Option<FinishTurnHook>,
     pub(crate) prepare_request: Option<PrepareRequestHook>,
+    /// The agent's approval policy (see [`approval`](super::approval)).
+    pub(crate) approval: Option<AgentPolicy>,
 }
 
 impl Hooks {
@@ -321,6 +324,18 @@ impl Hooks {
         self
     }
 
+    /// Decide which calls need a person's approval, for every tool (a tool's own policy is
+    /// asked first; see [`approval`](super::approval)). It sees each call after validation
+    /// and `before_tool_call`.
+    #[must_use]
+    pub fn approval<F>(mut self, policy: F) -> Self
+    where
+        F: Fn(&ApprovalRequest<'_>) -> Approval + Send + Sync + 'static,
+    {
+        self.approval = Some(Arc::new(policy));
+        self
+    }
+
     /// Tool hooks see the transcript, so it is only snapshotted when one is set.
     pub(crate) fn wants_transcript(&self) -> bool {
         self.before_tool_call.is_some() || self.after_tool_call.is_some()
@@ -334,6 +349,7 @@ impl fmt::Debug for Hooks {
             .field("after_tool_call", &self.after_tool_call.is_some())
             .field("finish_turn", &self.finish_turn.is_some())
             .field("prepare_request", &self.prepare_request.is_some())
+            .field("approval", &self.approval.is_some())
             .finish()
     }
 }

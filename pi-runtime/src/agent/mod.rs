@@ -56,6 +56,7 @@
 //!
 //! Only `Err` is a run that could not start (another is in progress, nothing to continue).
 
+pub mod approval;
 mod builder;
 mod config;
 pub(crate) mod dispatch;

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::approval::PendingCall;
+use super::run_state::RunState;
 use crate::message::Message;
 
 /// Why a run ended.
@@ -37,6 +39,13 @@ pub enum RunEnd {
         /// The provider's error text.
         message: String,
     },
+    /// The run paused before a batch with calls that need approval (see
+    /// [`approval`](super::approval)): keep [`RunOutcome::paused_state`] and resume it with
+    /// [`Agent::resume_with`](super::Agent::resume_with).
+    AwaitingApproval {
+        /// The calls waiting for a decision, in source order.
+        pending: Vec<PendingCall>,
+    },
 }
 
 impl RunEnd {
@@ -61,7 +70,7 @@ impl RunEnd {
 /// assert_eq!(run.len(), 2, "the prompt and the failed response");
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RunOutcome {
     /// The messages the run added, the prompt first.
@@ -70,9 +79,31 @@ pub struct RunOutcome {
     pub turns: usize,
     /// Why the run ended.
     pub end: RunEnd,
+    /// The state of a run that paused for approval.
+    pub(crate) paused: Option<Box<RunState>>,
+}
+
+/// Two outcomes are equal when their messages, turns and ends are: a paused state holds
+/// nothing else a caller compares.
+impl PartialEq for RunOutcome {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.messages, self.turns, &self.end) == (&other.messages, other.turns, &other.end)
+    }
 }
 
 impl RunOutcome {
+    /// The state of a run that ended with [`RunEnd::AwaitingApproval`], to save (see
+    /// [`RunState::to_signed_json`]) and resume with
+    /// [`Agent::resume_with`](super::Agent::resume_with).
+    pub fn paused_state(&self) -> Option<&RunState> {
+        self.paused.as_deref()
+    }
+
+    /// The paused state, taken out of the outcome.
+    pub fn into_paused_state(self) -> Option<RunState> {
+        self.paused.map(|state| *state)
+    }
+
     /// The messages, without the rest.
     pub fn into_messages(self) -> Vec<Message> {
         self.messages

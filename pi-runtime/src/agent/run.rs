@@ -9,7 +9,9 @@ use tracing::Instrument;
 
 use super::AgentEvent;
 use super::config::{Config, Shared};
-use super::dispatch::{Dispatcher, RunLimits, guarded, panic_message};
+use super::dispatch::{
+    BatchOutcome, BatchRun, Dispatcher, HeldCall, RunLimits, guarded, panic_message,
+};
 use super::failure::REQUEST_ABORTED;
 use super::hooks::{FinishedTurn, RequestPlan, TurnControl};
 use super::run_state::{Effect, RunState};
@@ -23,7 +25,8 @@ use crate::stream::{
 use crate::tool::{ConversationTools, ToolSwitch};
 
 /// Drive `state` to its end and return the messages the run added; or, when `pause` says
-/// so between two effects, stop there and return `None` (the state then serializes).
+/// so between two effects or a batch pauses for approval, stop there and return `None` (the
+/// state then serializes).
 pub(crate) async fn run(
     shared: &Arc<Shared>,
     limits: RunLimits,
@@ -70,9 +73,17 @@ pub(crate) async fn run(
                 let response = driver.respond(state).await;
                 state.responded(response);
             }
-            Effect::RunBatch(response) => {
-                let batch = driver.run_batch(state, response).await;
+            Effect::RunBatch(response) => match driver.run_batch(state, response).await {
+                BatchRun::Finished(batch) => state.batch_finished(batch),
+                BatchRun::Held(calls) => state.batch_held(calls),
+            },
+            Effect::ResumeBatch(response, calls) => {
+                let batch = driver.resume_batch(state, response, calls).await;
                 state.batch_finished(batch);
+            }
+            Effect::Pause => {
+                telemetry::record_pause(state.pending_approvals());
+                return None;
             }
             Effect::FinishTurn => {
                 let control = driver.finish_turn(state).await;
@@ -326,25 +337,42 @@ impl Driver<'_> {
         }
     }
 
-    async fn run_batch(
-        &mut self,
-        state: &RunState,
-        response: Arc<AssistantMessage>,
-    ) -> super::dispatch::BatchOutcome {
+    /// The dispatcher of the current turn's batch.
+    fn dispatcher(&mut self) -> Dispatcher {
         let limits = Arc::clone(&self.limits);
         let shared = self.shared;
         let turn = self.turn();
-        let dispatcher = Dispatcher::new(
+        Dispatcher::new(
             Arc::clone(&turn.tools),
             Arc::clone(&turn.config.hooks),
             turn.config.execution,
             limits,
             turn.config.capture_content,
         )
-        .with_switch(Arc::clone(shared) as Arc<dyn ToolSwitch>);
+        .with_switch(Arc::clone(shared) as Arc<dyn ToolSwitch>)
+    }
+
+    async fn run_batch(&mut self, state: &RunState, response: Arc<AssistantMessage>) -> BatchRun {
+        let dispatcher = self.dispatcher();
         // The hooks see the transcript before this batch: up to and including the response.
         let messages = dispatcher.hook_transcript(state.transcript());
-        dispatcher.run_batch(response, messages, &shared.bus).await
+        dispatcher
+            .run_batch(response, messages, &self.shared.bus)
+            .await
+    }
+
+    /// Go on with a batch that was held for approval and is now decided.
+    async fn resume_batch(
+        &mut self,
+        state: &RunState,
+        response: Arc<AssistantMessage>,
+        calls: Vec<HeldCall>,
+    ) -> BatchOutcome {
+        let dispatcher = self.dispatcher();
+        let messages = dispatcher.hook_transcript(state.transcript());
+        dispatcher
+            .resume_batch(response, calls, messages, &self.shared.bus)
+            .await
     }
 
     async fn finish_turn(&mut self, state: &RunState) -> TurnControl {

@@ -9,9 +9,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::AgentEvent;
-use super::dispatch::{BatchOutcome, CallRecord};
+use super::approval::{ApprovalDecision, ApprovalError, PendingCall};
+use super::dispatch::{self, BatchOutcome, CallRecord, HeldCall};
 use super::hooks::TurnControl;
 use super::outcome::RunEnd;
+use crate::agent::turn_tools::TurnTools;
 use crate::message::{
     AssistantMessage, Message, StopReason, SystemMessage, ToolResultMessage, now_ms,
 };
@@ -60,6 +62,9 @@ pub struct RunState {
     thinking_level: Option<ThinkingLevel>,
     /// When the run's time limit ends it, in milliseconds since the Unix epoch.
     deadline_ms: Option<u64>,
+    /// While paused for approval: how much of the time limit is left (the clock stops).
+    #[serde(default)]
+    time_left_ms: Option<u64>,
     /// One record per tool result of this run, in the order of the result messages: what a
     /// result message alone does not say.
     calls: Vec<CallRecord>,
@@ -83,6 +88,7 @@ enum Announce {
     MessageEnd(usize),
     TurnEnd,
     AgentEnd,
+    ApprovalRequested,
 }
 
 /// Where the loop stands.
@@ -112,6 +118,16 @@ enum Phase {
     Request,
     /// Waiting for the response's batch.
     Batch { response: Arc<AssistantMessage> },
+    /// The batch is held for approval after its preflight: the run paused here.
+    Approval {
+        response: Arc<AssistantMessage>,
+        calls: Vec<HeldCall>,
+    },
+    /// The held batch, decided, waiting to go on.
+    Resume {
+        response: Arc<AssistantMessage>,
+        calls: Vec<HeldCall>,
+    },
     /// Waiting for the `finish_turn` hook.
     FinishTurn {
         response: Arc<AssistantMessage>,
@@ -161,8 +177,13 @@ pub(crate) enum Effect {
     PollFollowUps,
     /// Ask the model about [`RunState::transcript`]; answer with [`RunState::responded`].
     Request,
-    /// Run this response's batch; answer with [`RunState::batch_finished`].
+    /// Run this response's batch; answer with [`RunState::batch_finished`] or
+    /// [`RunState::batch_held`].
     RunBatch(Arc<AssistantMessage>),
+    /// The run paused for approval: stop driving it.
+    Pause,
+    /// Go on with this response's decided batch; answer with [`RunState::batch_finished`].
+    ResumeBatch(Arc<AssistantMessage>, Vec<HeldCall>),
     /// Ask the `finish_turn` hook about [`RunState::finishing_turn`]; answer with
     /// [`RunState::turn_finished`].
     FinishTurn,
@@ -214,6 +235,7 @@ impl RunState {
             end: None,
             thinking_level: None,
             deadline_ms: limits.deadline_ms,
+            time_left_ms: None,
             calls: Vec::new(),
             outbox: VecDeque::new(),
             ended_turn: None,
@@ -244,6 +266,11 @@ impl RunState {
         self.messages.len() - self.first_new
     }
 
+    /// The messages the run has added so far.
+    pub(crate) fn added(&self) -> &[Message] {
+        &self.messages[self.first_new.min(self.messages.len())..]
+    }
+
     /// The run ended.
     pub fn is_done(&self) -> bool {
         matches!(self.phase, Phase::Done)
@@ -257,6 +284,20 @@ impl RunState {
     /// Why the run ended, once it did.
     pub fn end(&self) -> Option<&RunEnd> {
         self.end.as_ref()
+    }
+
+    /// The run paused for approval.
+    pub fn is_paused(&self) -> bool {
+        matches!(self.phase, Phase::Approval { .. })
+    }
+
+    /// The calls a paused run waits to have decided, in source order.
+    pub fn pending_approvals(&self) -> impl Iterator<Item = &PendingCall> {
+        let calls = match &self.phase {
+            Phase::Approval { calls, .. } => calls.as_slice(),
+            _ => &[],
+        };
+        calls.iter().filter_map(HeldCall::as_pending)
     }
 
     /// A batch just finished: its results are in the transcript, and the turn is about to
@@ -334,6 +375,10 @@ impl RunState {
             }
             Phase::Request => Effect::Request,
             Phase::Batch { response } => Effect::RunBatch(Arc::clone(response)),
+            Phase::Approval { .. } => Effect::Pause,
+            Phase::Resume { response, calls } => {
+                Effect::ResumeBatch(Arc::clone(response), calls.clone())
+            }
             Phase::FinishTurn { .. } => Effect::FinishTurn,
             Phase::FollowUps => Effect::PollFollowUps,
             // The run is over: its messages move out of the state.
@@ -446,7 +491,9 @@ impl RunState {
 
     /// The batch's results (already delivered as events by the driver).
     pub(crate) fn batch_finished(&mut self, batch: BatchOutcome) {
-        let Phase::Batch { response } = std::mem::replace(&mut self.phase, Phase::TurnCheck) else {
+        let (Phase::Batch { response } | Phase::Resume { response, .. }) =
+            std::mem::replace(&mut self.phase, Phase::TurnCheck)
+        else {
             debug_assert!(false, "no batch was asked for");
             return;
         };
@@ -459,6 +506,55 @@ impl RunState {
             response,
             results: batch.results,
         };
+    }
+
+    /// The batch holds calls that need approval; nothing in it executed. The run pauses
+    /// after announcing it, and its time limit stops counting.
+    pub(crate) fn batch_held(&mut self, calls: Vec<HeldCall>) {
+        let Phase::Batch { response } = std::mem::replace(&mut self.phase, Phase::TurnCheck) else {
+            debug_assert!(false, "no batch was asked for");
+            return;
+        };
+        let pending = calls.iter().filter_map(HeldCall::as_pending).cloned();
+        self.end = Some(RunEnd::AwaitingApproval {
+            pending: pending.collect(),
+        });
+        self.time_left_ms = self
+            .deadline_ms
+            .map(|deadline| deadline.saturating_sub(now_ms()));
+        self.outbox.push_back(Announce::ApprovalRequested);
+        self.phase = Phase::Approval { response, calls };
+    }
+
+    /// Take one decision per pending call (see [`dispatch::decide`]); a state that is not
+    /// paused takes none. The time limit counts again from now.
+    ///
+    /// # Errors
+    /// The decisions do not fit the pending calls, or `tools` lacks a tool the batch needs;
+    /// the state is unchanged then.
+    pub(crate) fn decide(
+        &mut self,
+        decisions: Vec<ApprovalDecision>,
+        tools: &TurnTools,
+    ) -> Result<(), ApprovalError> {
+        let Phase::Approval { response, calls } = &self.phase else {
+            return match decisions.into_iter().next() {
+                Some(decision) => Err(ApprovalError::UnknownCall {
+                    id: decision.call_id().to_owned(),
+                }),
+                None => Ok(()),
+            };
+        };
+        let calls = dispatch::decide(calls, response, decisions, tools)?;
+        self.phase = Phase::Resume {
+            response: Arc::clone(response),
+            calls,
+        };
+        self.end = None;
+        if let Some(left) = self.time_left_ms.take() {
+            self.deadline_ms = Some(now_ms().saturating_add(left));
+        }
+        Ok(())
     }
 
     /// The `finish_turn` hook's answer.
@@ -539,6 +635,9 @@ impl RunState {
             }
             Announce::AgentEnd => AgentEvent::AgentEnd {
                 messages: self.messages[self.first_new..].to_vec(),
+            },
+            Announce::ApprovalRequested => AgentEvent::ApprovalRequested {
+                pending: self.pending_approvals().cloned().collect(),
             },
         })
     }

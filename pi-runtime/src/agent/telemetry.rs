@@ -19,8 +19,9 @@
 //! With no subscriber, creating a span is one atomic load, and its fields are not computed.
 
 use tracing::field::Empty;
-use tracing::{Span, debug, info_span, warn};
+use tracing::{Span, debug, info, info_span, warn};
 
+use super::approval::PendingCall;
 use super::dispatch::Outcome;
 use super::failure::CallFailure;
 use crate::message::{AssistantMessage, ToolCall};
@@ -136,4 +137,14 @@ pub(crate) fn record_outcome(span: &Span, outcome: &Outcome, capture: bool) {
         // Failures the model sees and can correct, and cancellations it asked for.
         _ => debug!("error.type" = error_type, "tool call failed"),
     }
+}
+
+/// A run paused for approval: an INFO event on the run's span.
+pub(crate) fn record_pause<'a>(pending: impl Iterator<Item = &'a PendingCall>) {
+    let ids: Vec<&str> = pending.map(|call| call.id.as_str()).collect();
+    info!(
+        pending = ids.len(),
+        pending_ids = ids.join(",").as_str(),
+        "run paused for approval"
+    );
 }

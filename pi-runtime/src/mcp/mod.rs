@@ -71,7 +71,6 @@ mod client;
 mod connection;
 mod content;
 mod errors;
-mod hints;
 mod http;
 mod naming;
 mod parse_error;
@@ -83,11 +82,11 @@ use thiserror::Error;
 
 use crate::tool::RegistryError;
 
+pub use crate::tool::ToolHints;
 pub use client::{DEFAULT_MAX_CALL_TIME, DEFAULT_TIMEOUT, McpClient, McpClientBuilder};
 pub use content::{
     MCP_OUTPUT_MAX_BYTES, OutputSaver, ResultOptions, TempFileSaver, convert_result,
 };
-pub use hints::ToolHints;
 pub use schema::{ListedTool, tool_definitions};
 pub use server::{McpHttpServer, McpServer};
 

@@ -19,7 +19,7 @@ use super::connection::{ClientInner, Listed, Shared};
 use super::content::{ResultOptions, convert_result};
 use super::errors;
 use crate::message::ContentBlock;
-use crate::tool::{AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
+use crate::tool::{AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolHints, ToolResult};
 
 /// The text of a call stopped by the run's cancellation signal, as in the agent loop.
 use crate::agent::failure::OPERATION_ABORTED as ABORTED;
@@ -31,6 +31,8 @@ pub(super) struct McpTool {
     label: String,
     tool: String,
     output_schema: Value,
+    /// The annotation hints of the listing, for approval policies.
+    hints: ToolHints,
 }
 
 impl McpTool {
@@ -42,6 +44,7 @@ impl McpTool {
             label: listed.definition.label.clone(),
             tool: listed.definition.tool.clone(),
             output_schema: listed.definition.output_schema.clone(),
+            hints: listed.definition.annotations.unwrap_or_default(),
         }
     }
 
@@ -252,6 +255,10 @@ impl AgentTool for McpTool {
 }
 
 impl ToolDefinition for McpTool {
+    fn hints(&self) -> ToolHints {
+        self.hints
+    }
+
     fn output_schema(&self) -> Option<Value> {
         Some(self.output_schema.clone())
     }

@@ -25,8 +25,8 @@ pub use std::sync::LazyLock;
 
 pub use crate::args::deserialize_arguments;
 pub use crate::tool::{
-    AgentTool, Args, ConstrainedSampling, ExecutionMode, Exposure, State, Strictness, Tool,
-    ToolContext, ToolDefinition, ToolError, ToolResult,
+    AgentTool, Approval, ApprovalPolicy, Args, ConstrainedSampling, ExecutionMode, Exposure, State,
+    Strictness, Tool, ToolContext, ToolDefinition, ToolError, ToolResult,
 };
 
 /// The doc-comment rule's last step: the `#[doc]` lines were joined with `\n` (one leading
@@ -35,6 +35,22 @@ pub use crate::tool::{
 #[must_use]
 pub const fn doc_text(joined: &'static str) -> &'static str {
     joined.trim_ascii()
+}
+
+/// `#[tool(approval = policy)]`: the policy over the validated arguments, deserialized as
+/// the tool's fn receives them. Arguments that do not deserialize (a `before_tool_call` hook
+/// replaced them with something else) ask for approval: a policy that cannot read a call
+/// must not let it through.
+pub fn approval_of<T: serde::de::DeserializeOwned>(
+    args: &Value,
+    policy: fn(&T) -> Approval,
+) -> Approval {
+    match T::deserialize(args) {
+        Ok(args) => policy(&args),
+        Err(error) => Approval::needed(format!(
+            "the approval policy could not read the arguments: {error}"
+        )),
+    }
 }
 
 /// Guards the tool type's `Box::pin(async move { .. })` so a non-`Send` user future is

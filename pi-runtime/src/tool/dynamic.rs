@@ -11,7 +11,8 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::{
-    AgentTool, ExecutionMode, Exposure, Tool, ToolContext, ToolDefinition, ToolError, ToolResult,
+    AgentTool, ApprovalPolicy, ExecutionMode, Exposure, Tool, ToolContext, ToolDefinition,
+    ToolError, ToolHints, ToolResult,
 };
 
 type ExecuteFn =
@@ -48,6 +49,8 @@ pub struct FnTool {
     execute: Arc<ExecuteFn>,
     exposure: Exposure,
     output_schema: Option<Value>,
+    approval: ApprovalPolicy,
+    hints: ToolHints,
 }
 
 impl FnTool {
@@ -81,6 +84,8 @@ impl FnTool {
             execute: Arc::new(move |args, ctx| Box::pin(execute(args, ctx))),
             exposure: Exposure::Direct,
             output_schema: None,
+            approval: ApprovalPolicy::Never,
+            hints: ToolHints::default(),
         }
     }
 
@@ -139,6 +144,20 @@ impl FnTool {
     #[must_use]
     pub fn with_exposure(mut self, exposure: Exposure) -> Self {
         self.exposure = exposure;
+        self
+    }
+
+    /// Whether a call needs a person's approval first (see [`ApprovalPolicy`]).
+    #[must_use]
+    pub fn with_approval(mut self, approval: ApprovalPolicy) -> Self {
+        self.approval = approval;
+        self
+    }
+
+    /// What the tool says about its behaviour (see [`ToolHints`]).
+    #[must_use]
+    pub fn with_hints(mut self, hints: ToolHints) -> Self {
+        self.hints = hints;
         self
     }
 
@@ -211,5 +230,13 @@ impl ToolDefinition for FnTool {
 
     fn output_schema(&self) -> Option<Value> {
         self.output_schema.clone()
+    }
+
+    fn approval(&self) -> ApprovalPolicy {
+        self.approval
+    }
+
+    fn hints(&self) -> ToolHints {
+        self.hints
     }
 }

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    AgentTool, ExecutionMode, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSet,
+    AgentTool, ApprovalPolicy, ExecutionMode, Tool, ToolContext, ToolDefinition, ToolError,
+    ToolHints, ToolResult, ToolSet,
 };
 
 /// Where a registered tool shows up. pi 1.6 names five exposures:
@@ -170,5 +171,11 @@ impl ToolDefinition for WithExposure {
     }
     fn exposure(&self) -> Exposure {
         self.exposure
+    }
+    fn approval(&self) -> ApprovalPolicy {
+        self.tool.approval()
+    }
+    fn hints(&self) -> ToolHints {
+        self.tool.hints()
     }
 }

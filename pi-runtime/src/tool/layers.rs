@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Exposure, Tool, ToolContext, ToolError, ToolResult};
+use super::{ApprovalPolicy, Exposure, Tool, ToolContext, ToolError, ToolHints, ToolResult};
 
 /// Whether a tool may run alongside others of its batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -101,6 +101,21 @@ pub trait ToolDefinition: AgentTool {
     fn exposure(&self) -> Exposure {
         Exposure::Direct
     }
+
+    /// Whether a call needs a person's approval before it executes
+    /// ([`ApprovalPolicy::Never`], the default; `#[tool(approval = ...)]` sets it). The agent's
+    /// own policy ([`AgentBuilder::approval`](crate::agent::AgentBuilder::approval)) is asked
+    /// too; see [`agent::approval`](crate::agent::approval).
+    fn approval(&self) -> ApprovalPolicy {
+        ApprovalPolicy::Never
+    }
+
+    /// What the tool says about its behaviour (none by default; an MCP server's tool carries
+    /// the hints of its listing). An agent's approval policy may read them, for example
+    /// [`agent::approval::destructive_tools`](crate::agent::approval::destructive_tools).
+    fn hints(&self) -> ToolHints {
+        ToolHints::default()
+    }
 }
 
 impl<T: AgentTool + ?Sized> AgentTool for Arc<T> {
@@ -144,5 +159,11 @@ impl<T: ToolDefinition + ?Sized> ToolDefinition for Arc<T> {
     }
     fn exposure(&self) -> Exposure {
         (**self).exposure()
+    }
+    fn approval(&self) -> ApprovalPolicy {
+        (**self).approval()
+    }
+    fn hints(&self) -> ToolHints {
+        (**self).hints()
     }
 }

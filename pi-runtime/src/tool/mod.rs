@@ -9,20 +9,24 @@
 //! - [`ToolSet`] (trait): anything that registers as tools in one call.
 //! - [`ToolRegistry`] (struct): registered tools by name, with the active subset.
 
+mod approval;
 pub(crate) mod context;
 mod definition;
 mod dynamic;
 mod exposure;
+mod hints;
 mod layers;
 mod params;
 mod registry;
 mod result;
 mod switch;
 
+pub use approval::{Approval, ApprovalPolicy};
 pub use context::ToolContext;
 pub use definition::{ConstrainedSampling, GrammarVariants, Strictness, Tool};
 pub use dynamic::FnTool;
 pub use exposure::{Exposed, Exposure, ToolSetExt};
+pub use hints::ToolHints;
 pub use layers::{AgentTool, ExecutionMode, ToolDefinition};
 pub use params::{Args, State};
 pub use registry::{RegistryError, ToolRegistry, ToolSet};

@@ -22,6 +22,7 @@ mod agent_ordering;
 mod agent_submit;
 mod agent_tracing;
 mod agent_validation;
+mod approvals;
 #[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
 mod build_request_spec;
 #[cfg(feature = "codemode")]

@@ -1,6 +1,6 @@
 //! One batch of tool calls: sequential, parallel in three phases (preflight in source order,
-//! then execution concurrently, then the result messages), or refused because the response
-//! was cut off. Emits the tool events and the result messages in the orders pi guarantees:
+//! then execution concurrently, then the result messages), held after its preflight for
+//! approval and resumed from there, or refused because the response was cut off. Emits the tool events and the result messages in the orders pi guarantees:
 //! starts and result messages in source order; in parallel mode a call that ends before
 //! `execute` ends during the preflight, and executed calls end in completion order.
 
@@ -18,8 +18,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tracing::{Instrument, Span};
 
-use super::call::{self, CallScope, Outcome, Preflight, Ready};
+use super::call::{self, CallScope, Held, Outcome, Preflight, Ready};
+use super::held::{self, HeldCall};
 use crate::agent::AgentEvent;
+use crate::agent::approval::PendingCall;
 use crate::agent::failure::{self, CallFailure};
 use crate::agent::sink::Bus;
 use crate::agent::telemetry;
@@ -44,23 +46,97 @@ pub(crate) struct BatchOutcome {
     pub(crate) terminate: bool,
 }
 
-/// Run every call of `scope.assistant`: one after the other when `sequential`.
-pub(super) async fn run(scope: Arc<CallScope>, sequential: bool, bus: &Bus) -> BatchOutcome {
+/// What a batch came to: its results, or a pause because calls need approval.
+#[derive(Debug)]
+pub(crate) enum BatchRun {
+    Finished(BatchOutcome),
+    /// Nothing executed; one entry per call, in source order.
+    Held(Vec<HeldCall>),
+}
+
+/// Run every call of `scope.assistant`: one after the other when `sequential`. When
+/// `approvals` (a policy may ask about a call), every call is prepared before any executes,
+/// and a call that needs approval holds the whole batch.
+pub(super) async fn run(
+    scope: Arc<CallScope>,
+    sequential: bool,
+    approvals: bool,
+    bus: &Bus,
+) -> BatchRun {
     let Some(assistant) = scope.assistant.clone() else {
-        return BatchOutcome {
-            results: Vec::new(),
-            records: Vec::new(),
-            terminate: false,
-        };
+        return BatchRun::Finished(outcome(Vec::new()));
     };
     let calls: Vec<&ToolCall> = assistant.tool_calls().collect();
-    let outcomes = if assistant.stop_reason == StopReason::Length {
+    let finished = if assistant.stop_reason == StopReason::Length {
         truncated(&calls, &scope, bus).await
-    } else if sequential {
+    } else if sequential && !approvals {
         sequential_calls(&calls, &scope, bus).await
     } else {
-        parallel(&calls, &assistant, &scope, bus).await
+        let prepared = preflight(&calls, &scope, bus).await;
+        if prepared
+            .slots
+            .iter()
+            .any(|slot| matches!(slot, Slot::Held(_)))
+        {
+            return BatchRun::Held(prepared.hold(&calls));
+        }
+        complete(prepared, &calls, &assistant, &scope, sequential, bus).await
     };
+    BatchRun::Finished(outcome(finished))
+}
+
+/// Go on with a batch held for approval, once [`decide`](super::held::decide) resolved its
+/// calls: denied calls end first, in source order, then the ready ones execute as the
+/// batch would have, and every result message follows in source order.
+pub(super) async fn resume(
+    scope: Arc<CallScope>,
+    held: Vec<HeldCall>,
+    sequential: bool,
+    bus: &Bus,
+) -> BatchOutcome {
+    let Some(assistant) = scope.assistant.clone() else {
+        return outcome(Vec::new());
+    };
+    let calls: Vec<&ToolCall> = assistant.tool_calls().collect();
+    let mut prepared = Prepared {
+        slots: Vec::with_capacity(calls.len()),
+        spans: Vec::with_capacity(calls.len()),
+    };
+    for (call, held) in calls.iter().zip(held) {
+        // The span of the preflight ended with the paused run; this one covers the rest.
+        let span = telemetry::tool_span(call, scope.capture_content);
+        let slot = match held {
+            HeldCall::Settled { result, failure } => Slot::Done(held::settled(result, failure)),
+            HeldCall::Ready { args } => match scope.tools.get(&call.name) {
+                Some(tool) => Slot::Ready(Ready {
+                    tool: Arc::clone(tool),
+                    args,
+                }),
+                None => {
+                    let text = failure::not_found(&call.name);
+                    let outcome = Outcome::failed(CallFailure::NotFound, text);
+                    emit_end(call, &outcome, &span, &scope, bus).await;
+                    Slot::Done(outcome)
+                }
+            },
+            // `decide` leaves no call pending; one that still is was not approved.
+            HeldCall::Denied { reason }
+            | HeldCall::Pending {
+                pending: PendingCall { reason, .. },
+                ..
+            } => {
+                let outcome = Outcome::failed(CallFailure::Denied, failure::denied(&reason));
+                emit_end(call, &outcome, &span, &scope, bus).await;
+                Slot::Done(outcome)
+            }
+        };
+        prepared.slots.push(slot);
+        prepared.spans.push(span);
+    }
+    outcome(complete(prepared, &calls, &assistant, &scope, sequential, bus).await)
+}
+
+fn outcome(outcomes: Vec<Finished>) -> BatchOutcome {
     let terminate = !outcomes.is_empty() && outcomes.iter().all(|(_, record)| record.terminate);
     let records = outcomes.iter().map(|(_, record)| *record).collect();
     // Collected in place, into the allocation of `outcomes`.
@@ -86,6 +162,7 @@ async fn truncated(calls: &[&ToolCall], scope: &CallScope, bus: &Bus) -> Vec<Fin
     finished
 }
 
+/// Prepare each call just before executing it (pi's sequential mode).
 async fn sequential_calls(calls: &[&ToolCall], scope: &Arc<CallScope>, bus: &Bus) -> Vec<Finished> {
     let mut finished = Vec::with_capacity(calls.len());
     for call in calls {
@@ -93,6 +170,8 @@ async fn sequential_calls(calls: &[&ToolCall], scope: &Arc<CallScope>, bus: &Bus
         let prepared = call::prepare(call, scope).instrument(span.clone()).await;
         let outcome = match prepared {
             Preflight::Immediate(outcome) => outcome,
+            // Only a batch without approval policies gets here; fail closed all the same.
+            Preflight::Held(held) => held.refused(call),
             Preflight::Ready(ready) => {
                 execute_here(ready, call, scope, bus)
                     .instrument(span.clone())
@@ -105,33 +184,94 @@ async fn sequential_calls(calls: &[&ToolCall], scope: &Arc<CallScope>, bus: &Bus
     finished
 }
 
-async fn parallel(
+/// One call after preflight.
+enum Slot {
+    /// Ended (its `tool_execution_end` was emitted).
+    Done(Outcome),
+    Ready(Ready),
+    Held(Held),
+}
+
+/// A batch after preflight: a slot and a span per call, in source order.
+struct Prepared {
+    slots: Vec<Slot>,
+    spans: Vec<Span>,
+}
+
+impl Prepared {
+    /// The batch as the run state keeps it across the pause.
+    fn hold(self, calls: &[&ToolCall]) -> Vec<HeldCall> {
+        (self.slots.into_iter().zip(calls))
+            .map(|(slot, call)| match slot {
+                Slot::Done(outcome) => HeldCall::Settled {
+                    result: outcome.result,
+                    failure: outcome.failure,
+                },
+                Slot::Ready(ready) => HeldCall::Ready { args: ready.args },
+                Slot::Held(Held { ready, reason }) => {
+                    HeldCall::pending(PendingCall::new(call, ready.args, reason))
+                }
+            })
+            .collect()
+    }
+}
+
+/// Phase 1: preflight in source order; immediate outcomes end right away.
+async fn preflight(calls: &[&ToolCall], scope: &Arc<CallScope>, bus: &Bus) -> Prepared {
+    let mut prepared = Prepared {
+        slots: Vec::with_capacity(calls.len()),
+        spans: Vec::with_capacity(calls.len()),
+    };
+    for call in calls {
+        let span = emit_start(call, scope, bus).await;
+        let slot = match call::prepare(call, scope).instrument(span.clone()).await {
+            Preflight::Immediate(outcome) => {
+                emit_end(call, &outcome, &span, scope, bus).await;
+                Slot::Done(outcome)
+            }
+            Preflight::Ready(job) => Slot::Ready(job),
+            Preflight::Held(held) => Slot::Held(held),
+        };
+        prepared.slots.push(slot);
+        prepared.spans.push(span);
+    }
+    prepared
+}
+
+/// Phases 2 and 3: execute the ready calls (one at a time in source order when
+/// `sequential`, else concurrently, each ending when it finishes), then the result messages
+/// in source order.
+async fn complete(
+    prepared: Prepared,
     calls: &[&ToolCall],
     assistant: &Arc<AssistantMessage>,
     scope: &Arc<CallScope>,
+    sequential: bool,
     bus: &Bus,
 ) -> Vec<Finished> {
-    // Phase 1: preflight in source order; immediate outcomes end right away.
-    let mut outcomes: Vec<Option<Outcome>> = vec![None; calls.len()];
-    let mut spans = Vec::with_capacity(calls.len());
+    let Prepared { slots, spans } = prepared;
+    let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(calls.len());
     let mut ready = Vec::new();
-    for (index, call) in calls.iter().enumerate() {
-        let span = emit_start(call, scope, bus).await;
-        match call::prepare(call, scope).instrument(span.clone()).await {
-            Preflight::Immediate(outcome) => {
-                emit_end(call, &outcome, &span, scope, bus).await;
-                outcomes[index] = Some(outcome);
+    for (index, slot) in slots.into_iter().enumerate() {
+        outcomes.push(match slot {
+            Slot::Done(outcome) => Some(outcome),
+            Slot::Ready(job) => {
+                ready.push((index, job));
+                None
             }
-            Preflight::Ready(job) => ready.push((index, job)),
-        }
-        spans.push(span);
+            // Held calls never reach this phase; fail closed all the same.
+            Slot::Held(held) => {
+                let outcome = held.refused(calls[index]);
+                emit_end(calls[index], &outcome, &spans[index], scope, bus).await;
+                Some(outcome)
+            }
+        });
     }
 
-    // Phase 2: run the prepared calls concurrently; each ends when it finishes.
-    if ready.len() == 1 {
-        // Nothing to overlap with: running it here saves a task spawn and gives the same
-        // events.
-        if let Some((index, job)) = ready.pop() {
+    if sequential || ready.len() == 1 {
+        // Nothing to overlap with (or nothing may overlap): running here saves a task spawn
+        // and gives the same events.
+        for (index, job) in ready {
             let span = &spans[index];
             let outcome = execute_here(job, calls[index], scope, bus)
                 .instrument(span.clone())
@@ -143,7 +283,6 @@ async fn parallel(
         run_jobs(ready, calls, assistant, &spans, scope, bus, &mut outcomes).await;
     }
 
-    // Phase 3: result messages in source order.
     let mut finished = Vec::with_capacity(calls.len());
     for (call, outcome) in calls.iter().zip(outcomes) {
         let outcome = outcome

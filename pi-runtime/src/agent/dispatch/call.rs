@@ -1,6 +1,6 @@
 //! One tool call's pipeline: prepare (abort check, lookup, `prepare_arguments`,
-//! validation, `before_tool_call`, abort check), execute with progress updates, finalize
-//! (`after_tool_call`). No events here: the batch module decides when they are emitted.
+//! validation, `before_tool_call`, abort check, approval), execute with progress updates,
+//! finalize (`after_tool_call`). No events here: the batch module decides when they are emitted.
 
 use std::any::Any;
 use std::cell::Cell;
@@ -18,6 +18,7 @@ use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::approval::{self, Approval};
 use crate::agent::failure::{self, BLOCKED, CallFailure, OPERATION_ABORTED};
 use crate::agent::hooks::{AfterToolCall, BeforeToolCall, Hooks, ToolCallDecision};
 use crate::agent::turn_tools::TurnTools;
@@ -64,6 +65,7 @@ impl ToolCaller for CallScope {
         Box::pin(async move {
             match prepare_in(&call, &self, true).await {
                 Preflight::Immediate(outcome) => outcome.result,
+                Preflight::Held(held) => held.refused(&call).result,
                 Preflight::Ready(ready) => {
                     execute(ready, &call, &self, |_| std::future::ready(()))
                         .await
@@ -137,6 +139,20 @@ pub(super) struct Ready {
     pub(super) args: Value,
 }
 
+/// A prepared call that needs a person's approval before it may execute.
+pub(super) struct Held {
+    pub(super) ready: Ready,
+    pub(super) reason: String,
+}
+
+impl Held {
+    /// The outcome where no run can pause for the approval: the call fails closed.
+    pub(super) fn refused(&self, call: &ToolCall) -> Outcome {
+        let text = failure::approval_unavailable(&call.name, &self.reason);
+        Outcome::failed(CallFailure::Denied, text)
+    }
+}
+
 /// The result of preparation.
 #[allow(
     clippy::large_enum_variant,
@@ -145,6 +161,8 @@ pub(super) struct Ready {
 pub(super) enum Preflight {
     Immediate(Outcome),
     Ready(Ready),
+    /// Prepared, but a policy wants a person to approve it first.
+    Held(Held),
 }
 
 /// Prepare one call. Never fails: every failure is an immediate outcome.
@@ -213,10 +231,15 @@ async fn prepare_in(call: &ToolCall, scope: &CallScope, nested: bool) -> Preflig
             Err(panic) => return Preflight::Immediate(Outcome::failed(CallFailure::Panic, panic)),
         }
     }
-    Preflight::Ready(Ready {
+    let approval = approval::check(tool.as_ref(), call, &args, scope.hooks.approval.as_ref());
+    let ready = Ready {
         tool: Arc::clone(tool),
         args,
-    })
+    };
+    match approval {
+        Approval::NotNeeded => Preflight::Ready(ready),
+        Approval::Needed { reason } => Preflight::Held(Held { ready, reason }),
+    }
 }
 
 /// Validate a call's arguments for `tool`, as the loop does before `execute` (coercion, then

@@ -9,15 +9,17 @@
 
 mod batch;
 mod call;
+mod held;
 
 use std::future::Future;
 use std::sync::Arc;
 
 use tokio::sync::RwLock;
 
-pub(crate) use batch::{BatchOutcome, CallRecord};
+pub(crate) use batch::{BatchOutcome, BatchRun, CallRecord};
 pub use call::validate_tool_call;
 pub(crate) use call::{Outcome, RunLimits, guarded, panic_message};
+pub(crate) use held::{HeldCall, decide};
 
 use self::call::{CallScope, Preflight};
 use super::hooks::Hooks;
@@ -102,19 +104,42 @@ impl Dispatcher {
         tool.execution_mode() == ExecutionMode::Sequential
     }
 
-    /// Run every call of `assistant`, emitting the tool events and result messages on `bus`.
+    /// Whether `assistant`'s batch runs one call at a time.
+    fn sequential(&self, assistant: &AssistantMessage) -> bool {
+        self.execution == ExecutionMode::Sequential
+            || assistant.tool_calls().any(|call| {
+                (self.tools.get(&call.name)).is_some_and(|tool| Self::runs_alone(tool.as_ref()))
+            })
+    }
+
+    /// Run every call of `assistant`, emitting the tool events and result messages on `bus`;
+    /// or hold the batch after its preflight when a call needs approval.
     pub(crate) async fn run_batch(
         &self,
         assistant: Arc<AssistantMessage>,
         messages: Arc<[Message]>,
         bus: &Bus,
-    ) -> BatchOutcome {
-        let sequential = self.execution == ExecutionMode::Sequential
+    ) -> BatchRun {
+        let sequential = self.sequential(&assistant);
+        let approvals = self.hooks.approval.is_some()
             || assistant.tool_calls().any(|call| {
-                (self.tools.get(&call.name)).is_some_and(|tool| Self::runs_alone(tool.as_ref()))
+                (self.tools.get(&call.name)).is_some_and(|tool| tool.approval().may_ask())
             });
         let scope = self.scope(Some(assistant), messages);
-        batch::run(scope, sequential, bus).await
+        batch::run(scope, sequential, approvals, bus).await
+    }
+
+    /// Go on with `assistant`'s batch, held for approval and resolved by [`decide`].
+    pub(crate) async fn resume_batch(
+        &self,
+        assistant: Arc<AssistantMessage>,
+        held: Vec<HeldCall>,
+        messages: Arc<[Message]>,
+        bus: &Bus,
+    ) -> BatchOutcome {
+        let sequential = self.sequential(&assistant);
+        let scope = self.scope(Some(assistant), messages);
+        batch::resume(scope, held, sequential, bus).await
     }
 
     /// Run one call outside a batch: no events and no messages; each progress update goes
@@ -133,6 +158,8 @@ impl Dispatcher {
         let scope = self.scope(None, messages);
         match call::prepare(call, &scope).await {
             Preflight::Immediate(outcome) => outcome.result,
+            // Nothing here can pause for a person: the call fails closed.
+            Preflight::Held(held) => held.refused(call).result,
             Preflight::Ready(ready) => {
                 let alone = self.execution == ExecutionMode::Sequential
                     || Self::runs_alone(ready.tool.as_ref());

@@ -1,13 +1,14 @@
-//! `ToolHints`: the behaviour hints of MCP's `ToolAnnotations`, one type for the tools we
-//! serve and the tools we list from a server.
+//! `ToolHints`: what a tool says about its own behaviour (MCP's `ToolAnnotations` hints), one
+//! type for every tool: the tools we serve, the tools we list from an MCP server, and the
+//! approval policies that read them ([`ToolDefinition::hints`](super::ToolDefinition::hints)).
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-/// Behaviour hints an MCP client may show or use for a tool (MCP `ToolAnnotations`). All are
-/// hints; `None` leaves a hint out.
+/// Behaviour hints of a tool (MCP `ToolAnnotations`): an MCP client may show them, an
+/// approval policy may read them. All are hints; `None` leaves a hint out.
 ///
 /// ```
-/// use pi_runtime::mcp::ToolHints;
+/// use pi_runtime::tool::ToolHints;
 ///
 /// let hints = ToolHints::new().read_only(true).open_world(false);
 /// assert_eq!(hints.read_only, Some(true));

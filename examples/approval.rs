@@ -1,0 +1,158 @@
+//! A run that pauses for a person's approval and finishes in another process:
+//!
+//! ```text
+//! cargo run --example approval -- pause --state run.json --effects effects.txt
+//! cargo run --example approval -- resume --state run.json --decision approve --effects effects.txt
+//! ```
+//!
+//! Offline, on a scripted model. The model asks to append a line to the effects file; the
+//! tool needs approval (`#[tool(approval = "always")]`), so `pause` stops before it runs and
+//! writes the signed run state. `resume` builds a fresh agent, reads the state (refusing one
+//! that was changed or signed with another key), applies the decision and prints the final
+//! assistant text. The effects file gets one line per execution.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use pi_runtime::agent::approval::ApprovalDecision;
+use pi_runtime::agent::{Agent, RunEnd, RunOutcome, RunState};
+use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+use pi_runtime::{Message, State, ToolError, tool};
+use serde_json::json;
+
+/// Append one line to the effects file.
+#[tool(approval = "always")]
+async fn append_line(
+    State(effects): State<PathBuf>,
+    /// The line to append.
+    line: String,
+) -> Result<String, ToolError> {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&effects)
+        .map_err(|error| ToolError::new(format!("cannot open {}: {error}", effects.display())))?;
+    writeln!(file, "{line}").map_err(|error| ToolError::new(error.to_string()))?;
+    Ok(format!("appended {line:?}"))
+}
+
+#[derive(Parser)]
+#[command(about = "Pause a run for approval, then resume it in another process")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// The key that signs the run state (both commands must use the same one).
+    #[arg(long, global = true, default_value = "approval example key")]
+    key: String,
+    /// The file the tool appends a line to, once per execution.
+    #[arg(long, global = true, default_value = "effects.txt")]
+    effects: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run until the approval and write the signed state.
+    Pause {
+        /// Where to write the state.
+        #[arg(long)]
+        state: PathBuf,
+    },
+    /// Finish the paused run with a decision and print the final assistant text.
+    Resume {
+        /// The state `pause` wrote.
+        #[arg(long)]
+        state: PathBuf,
+        /// What the person decided.
+        #[arg(long, value_enum)]
+        decision: Choice,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Choice {
+    Approve,
+    Deny,
+    Edit,
+}
+
+/// The scripted model, answering from the transcript so that a resumed run picks up where
+/// it paused: a call of `append_line` first, then an answer that reports its result.
+fn model() -> FauxModel {
+    let step = |context: &pi_runtime::Context| match context.messages.last() {
+        Some(Message::ToolResult(result)) => {
+            FauxResponse::text(format!("The tool said: {}", result.text()))
+        }
+        _ => FauxResponse::tool_call(
+            "call_1",
+            "append_line",
+            json!({"line": "hello from the agent"}),
+        ),
+    };
+    FauxModel::new().respond_with(step).respond_with(step)
+}
+
+fn agent(effects: PathBuf) -> Result<Agent, Box<dyn std::error::Error>> {
+    Ok(Agent::builder()
+        .model(model())
+        .tools(AppendLine::new(effects))
+        .build()?)
+}
+
+fn final_text(run: &RunOutcome) -> String {
+    (run.messages.iter().rev())
+        .find_map(Message::as_assistant)
+        .map(|message| message.text())
+        .unwrap_or_default()
+}
+
+async fn main_inner(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    let key = cli.key.as_bytes();
+    match cli.command {
+        Command::Pause { state } => {
+            let run = agent(cli.effects)?.prompt("Append a greeting.").await?;
+            let (RunEnd::AwaitingApproval { pending }, Some(paused)) =
+                (&run.end, run.paused_state())
+            else {
+                return Err(format!("the run did not pause: {:?}", run.end).into());
+            };
+            for call in pending {
+                println!(
+                    "pending {} {} {} ({})",
+                    call.id, call.tool, call.args, call.reason
+                );
+            }
+            std::fs::write(&state, paused.to_signed_json(key))?;
+            println!("state written to {}", state.display());
+        }
+        Command::Resume { state, decision } => {
+            let text = std::fs::read_to_string(&state)?;
+            let paused = RunState::from_signed_json(&text, key)?;
+            let decisions: Vec<ApprovalDecision> = paused
+                .pending_approvals()
+                .map(|call| match decision {
+                    Choice::Approve => ApprovalDecision::approve(&call.id),
+                    Choice::Deny => ApprovalDecision::deny(&call.id, "the operator said no"),
+                    Choice::Edit => {
+                        ApprovalDecision::edit(&call.id, json!({"line": "edited by the operator"}))
+                    }
+                })
+                .collect();
+            let run = agent(cli.effects)?.resume_with(paused, decisions).await?;
+            println!("{}", final_text(&run));
+        }
+    }
+    Ok(())
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    match main_inner(Cli::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

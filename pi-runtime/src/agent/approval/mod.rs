@@ -1,0 +1,326 @@
+//! Approvals: calls a person must approve before they execute, a run that pauses for them,
+//! and a resume (in this process or another, hours later) that takes one decision per call.
+//!
+//! ```
+//! use pi_runtime::agent::approval::{ApprovalDecision, PendingCall};
+//! use pi_runtime::agent::{Agent, RunEnd, RunState};
+//! use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+//! use pi_runtime::tool::ApprovalPolicy;
+//! use pi_runtime::{FnTool, ToolResult};
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let agent = |model: FauxModel| {
+//!     let delete = FnTool::new("delete", "Delete a file.", json!({"type": "object"}), |_, _| async {
+//!         Ok(ToolResult::text("deleted"))
+//!     })
+//!     .with_approval(ApprovalPolicy::Always);
+//!     Agent::builder().model(model).tools(delete).build()
+//! };
+//! let key = b"application key";
+//!
+//! // The run stops before executing the batch, and its state goes to storage.
+//! let asks = FauxModel::new().respond(FauxResponse::tool_call("c1", "delete", json!({"path": "a.txt"})));
+//! let run = agent(asks)?.prompt("Delete a.txt").await?;
+//! let RunEnd::AwaitingApproval { pending } = &run.end else { unreachable!() };
+//! assert_eq!(pending[0].tool, "delete");
+//! let saved = run.paused_state().map(|state| state.to_signed_json(key)).unwrap_or_default();
+//!
+//! // Later, anywhere: a fresh agent, the saved state and a decision per pending call.
+//! let state = RunState::from_signed_json(&saved, key)?;
+//! let fresh = agent(FauxModel::new().respond(FauxResponse::text("Done.")))?;
+//! let resumed = fresh.resume_with(state, [ApprovalDecision::approve("c1")]).await?;
+//! assert_eq!(resumed.end, RunEnd::Completed);
+//! # Ok(()) }
+//! ```
+//!
+//! # Policies
+//!
+//! - A tool's own: [`ToolDefinition::approval`](crate::tool::ToolDefinition::approval), which
+//!   `#[tool(approval = "always")]` or `#[tool(approval = my_policy)]` (a
+//!   `fn(&Params) -> Approval` of the tool's validated arguments) writes, and
+//!   [`FnTool::with_approval`](crate::FnTool::with_approval) for run-time tools.
+//! - The agent's, for any tool ([`AgentBuilder::approval`](super::AgentBuilder::approval)):
+//!   a function of an [`ApprovalRequest`]; [`destructive_tools`] asks for every tool hinted
+//!   destructive, such as an MCP server's.
+//!
+//! A call needs approval when either policy says so (the tool's reason first). A policy sees
+//! a call only after `prepare_arguments`, validation and `before_tool_call`: an invalid or
+//! blocked call gets its error result as before and is never put to a person. A policy that
+//! panics asks for approval.
+//!
+//! # The pause
+//!
+//! A batch holding a call that needs approval stops after its preflight and before executing
+//! anything: the run ends with [`RunEnd::AwaitingApproval`](super::RunEnd::AwaitingApproval)
+//! listing the [`PendingCall`]s, an [`ApprovalRequested`](super::AgentEvent::ApprovalRequested)
+//! event fires (no `agent_end`: the run is not over), and the run's span records a
+//! `run paused for approval` event. [`RunOutcome::paused_state`](super::RunOutcome::paused_state)
+//! is the [`RunState`](super::RunState) to keep; sign it with
+//! [`to_signed_json`](super::RunState::to_signed_json).
+//!
+//! The batch's other calls wait with it: those that ended in preflight (invalid, blocked) keep
+//! their results, and those that need no approval run together with the approved ones on
+//! resume. Every result message then follows in source order, as in pi, and a resumed batch
+//! emits exactly the events the same batch emits when nothing needs approval, from the
+//! executions on.
+//!
+//! A sequential batch (a sequential agent, or a sequential tool in the batch) that may need
+//! approval (the agent has a policy, or a tool of the batch has one) prepares every call
+//! before it executes any: the pause must come before the first execution. Its calls then run
+//! one at a time in source order. A sequential batch without any policy runs as before,
+//! preparing each call just before executing it.
+//!
+//! Calls that cannot wait for a person fail closed: a call needing approval from
+//! [`Agent::run_tool_call`](super::Agent::run_tool_call), an MCP client of an
+//! [`McpServer`](crate::mcp::McpServer), or a tool's own
+//! [`ToolContext::call_tool`](crate::ToolContext::call_tool) gets an error result and never
+//! executes.
+//!
+//! # Resuming
+//!
+//! [`Agent::resume_with`](super::Agent::resume_with) takes exactly one [`ApprovalDecision`] per
+//! pending call: approve, deny with a reason (the call's error result carries it, so every
+//! call has a result and the next request is valid on every wire API), or edit the arguments
+//! (prepared and validated again). A missing, duplicate or unknown decision, an edit that does
+//! not validate, arguments that no longer match their hash, or a tool the agent no longer has
+//! is an [`ApprovalError`], and nothing runs. The run's time limit stops counting while it is
+//! paused.
+
+mod signed;
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use signed::StateFileError;
+
+use crate::message::ToolCall;
+use crate::tool::ToolDefinition;
+pub use crate::tool::{Approval, ApprovalPolicy};
+
+/// What the agent's approval policy sees: a call that passed validation and
+/// `before_tool_call`, with the arguments the tool would receive.
+#[derive(Clone, Copy)]
+#[non_exhaustive]
+pub struct ApprovalRequest<'a> {
+    /// The tool that would run.
+    pub tool: &'a dyn ToolDefinition,
+    /// The call as the model sent it (raw arguments).
+    pub tool_call: &'a ToolCall,
+    /// The validated arguments (after `before_tool_call`).
+    pub args: &'a Value,
+}
+
+impl std::fmt::Debug for ApprovalRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApprovalRequest")
+            .field("tool", &self.tool.definition().name)
+            .field("tool_call", &self.tool_call)
+            .field("args", &self.args)
+            .finish()
+    }
+}
+
+pub(crate) type AgentPolicy = Arc<dyn Fn(&ApprovalRequest<'_>) -> Approval + Send + Sync>;
+
+/// An agent policy: every tool hinted destructive ([`ToolHints::destructive`](crate::tool::ToolHints))
+/// needs approval, for example every MCP tool whose server marks it `destructiveHint: true`.
+///
+/// ```
+/// use pi_runtime::agent::Agent;
+/// use pi_runtime::agent::approval::destructive_tools;
+/// use pi_runtime::provider::faux::FauxModel;
+///
+/// let agent = Agent::builder().model(FauxModel::new()).approval(destructive_tools).build();
+/// assert!(agent.is_ok());
+/// ```
+pub fn destructive_tools(request: &ApprovalRequest<'_>) -> Approval {
+    if request.tool.hints().destructive == Some(true) {
+        Approval::needed(format!(
+            "`{}` is marked destructive",
+            request.tool_call.name
+        ))
+    } else {
+        Approval::NotNeeded
+    }
+}
+
+/// Whether the call of `tool` needs approval: the tool's own policy first, then the agent's.
+/// A policy that panics asks, with the panic as its reason.
+pub(crate) fn check(
+    tool: &dyn ToolDefinition,
+    call: &ToolCall,
+    args: &Value,
+    agent: Option<&AgentPolicy>,
+) -> Approval {
+    let asked = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let own = tool.approval().check(&call.name, args);
+        match (own.is_needed(), agent) {
+            (false, Some(agent)) => agent(&ApprovalRequest {
+                tool,
+                tool_call: call,
+                args,
+            }),
+            _ => own,
+        }
+    }));
+    asked.unwrap_or_else(|panic| {
+        let message = crate::agent::dispatch::panic_message(&*panic);
+        Approval::needed(format!("the approval policy panicked: {message}"))
+    })
+}
+
+/// A call waiting for a person's decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct PendingCall {
+    /// The call's id, which its decision names.
+    pub id: String,
+    /// The tool the model called.
+    pub tool: String,
+    /// The validated arguments the tool would receive.
+    pub args: Value,
+    /// Why approval is needed (the policy's reason).
+    pub reason: String,
+}
+
+impl PendingCall {
+    pub(crate) fn new(call: &ToolCall, args: Value, reason: String) -> Self {
+        PendingCall {
+            id: call.id.clone(),
+            tool: call.name.clone(),
+            args,
+            reason,
+        }
+    }
+}
+
+/// One person's decision about one pending call.
+///
+/// ```
+/// use pi_runtime::agent::approval::{ApprovalDecision, Decision};
+/// use serde_json::json;
+///
+/// let decision = ApprovalDecision::edit("c1", json!({"path": "/tmp/a.txt"}));
+/// assert_eq!(decision.call_id(), "c1");
+/// assert_eq!(decision.decision(), &Decision::Edit { args: json!({"path": "/tmp/a.txt"}) });
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalDecision {
+    call_id: String,
+    decision: Decision,
+}
+
+/// What a person decided.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum Decision {
+    /// Run the call with its arguments.
+    Approve,
+    /// Do not run it; the model sees an error result carrying the reason.
+    Deny {
+        /// Why, for the model.
+        reason: String,
+    },
+    /// Run it with these arguments instead; they are prepared and validated again.
+    Edit {
+        /// The new arguments.
+        args: Value,
+    },
+}
+
+impl ApprovalDecision {
+    /// Approve the call `call_id`.
+    pub fn approve(call_id: impl Into<String>) -> Self {
+        Self::new(call_id, Decision::Approve)
+    }
+
+    /// Deny the call `call_id`; the model reads `reason`.
+    pub fn deny(call_id: impl Into<String>, reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        Self::new(call_id, Decision::Deny { reason })
+    }
+
+    /// Run the call `call_id` with `args` instead.
+    pub fn edit(call_id: impl Into<String>, args: Value) -> Self {
+        Self::new(call_id, Decision::Edit { args })
+    }
+
+    /// A decision about the call `call_id`.
+    pub fn new(call_id: impl Into<String>, decision: Decision) -> Self {
+        ApprovalDecision {
+            call_id: call_id.into(),
+            decision,
+        }
+    }
+
+    /// The call decided about.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The decision.
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+
+    pub(crate) fn into_parts(self) -> (String, Decision) {
+        (self.call_id, self.decision)
+    }
+}
+
+/// Why a paused run cannot resume with these decisions. Nothing ran.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApprovalError {
+    /// A pending call has no decision.
+    #[error("call {id} waits for a decision (approve, deny or edit)")]
+    MissingDecision {
+        /// The call.
+        id: String,
+    },
+    /// Two decisions name the same call.
+    #[error("call {id} has more than one decision")]
+    DuplicateDecision {
+        /// The call.
+        id: String,
+    },
+    /// A decision names a call that is not pending.
+    #[error("no pending call has the id {id}")]
+    UnknownCall {
+        /// The id the decision names.
+        id: String,
+    },
+    /// A pending call's arguments no longer match the hash taken at the pause: the state was
+    /// changed.
+    #[error("the arguments of call {id} changed after the pause")]
+    ArgumentsChanged {
+        /// The call.
+        id: String,
+    },
+    /// A call of the paused batch names a tool the resuming agent does not have.
+    #[error("call {id} needs the tool `{tool}`, which this agent does not have")]
+    ToolMissing {
+        /// The call.
+        id: String,
+        /// The tool.
+        tool: String,
+    },
+    /// Edited arguments do not validate.
+    #[error("the edited arguments of call {id} are invalid: {message}")]
+    InvalidEdit {
+        /// The call.
+        id: String,
+        /// The validation error.
+        message: String,
+    },
+    /// The state's paused batch does not match its response.
+    #[error("the run state's paused batch does not match its response")]
+    Malformed,
+}
