@@ -13,12 +13,12 @@ use pi_runtime::tool::{Approval, ApprovalPolicy, ToolHints};
 use pi_runtime::{ExecutionMode, FnTool, Message, ToolCall, ToolResult, tool};
 use serde_json::{Value, json};
 
-const KEY: &[u8] = b"test key";
+pub(crate) const KEY: &[u8] = b"test key";
 
-type Ran = Arc<Mutex<Vec<String>>>;
+pub(crate) type Ran = Arc<Mutex<Vec<String>>>;
 
 /// A tool that records `<name> <text>` for each execution.
-fn recording(name: &'static str, ran: &Ran) -> FnTool {
+pub(crate) fn recording(name: &'static str, ran: &Ran) -> FnTool {
     let ran = Arc::clone(ran);
     FnTool::new(
         name,
