@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use pi_runtime::codemode::CodemodeTool;
+use pi_runtime::codemode::{CodemodeMode, CodemodeSettings, CodemodeTool, base_description};
 use pi_runtime::message::join_text;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::tool::Exposure;
@@ -465,4 +465,73 @@ fn writes_to_frozen_built_ins_and_tools_fail_in_strict_code() {
         no_calls_failure("TypeError: object is not extensible")
     );
     assert_bounded(&run, Duration::from_secs(5), 16 * MIB);
+}
+
+/// The tools each request of an agent with these settings declares: `(name, description)`.
+async fn declared(settings: &CodemodeSettings) -> Vec<(String, String)> {
+    let mut tools = lookup_tools();
+    tools.push(Arc::new(CodemodeTool::with_settings(settings)));
+    let model = FauxModel::new().respond(FauxResponse::text("hi"));
+    let agent = Agent::builder()
+        .model(model.clone())
+        .tools(tools)
+        .build()
+        .expect("the agent builds");
+    agent.prompt("go").await.expect("the run completes");
+    let requests = model.requests();
+    (requests[0].tools.iter())
+        .map(|tool| (tool.name.clone(), tool.description.clone()))
+        .collect()
+}
+
+/// What the codemode description lists of [`lookup_tools`] in mode `on`: `get-user`, the
+/// only tool that is not `direct`.
+const LISTED_GET_USER: &str = "\n\nNested tools:\n\n### `get_user` (`get-user`)\nA user by id\n\n\
+    codemode tool declaration:\n```ts\ndeclare const tools: { get_user(args: {\n  // @integer\n  \
+    id: number;\n}): Promise<{ name?: string; }>; };\n```";
+
+/// What it lists in mode `only` after `get-user`: every other callable tool.
+const LISTED_DIRECT: &str = "\n\n### `orders`\nA user's orders\n\ncodemode tool declaration:\n\
+    ```ts\ndeclare const tools: { orders(args: { user: string; }): Promise<string>; };\n```\n\n\
+    ### `ping`\nAnswers pong\n\ncodemode tool declaration:\n```ts\n\
+    declare const tools: { ping(args: { [key: string]: unknown; }): Promise<string>; };\n```\n\n\
+    ### `broken`\nAlways fails\n\ncodemode tool declaration:\n```ts\n\
+    declare const tools: { broken(args: { [key: string]: unknown; }): Promise<string>; };\n```";
+
+#[tokio::test]
+async fn requests_declare_the_codemode_tool_with_its_loadout() {
+    let settings = CodemodeSettings::default();
+    let declared = declared(&settings).await;
+    let note = |name: &str, description: &str| {
+        (
+            name.to_owned(),
+            format!("{description}\n\nCodemode: `tools.{name}(args)` resolves to a string."),
+        )
+    };
+    assert_eq!(
+        declared,
+        vec![
+            note("orders", "A user's orders"),
+            note("ping", "Answers pong"),
+            note("broken", "Always fails"),
+            (
+                "codemode".to_owned(),
+                format!("{}{LISTED_GET_USER}", base_description(&settings))
+            ),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn in_mode_only_requests_declare_the_codemode_tool_alone() {
+    let settings = CodemodeSettings {
+        mode: CodemodeMode::Only,
+        ..CodemodeSettings::default()
+    };
+    let declared = declared(&settings).await;
+    let description = format!(
+        "{}{LISTED_GET_USER}{LISTED_DIRECT}",
+        base_description(&settings)
+    );
+    assert_eq!(declared, vec![("codemode".to_owned(), description)]);
 }
