@@ -556,3 +556,22 @@ fn approval_refuses_a_wrong_key_or_a_tampered_state_without_running_anything() {
     assert_eq!(stderr(&output), refused);
     assert_eq!(run.effects(), "");
 }
+
+#[test]
+fn codemode_runs_one_program_instead_of_three_calls_and_shows_the_savings() {
+    let output = run("codemode", &[]);
+    let out = stdout(&output);
+    assert!(output.status.success(), "{out}{}", stderr(&output));
+    assert_eq!(
+        out,
+        "call by call:\n  \
+         [customer] 299 bytes: {\"id\":7,\"name\":\"Ada Lovelace\",\"email\":\"ada@example.com\",\"add\n  \
+         [orders] 1696 bytes: [{\"order\":1001,\"items\":2,\"total\":19.5,\"placed\":\"2025-05-01\",\n  \
+         [shipments] 1691 bytes: [{\"order\":1001,\"carrier\":\"Royal Mail\",\"tracking\":\"RM00000001\n  \
+         [assistant] Ada Lovelace has 2 late orders of 20: 1007, 1014.\n\
+         one program:\n  \
+         [codemode] 97 bytes: Ada Lovelace has 2 late orders of 20: 1007, 1014.\n  \
+         [assistant] Ada Lovelace has 2 late orders of 20: 1007, 1014.\n\
+         messages in the last request: 5989 bytes call by call, 1365 bytes with one program (4.4x smaller)\n"
+    );
+}

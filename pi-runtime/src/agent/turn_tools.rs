@@ -79,11 +79,33 @@ impl TurnTools {
         self.offered.iter().map(|&index| self.registry.at(index))
     }
 
-    /// What the request declares: each offered tool's definition.
+    /// What the request declares: each offered tool's definition, as the offered tools'
+    /// loadouts change them ([`ToolDefinition::request_loadout`]: new descriptions, left-out
+    /// declarations).
     pub(crate) fn definitions(&self) -> Vec<Tool> {
-        self.offered()
-            .map(|tool| tool.definition().clone())
-            .collect()
+        let mut loadouts = Vec::new();
+        let mut definitions: Vec<Tool> = self
+            .offered()
+            .map(|tool| {
+                let mut definition = tool.definition().clone();
+                if let Some(loadout) = tool.request_loadout(&self.registry) {
+                    if let Some(description) = &loadout.description {
+                        definition.description.clone_from(description);
+                    }
+                    loadouts.push(loadout);
+                }
+                definition
+            })
+            .collect();
+        for loadout in &loadouts {
+            for definition in &mut definitions {
+                if let Some(description) = loadout.descriptions.get(&definition.name) {
+                    definition.description.clone_from(description);
+                }
+            }
+            definitions.retain(|definition| !loadout.hidden.contains(&definition.name));
+        }
+        definitions
     }
 }
 

@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 use super::declarations::render_tool_sample;
 use super::identifier::to_codemode_identifier;
 use super::loadout::{
-    CODEMODE_TOOL_NAME, CodemodeSettings, Namespace, PROMPT_GUIDELINE, PROMPT_SNIPPET,
-    base_description, codemode_declaration, is_callable,
+    CODEMODE_TOOL_NAME, CodemodeSettings, LoadoutTool, Namespace, PROMPT_GUIDELINE, PROMPT_SNIPPET,
+    base_description, codemode_declaration, is_callable, prepare_loadout,
 };
 use super::output::{
     DEFAULT_MAX_OUTPUT_TOKENS, Files, Item, OutputFiles, TempOutputFiles, format_output,
@@ -25,8 +25,8 @@ use super::runtime::{
 use super::source::{SOURCE_GRAMMAR, parse_codemode_source};
 use crate::message::{ContentBlock, ToolCall};
 use crate::tool::{
-    AgentTool, ConstrainedSampling, ExecutionMode, Exposure, GrammarVariants, Tool, ToolContext,
-    ToolDefinition, ToolError, ToolResult,
+    AgentTool, ConstrainedSampling, ExecutionMode, Exposure, GrammarVariants, RequestLoadout, Tool,
+    ToolContext, ToolDefinition, ToolError, ToolRegistry, ToolResult,
 };
 
 /// The values scripts keep across codemode calls with `store(key, value)` and read with
@@ -115,6 +115,13 @@ impl CodemodeStore {
 /// ([`ToolContext::call_tool`]): validation, hooks, limits. The script runs in a fresh QuickJS
 /// VM on its own thread, with no modules, timers or I/O.
 ///
+///
+/// Requests declare it with the description [`prepare_loadout`] makes of the registered
+/// tools (the tools scripts can call, within [`CodemodeSettings::inline_budget`]); in
+/// [`CodemodeMode::On`](super::CodemodeMode::On) the other declared tools that scripts can
+/// call say how, and in [`CodemodeMode::Only`](super::CodemodeMode::Only) requests leave out
+/// the declarations of active `direct` tools ([`ToolDefinition::request_loadout`]).
+///
 /// ```
 /// use pi_runtime::codemode::CodemodeTool;
 /// use pi_runtime::{AgentTool, ToolDefinition};
@@ -126,12 +133,18 @@ impl CodemodeStore {
 #[derive(Clone)]
 pub struct CodemodeTool {
     definition: Tool,
+    settings: CodemodeSettings,
     store: CodemodeStore,
     files: Files,
     sequential: bool,
     interrupt_budget: Option<u64>,
     namespaces: Arc<HashMap<String, Namespace>>,
+    /// The last loadout, with the registrations and active tools it was made for.
+    loadout: Arc<Mutex<Option<LoadoutKey>>>,
 }
+
+/// A loadout and what it was made of: the registry's catalog and its active tools.
+type LoadoutKey = (u64, Vec<usize>, Arc<RequestLoadout>);
 
 impl std::fmt::Debug for CodemodeTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -171,11 +184,13 @@ impl CodemodeTool {
             });
         CodemodeTool {
             definition,
+            settings: settings.clone(),
             store: CodemodeStore::new(),
             files: Arc::new(TempOutputFiles::default()),
             sequential: false,
             interrupt_budget: None,
             namespaces: Arc::default(),
+            loadout: Arc::default(),
         }
     }
 
@@ -206,7 +221,54 @@ impl CodemodeTool {
     #[must_use]
     pub fn with_namespace(mut self, tool_name: impl Into<String>, namespace: Namespace) -> Self {
         Arc::make_mut(&mut self.namespaces).insert(tool_name.into(), namespace);
+        // Namespaces change the description: this tool's loadouts are its own from here on.
+        self.loadout = Arc::default();
         self
+    }
+
+    /// The loadout of `tools`, made again only when its registrations or active tools changed.
+    fn loadout(&self, tools: &ToolRegistry) -> Arc<RequestLoadout> {
+        let mut cached = self.loadout.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((catalog, active, loadout)) = &*cached
+            && *catalog == tools.catalog()
+            && active == tools.active_indexes()
+        {
+            return Arc::clone(loadout);
+        }
+        let registered: Vec<LoadoutTool> = tools
+            .registered()
+            .map(|(tool, exposure)| {
+                let definition = tool.definition();
+                LoadoutTool {
+                    name: definition.name.clone(),
+                    description: definition.description.clone(),
+                    parameters: definition.parameters.clone(),
+                    output_schema: tool.output_schema(),
+                    exposure,
+                    active: tools.is_active(&definition.name),
+                    namespace: self.namespaces.get(&definition.name).cloned(),
+                    guidelines: (tool.prompt_guidelines().into_iter())
+                        .map(Cow::into_owned)
+                        .collect(),
+                }
+            })
+            .collect();
+        let declared: Vec<&str> = tools
+            .active()
+            .map(|tool| tool.definition().name.as_str())
+            .collect();
+        let made = prepare_loadout(&registered, &declared, &self.settings);
+        let loadout = Arc::new(RequestLoadout {
+            description: Some(made.description),
+            descriptions: made.descriptions,
+            hidden: made.hidden_declarations,
+        });
+        *cached = Some((
+            tools.catalog(),
+            tools.active_indexes().to_vec(),
+            Arc::clone(&loadout),
+        ));
+        loadout
     }
 
     /// The store the scripts use.
@@ -466,5 +528,11 @@ impl ToolDefinition for CodemodeTool {
     /// Scripts must not start other scripts.
     fn exposure(&self) -> Exposure {
         Exposure::ModelOnly
+    }
+
+    /// The description listing the tools scripts can call, and the notes on (or the hiding
+    /// of) the other declared tools scripts can call.
+    fn request_loadout(&self, tools: &ToolRegistry) -> Option<Arc<RequestLoadout>> {
+        Some(self.loadout(tools))
     }
 }
