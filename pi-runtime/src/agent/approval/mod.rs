@@ -36,7 +36,7 @@
 //!
 //! # Policies
 //!
-//! - A tool's own: [`ToolDefinition::approval`](crate::tool::ToolDefinition::approval), which
+//! - A tool's own: [`ToolDefinition::approval`], which
 //!   `#[tool(approval = "always")]` or `#[tool(approval = my_policy)]` (a
 //!   `fn(&Params) -> Approval` of the tool's validated arguments) writes, and
 //!   [`FnTool::with_approval`](crate::FnTool::with_approval) for run-time tools.
