@@ -131,6 +131,18 @@ fn changes_from(previous: &IndexMap<&str, &Tool>, current: &[Tool]) -> ToolChang
 /// Replaying `committed` followed by the result declares exactly `executable`.
 pub fn declare_tool_changes<'a>(
     committed: impl IntoIterator<Item = &'a Message>,
+    pending: Vec<Message>,
+    executable: &[Tool],
+) -> Vec<Message> {
+    declare_after_opening(&[], committed, pending, executable)
+}
+
+/// [`declare_tool_changes`] for a transcript whose leading system message, which declares
+/// `opening`, is kept apart from `committed` (as an agent's conversation keeps it): the
+/// replay starts from `opening` without building that message.
+pub(crate) fn declare_after_opening<'a>(
+    opening: &[Tool],
+    committed: impl IntoIterator<Item = &'a Message>,
     mut pending: Vec<Message>,
     executable: &[Tool],
 ) -> Vec<Message> {
@@ -145,7 +157,10 @@ pub fn declare_tool_changes<'a>(
             .enumerate()
             .filter(|(index, _)| Some(*index) != last_system)
             .map(|(_, message)| message);
-        let mut declared = IndexMap::new();
+        let mut declared: IndexMap<&str, &Tool> = opening
+            .iter()
+            .map(|tool| (tool.name.as_str(), tool))
+            .collect();
         replay_into(&mut declared, committed);
         replay_into(&mut declared, others);
         changes_from(&declared, executable)

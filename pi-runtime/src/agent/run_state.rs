@@ -14,9 +14,7 @@ use super::dispatch::{self, BatchOutcome, CallRecord, HeldCall};
 use super::hooks::TurnControl;
 use super::outcome::RunEnd;
 use crate::agent::turn_tools::TurnTools;
-use crate::message::{
-    AssistantMessage, Message, StopReason, SystemMessage, ToolResultMessage, now_ms,
-};
+use crate::message::{AssistantMessage, Message, StopReason, ToolResultMessage, now_ms};
 use crate::stream::ThinkingLevel;
 use crate::tool::Tool;
 use crate::transcript;
@@ -420,13 +418,9 @@ impl RunState {
             self.opening_tools
                 .get_or_insert_with(|| Arc::from(executable)),
         );
-        let leading: Message = SystemMessage {
-            tools_added: Some(opening.to_vec()),
-            ..SystemMessage::text("")
-        }
-        .into();
-        let committed = std::iter::once(&leading).chain(&self.messages);
-        for message in transcript::declare_tool_changes(committed, messages, executable) {
+        let declared =
+            transcript::declare_after_opening(&opening, &self.messages, messages, executable);
+        for message in declared {
             self.add(message);
         }
         self.phase = match then {
