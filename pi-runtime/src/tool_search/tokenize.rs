@@ -15,9 +15,12 @@ use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
 ///    more followed by a lower-case letter (`HTTPResponse` → `HTTP Response`).
 /// 3. Lower case; every run of characters that are not letters, marks or digits (Unicode
 ///    general categories L, M, N) becomes one space.
-/// 4. Plain ASCII splits at spaces; other text goes through Unicode word segmentation (ICU's,
-///    with its dictionaries for Chinese, Japanese, Thai and the like, under the
-///    `icu-segmenter` feature; without it, at spaces too) and keeps the word-like segments.
+/// 4. Plain ASCII splits at spaces; other text is split as pi's `Intl.Segmenter` splits it
+///    (ICU4C's word rules, then dictionaries for runs of Chinese, Japanese, Thai, Lao, Khmer
+///    and Burmese; under the `icu-segmenter` feature, without it at spaces too), keeping the
+///    word-like segments. The dictionaries are ICU4X's, which take the longest word where
+///    ICU4C weighs word costs, so some Chinese and Japanese runs split differently
+///    (`します`: pi `し` `ます`, here `しま` `す`).
 /// 5. Stop words (`a an and are as at be by for from in is it of on or that the this to with`)
 ///    are dropped, and words of ASCII letters and digits lose a plural ending: `-ies` → `-y`;
 ///    `-ches`, `-shes`, `-sses`, `-xes`, `-zes` lose `es`; another `-s` (not `-ss`) goes.
@@ -121,7 +124,7 @@ impl Tokenizer {
                 finish_word(&mut self.word, emit);
             }
         } else {
-            segment::each_word_like(&folded, |piece| {
+            each_word_like(&folded, |piece| {
                 self.word.clear();
                 self.word.push_str(piece);
                 finish_word(&mut self.word, emit);
@@ -236,71 +239,15 @@ fn stem(word: &mut String) {
     }
 }
 
-/// Word segmentation of text that is not plain ASCII words (step 4). The text holds only
-/// letters, marks, digits and single spaces.
+/// Word segmentation as ICU4C does it (step 4), with its dictionaries.
 #[cfg(feature = "icu-segmenter")]
-mod segment {
-    use std::sync::LazyLock;
-
-    use icu_segmenter::options::WordBreakInvariantOptions;
-    use icu_segmenter::{WordSegmenter, WordSegmenterBorrowed};
-
-    /// pi uses `Intl.Segmenter` (ICU4C), which splits Chinese, Japanese, Thai, Lao, Khmer and
-    /// Burmese with dictionaries. ICU4X's `new_auto` would use LSTM models for the last four;
-    /// the dictionaries give ICU4C's words.
-    static SEGMENTER: LazyLock<WordSegmenterBorrowed<'static>> =
-        LazyLock::new(|| WordSegmenter::new_dictionary(WordBreakInvariantOptions::default()));
-
-    /// Call `emit` with each word-like segment, as `Intl.Segmenter`'s `isWordLike` picks them.
-    pub(super) fn each_word_like(text: &str, mut emit: impl FnMut(&str)) {
-        let mut start = 0;
-        let mut breaks = SEGMENTER.segment_str(text);
-        while let Some(end) = breaks.next() {
-            if end == 0 {
-                continue;
-            }
-            let segment = &text[start..end];
-            if breaks.is_word_like() || ends_in_marks_after_a_word(segment) {
-                emit(segment);
-            }
-            start = end;
-        }
-    }
-
-    /// ICU4X types a segment by its last character, so `नमस्ते` (ending in a vowel sign) or a
-    /// decomposed `é` at the end of a word comes out as not word-like. ICU4C types it by the
-    /// rule that matched, where marks extend the character before them (UAX #29 WB4): the
-    /// segment is word-like when it is without its trailing marks.
-    fn ends_in_marks_after_a_word(segment: &str) -> bool {
-        let base = segment.trim_end_matches(is_mark);
-        if base.len() == segment.len() || base.is_empty() {
-            return false;
-        }
-        let mut breaks = SEGMENTER.segment_str(base);
-        let mut word_like = false;
-        while breaks.next().is_some() {
-            word_like = breaks.is_word_like();
-        }
-        word_like
-    }
-
-    fn is_mark(c: char) -> bool {
-        use unicode_general_category::GeneralCategory::*;
-        !c.is_ascii()
-            && matches!(
-                unicode_general_category::get_general_category(c),
-                NonspacingMark | SpacingMark | EnclosingMark
-            )
-    }
-}
+use super::segment::each_word_like;
 
 /// Without ICU, text that is not plain ASCII splits at spaces: the same words for scripts
 /// written with spaces, one word for a run of Chinese or Japanese.
 #[cfg(not(feature = "icu-segmenter"))]
-mod segment {
-    pub(super) fn each_word_like(text: &str, emit: impl FnMut(&str)) {
-        text.split(' ').for_each(emit);
-    }
+fn each_word_like(text: &str, emit: impl FnMut(&str)) {
+    text.split(' ').for_each(emit);
 }
 
 #[cfg(test)]
