@@ -37,6 +37,8 @@
 //! ```
 
 mod call;
+#[cfg(feature = "icu-segmenter")]
+mod cjk;
 mod document;
 mod rank;
 #[cfg(feature = "icu-segmenter")]

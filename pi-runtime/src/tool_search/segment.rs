@@ -6,14 +6,10 @@
 //! of scripts written without spaces (Thai, Lao, Khmer, Burmese) join other letters and
 //! digits (`ใช้API` is one word), and a Hangul syllable followed by marks is not a word. So
 //! this module applies ICU4C's rules itself, on the character classes of `icu_properties`,
-//! and asks ICU4X's dictionaries only where a dictionary decides: inside a run of
-//! Chinese/Japanese or Thai, Lao, Khmer, Burmese text.
-//!
-//! Known difference: ICU4X's dictionary segmenter takes the longest dictionary word at each
-//! step, where ICU4C's CJK engine picks the cheapest path by word costs (and treats runs of
-//! katakana apart), so some Chinese and Japanese runs split differently: `します` is `し`
-//! `ます` in pi and `しま` `す` here, `リポジトリ` one word here and three in pi. Thai matched
-//! ICU4C on every text tried.
+//! and splits by dictionary only where a dictionary decides: inside a run of
+//! Chinese/Japanese text with ICU4C's own engine ([`cjk`]) over ICU's dictionary, inside a
+//! run of Thai, Lao, Khmer or Burmese with ICU4X's dictionaries (Thai matched ICU4C on every
+//! text tried).
 
 use std::sync::LazyLock;
 
@@ -22,8 +18,10 @@ use icu_properties::{CodePointMapData, CodePointSetData};
 use icu_segmenter::options::WordBreakInvariantOptions;
 use icu_segmenter::{WordSegmenter, WordSegmenterBorrowed};
 
-/// ICU4X's dictionary segmenter: Chinese and Japanese, Thai, Lao, Khmer and Burmese by
-/// dictionary, as ICU4C (`new_auto` would use LSTM models for the last four).
+use super::cjk;
+
+/// ICU4X's dictionary segmenter, for Thai, Lao, Khmer and Burmese by dictionary, as ICU4C
+/// (`new_auto` would use LSTM models).
 static DICTIONARY: LazyLock<WordSegmenterBorrowed<'static>> =
     LazyLock::new(|| WordSegmenter::new_dictionary(WordBreakInvariantOptions::default()));
 
@@ -242,11 +240,16 @@ fn split_by_dictionary<'a>(segment: &'a str, emit: &mut impl FnMut(&'a str)) {
             chars.next();
         }
         let run = &segment[run_start..run_end];
-        for inner in DICTIONARY.segment_str(run) {
-            if inner == 0 || inner == run.len() {
-                continue;
-            }
-            let at = run_start + inner;
+        let inner: Vec<usize> = if language == Dictionary::ChineseJapanese && cjk::available() {
+            cjk::breaks(run)
+        } else {
+            DICTIONARY
+                .segment_str(run)
+                .filter(|&at| at != 0 && at != run.len())
+                .collect()
+        };
+        for at in inner {
+            let at = run_start + at;
             emit(&segment[piece_start..at]);
             piece_start = at;
         }
