@@ -16,11 +16,9 @@ use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
 /// 3. Lower case; every run of characters that are not letters, marks or digits (Unicode
 ///    general categories L, M, N) becomes one space.
 /// 4. Plain ASCII splits at spaces; other text is split as pi's `Intl.Segmenter` splits it
-///    (ICU4C's word rules, then dictionaries for runs of Chinese, Japanese, Thai, Lao, Khmer
-///    and Burmese; under the `icu-segmenter` feature, without it at spaces too), keeping the
-///    word-like segments. The dictionaries are ICU4X's, which take the longest word where
-///    ICU4C weighs word costs, so some Chinese and Japanese runs split differently
-///    (`します`: pi `し` `ます`, here `しま` `す`).
+///    (ICU4C's word rules, then ICU's dictionaries for runs of Chinese, Japanese, Thai, Lao,
+///    Khmer and Burmese; under the `icu-segmenter` feature, without it at spaces too),
+///    keeping the word-like segments.
 /// 5. Stop words (`a an and are as at be by for from in is it of on or that the this to with`)
 ///    are dropped, and words of ASCII letters and digits lose a plural ending: `-ies` → `-y`;
 ///    `-ches`, `-shes`, `-sses`, `-xes`, `-zes` lose `es`; another `-s` (not `-ss`) goes.
@@ -32,6 +30,8 @@ use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
 /// assert_eq!(tokenize("Search the repositories' issues"), ["search", "repository", "issue"]);
 /// assert_eq!(tokenize("OAuth2 v3"), ["o", "auth2", "v3"]);
 /// assert_eq!(tokenize("Order from the cafe\u{301}"), ["order", "café"]);
+/// # #[cfg(feature = "icu-segmenter")]
+/// assert_eq!(tokenize("プルリクエストをマージします"), ["プルリクエスト", "を", "マージ", "し", "ます"]);
 /// ```
 pub fn tokenize(text: &str) -> Vec<String> {
     let mut words = Vec::new();
