@@ -42,8 +42,10 @@ pub fn tokenize(text: &str) -> Vec<String> {
 /// Tokenizes many texts with one set of buffers.
 #[derive(Debug, Default)]
 pub(crate) struct Tokenizer {
-    /// The word being built (ASCII text) or stemmed.
-    word: String,
+    /// A word with capitals, lower-cased.
+    lower: String,
+    /// A `-ies` word's singular form.
+    stemmed: String,
     /// The text after identifier boundaries, lower case and category replacement (other text).
     folded: String,
 }
@@ -63,20 +65,38 @@ impl Tokenizer {
     /// gives the words step 4 splits at spaces.
     fn ascii_words(&mut self, text: &str, emit: &mut impl FnMut(&str)) {
         let bytes = text.as_bytes();
-        self.word.clear();
+        // Words are slices of the text; only one with capitals or `-ies` is copied.
+        let mut start = None;
         for (i, &byte) in bytes.iter().enumerate() {
-            if !byte.is_ascii_alphanumeric() {
-                finish_word(&mut self.word, emit);
-                continue;
+            let boundary = !byte.is_ascii_alphanumeric()
+                || starts_identifier_word(
+                    i.checked_sub(1).map(|j| bytes[j]),
+                    byte,
+                    bytes.get(i + 1).copied(),
+                );
+            if boundary && let Some(start) = start.take() {
+                self.finish_word(&text[start..i], emit);
             }
-            let before = i.checked_sub(1).map(|j| bytes[j]);
-            let after = bytes.get(i + 1).copied();
-            if starts_identifier_word(before, byte, after) {
-                finish_word(&mut self.word, emit);
+            if byte.is_ascii_alphanumeric() {
+                start.get_or_insert(i);
             }
-            self.word.push(char::from(byte.to_ascii_lowercase()));
         }
-        finish_word(&mut self.word, emit);
+        if let Some(start) = start {
+            self.finish_word(&text[start..], emit);
+        }
+    }
+
+    /// Emit a word lower-cased (ASCII capitals; other text is lower case already), unless it
+    /// is empty or a stop word, in its singular form when it is ASCII letters and digits.
+    fn finish_word(&mut self, word: &str, emit: &mut impl FnMut(&str)) {
+        if word.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.lower.clear();
+            self.lower.push_str(word);
+            self.lower.make_ascii_lowercase();
+            emit_word(&self.lower, &mut self.stemmed, emit);
+        } else {
+            emit_word(word, &mut self.stemmed, emit);
+        }
     }
 
     /// Other text: the steps one after the other, on the whole text, since lower case (the
@@ -119,16 +139,10 @@ impl Tokenizer {
             .all(|b| b == b' ' || b.is_ascii_lowercase() || b.is_ascii_digit())
         {
             for piece in folded.split(' ') {
-                self.word.clear();
-                self.word.push_str(piece);
-                finish_word(&mut self.word, emit);
+                self.finish_word(piece, emit);
             }
         } else {
-            each_word_like(&folded, |piece| {
-                self.word.clear();
-                self.word.push_str(piece);
-                finish_word(&mut self.word, emit);
-            });
+            each_word_like(&folded, |piece| self.finish_word(piece, emit));
         }
         self.folded = folded;
     }
@@ -181,18 +195,28 @@ fn is_word_char(c: char) -> bool {
     )
 }
 
-/// Drop an empty word or a stop word, stem the rest, emit it; leave `word` empty.
-fn finish_word(word: &mut String, emit: &mut impl FnMut(&str)) {
-    if !word.is_empty() && !is_stop_word(word) {
-        if word
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        {
-            stem(word);
-        }
-        emit(word);
+/// Drop an empty word or a stop word, emit the rest in singular form (`stemmed` holds a
+/// `-ies` word's `-y` form).
+fn emit_word(word: &str, stemmed: &mut String, emit: &mut impl FnMut(&str)) {
+    if word.is_empty() || is_stop_word(word) {
+        return;
     }
-    word.clear();
+    if !word
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    {
+        emit(word);
+        return;
+    }
+    match stem(word) {
+        Stem::Slice(word) => emit(word),
+        Stem::Y(head) => {
+            stemmed.clear();
+            stemmed.push_str(head);
+            stemmed.push('y');
+            emit(stemmed);
+        }
+    }
 }
 
 fn is_stop_word(word: &str) -> bool {
@@ -221,21 +245,28 @@ fn is_stop_word(word: &str) -> bool {
     )
 }
 
-/// pi's naive singular form of an ASCII word, in place: `issues` → `issue`, `searches` →
-/// `search`, `repositories` → `repository`; `class`, `bus` (three letters) stay.
-fn stem(word: &mut String) {
+/// A singular form: a prefix of the word, or a prefix followed by `y`.
+enum Stem<'w> {
+    Slice(&'w str),
+    Y(&'w str),
+}
+
+/// pi's naive singular form of an ASCII word: `issues` → `issue`, `searches` → `search`,
+/// `repositories` → `repository`; `class`, `bus` (three letters) stay.
+fn stem(word: &str) -> Stem<'_> {
     let len = word.len();
     if len > 4 && word.ends_with("ies") {
-        word.truncate(len - 3);
-        word.push('y');
+        Stem::Y(&word[..len - 3])
     } else if len > 4
         && ["ches", "shes", "sses", "xes", "zes"]
             .iter()
             .any(|ending| word.ends_with(ending))
     {
-        word.truncate(len - 2);
+        Stem::Slice(&word[..len - 2])
     } else if len > 3 && word.ends_with('s') && !word.ends_with("ss") {
-        word.truncate(len - 1);
+        Stem::Slice(&word[..len - 1])
+    } else {
+        Stem::Slice(word)
     }
 }
 
