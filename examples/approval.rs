@@ -3,13 +3,16 @@
 //! ```text
 //! cargo run --example approval -- pause --state run.json --effects effects.txt
 //! cargo run --example approval -- resume --state run.json --decision approve --effects effects.txt
+//! cargo run --example approval -- run --decision approve --effects effects.txt
 //! ```
 //!
 //! Offline, on a scripted model. The model asks to append a line to the effects file; the
 //! tool needs approval (`#[tool(approval = "always")]`), so `pause` stops before it runs and
 //! writes the signed run state. `resume` builds a fresh agent, reads the state (refusing one
 //! that was changed or signed with another key), applies the decision and prints the final
-//! assistant text. The effects file gets one line per execution.
+//! assistant text. `run` is the same run in one process, decided as soon as it asks. The
+//! effects file gets one line per execution; `--transcript FILE` writes the final transcript
+//! (JSON), which is the same whether the run crossed a process boundary or not.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,6 +52,9 @@ struct Cli {
     /// The file the tool appends a line to, once per execution.
     #[arg(long, global = true, default_value = "effects.txt")]
     effects: PathBuf,
+    /// Where to write the final transcript (JSON), if anywhere.
+    #[arg(long, global = true)]
+    transcript: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -64,6 +70,12 @@ enum Command {
         /// The state `pause` wrote.
         #[arg(long)]
         state: PathBuf,
+        /// What the person decided.
+        #[arg(long, value_enum)]
+        decision: Choice,
+    },
+    /// The whole run in this process: the decision is taken when the run asks for it.
+    Run {
         /// What the person decided.
         #[arg(long, value_enum)]
         decision: Choice,
@@ -100,6 +112,32 @@ fn agent(effects: PathBuf) -> Result<Agent, Box<dyn std::error::Error>> {
         .build()?)
 }
 
+/// One decision per pending call of `paused`.
+fn decide(paused: &RunState, choice: Choice) -> Vec<ApprovalDecision> {
+    (paused.pending_approvals())
+        .map(|call| match choice {
+            Choice::Approve => ApprovalDecision::approve(&call.id),
+            Choice::Deny => ApprovalDecision::deny(&call.id, "the operator said no"),
+            Choice::Edit => {
+                ApprovalDecision::edit(&call.id, json!({"line": "edited by the operator"}))
+            }
+        })
+        .collect()
+}
+
+/// Finish: print the final assistant text, and write the transcript if asked.
+fn finish(
+    agent: &Agent,
+    run: &RunOutcome,
+    transcript: Option<PathBuf>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(path) = transcript {
+        std::fs::write(path, serde_json::to_string_pretty(&agent.transcript())?)?;
+    }
+    println!("{}", final_text(run));
+    Ok(())
+}
+
 fn final_text(run: &RunOutcome) -> String {
     (run.messages.iter().rev())
         .find_map(Message::as_assistant)
@@ -129,18 +167,19 @@ async fn main_inner(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         Command::Resume { state, decision } => {
             let text = std::fs::read_to_string(&state)?;
             let paused = RunState::from_signed_json(&text, key)?;
-            let decisions: Vec<ApprovalDecision> = paused
-                .pending_approvals()
-                .map(|call| match decision {
-                    Choice::Approve => ApprovalDecision::approve(&call.id),
-                    Choice::Deny => ApprovalDecision::deny(&call.id, "the operator said no"),
-                    Choice::Edit => {
-                        ApprovalDecision::edit(&call.id, json!({"line": "edited by the operator"}))
-                    }
-                })
-                .collect();
-            let run = agent(cli.effects)?.resume_with(paused, decisions).await?;
-            println!("{}", final_text(&run));
+            let decisions = decide(&paused, decision);
+            let agent = agent(cli.effects)?;
+            let run = agent.resume_with(paused, decisions).await?;
+            finish(&agent, &run, cli.transcript)?;
+        }
+        Command::Run { decision } => {
+            let agent = agent(cli.effects)?;
+            let mut run = agent.prompt("Append a greeting.").await?;
+            while let Some(paused) = run.paused_state().cloned() {
+                let decisions = decide(&paused, decision);
+                run = agent.resume_with(paused, decisions).await?;
+            }
+            finish(&agent, &run, cli.transcript)?;
         }
     }
     Ok(())

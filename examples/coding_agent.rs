@@ -20,32 +20,37 @@
 //! Responses API (default `gpt-5-mini`, reasoning at medium effort): its reasoning is kept
 //! from one tool call to the next.
 //!
-//! The answer streams as it arrives and tool output shows while the tool runs. `bash` and
-//! `write` ask for a `y` first (a `before_tool_call` hook; anything else blocks the call and
-//! tells the model why). Ctrl-C aborts the current run — a running `bash` command has its
-//! whole process group killed — and returns to the prompt; Ctrl-D or `exit` quits.
+//! The answer streams as it arrives and tool output shows while the tool runs. `bash`,
+//! `write` and every MCP tool its server marks destructive need approval (an agent policy,
+//! see `pi_runtime::agent::approval`): the run pauses before the batch that holds them, the
+//! loop asks about each pending call — `y` runs it, `edit` runs it with a new command or
+//! path, anything else denies it and the model reads why — and resumes the run. Ctrl-C
+//! aborts the current run — a running `bash` command has its whole process group killed —
+//! and returns to the prompt; at a question it declines the call. Ctrl-D or `exit` quits.
 
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use pi_runtime::agent::{Agent, AgentEvent, BeforeToolCall, ToolCallDecision};
+use pi_runtime::agent::approval::{Approval, ApprovalDecision, ApprovalRequest, destructive_tools};
+use pi_runtime::agent::{Agent, AgentError, AgentEvent, RunEnd, RunOutcome, RunState};
 use pi_runtime::mcp::McpClient;
 use pi_runtime::prompt::ToolSectionStyle;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::provider::presets;
 use pi_runtime::tools::{Bash, Edit, Read, WorkingDir, Write};
 use pi_runtime::{
-    AssistantMessageEvent, Context, LanguageModel, Message, StopReason, ThinkingLevel,
-    ToolDefinition, ToolError,
+    AssistantMessageEvent, Context, LanguageModel, Message, ThinkingLevel, ToolDefinition,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 const USAGE: &str = "usage: coding_agent [--base-url URL] [--model ID] [--api-key KEY] [--mcp 'COMMAND ARGS']... [--mcp-url URL]...";
 /// Result lines shown for a tool that streamed nothing while it ran (`read` of a big file).
 const SHOWN_RESULT_LINES: usize = 12;
+/// What the model reads after `Tool call denied: ` when the user says no.
+const DECLINED: &str = "The user declined this tool call.";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -72,7 +77,6 @@ async fn run() -> Result<(), String> {
     let (model, about, thinking) = choose_model(options);
 
     let lines = Lines::from_stdin();
-    let confirm_lines = lines.clone();
     let agent = Agent::builder()
         .shared_model(model)
         .thinking_level(thinking)
@@ -85,7 +89,7 @@ async fn run() -> Result<(), String> {
             Write::new(cwd.clone()),
             mcp_tools,
         ))
-        .before_tool_call(move |call| confirm(call, confirm_lines.clone()))
+        .approval(needs_approval)
         .build()
         .map_err(|e| e.to_string())?;
     let screen = Screen::default();
@@ -108,57 +112,137 @@ async fn run() -> Result<(), String> {
         match line.trim() {
             "" => continue,
             "exit" | "quit" => break,
-            request => run_once(&agent, request).await?,
+            request => run_once(&agent, request, &lines).await?,
         }
     }
     println!();
     Ok(())
 }
 
-/// One request: run until the model is done or Ctrl-C aborts, then report how it ended.
-async fn run_once(agent: &Agent, request: &str) -> Result<(), String> {
-    let run = agent.prompt(request);
-    tokio::pin!(run);
-    let messages = loop {
-        tokio::select! {
-            messages = &mut run => break messages.map_err(|e| e.to_string())?,
-            _ = tokio::signal::ctrl_c() => {
-                println!("\n^C aborting...");
-                agent.abort();
+/// One request: run until the model is done or Ctrl-C aborts, asking the user about every
+/// call that needs approval on the way, then report how it ended.
+async fn run_once(agent: &Agent, request: &str, lines: &Lines) -> Result<(), String> {
+    let mut outcome = until_done(agent, agent.prompt(request)).await;
+    while let Ok(paused) = &outcome
+        && let Some(state) = paused.paused_state()
+    {
+        let decisions = ask(state, lines).await;
+        outcome = match until_done(agent, agent.resume_with(state.clone(), decisions)).await {
+            // An edit that does not validate: nothing ran, the run still waits; ask again.
+            Err(AgentError::Approval(error)) => {
+                println!("({error})");
+                continue;
             }
-        }
-    };
-    match messages.last() {
-        Some(Message::Assistant(last)) if last.stop_reason == StopReason::Aborted => {
-            println!("(run aborted)");
-        }
-        Some(Message::Assistant(last)) if last.stop_reason == StopReason::Error => {
-            let error = last.error_message.as_deref().unwrap_or("unknown error");
-            println!("(the model failed: {error})");
-        }
+            resumed => resumed,
+        };
+    }
+    match outcome.map_err(|e| e.to_string())?.end {
+        RunEnd::Aborted => println!("(run aborted)"),
+        RunEnd::ModelError { message } => println!("(the model failed: {message})"),
         _ => {}
     }
     Ok(())
 }
 
-/// The `before_tool_call` hook: `bash` and `write` run only after the user typed `y`.
-async fn confirm(call: BeforeToolCall, lines: Lines) -> Result<ToolCallDecision, ToolError> {
-    let arg = |key: &str| call.args[key].as_str().unwrap_or_default().to_owned();
-    let action = match call.tool_call.name.as_str() {
+/// Await a run; Ctrl-C aborts it (the run then ends as aborted).
+async fn until_done(
+    agent: &Agent,
+    run: impl Future<Output = Result<RunOutcome, AgentError>>,
+) -> Result<RunOutcome, AgentError> {
+    tokio::pin!(run);
+    loop {
+        tokio::select! {
+            outcome = &mut run => return outcome,
+            _ = tokio::signal::ctrl_c() => {
+                println!("\n^C aborting...");
+                agent.abort();
+            }
+        }
+    }
+}
+
+/// The agent's approval policy: `bash` and `write` always ask, and so does every tool hinted
+/// destructive (an MCP server's `destructiveHint`).
+fn needs_approval(request: &ApprovalRequest<'_>) -> Approval {
+    match request.tool_call.name.as_str() {
+        "bash" => Approval::needed("runs a command"),
+        "write" => Approval::needed("writes a file"),
+        _ => destructive_tools(request),
+    }
+}
+
+/// One decision per pending call of the paused run, asked of the user in order: `y` approves,
+/// `edit` asks for a new command (`bash`), path (`write`) or arguments (others), anything
+/// else (Ctrl-C, Ctrl-D included) declines.
+async fn ask(paused: &RunState, lines: &Lines) -> Vec<ApprovalDecision> {
+    let mut decisions = Vec::new();
+    for call in paused.pending_approvals() {
+        prompt(&format!(
+            "Allow the agent to {}? [y/N/edit] ",
+            action(&call.tool, &call.args)
+        ));
+        let decision = match answer(lines).await.as_deref().map(str::trim) {
+            Some("y" | "Y" | "yes") => ApprovalDecision::approve(&call.id),
+            Some("e" | "edit") => match edited(&call.tool, &call.args, lines).await {
+                Some(args) => ApprovalDecision::edit(&call.id, args),
+                None => ApprovalDecision::deny(&call.id, DECLINED),
+            },
+            _ => ApprovalDecision::deny(&call.id, DECLINED),
+        };
+        decisions.push(decision);
+    }
+    decisions
+}
+
+/// The user's next line; `None` on Ctrl-D or Ctrl-C.
+async fn answer(lines: &Lines) -> Option<String> {
+    tokio::select! {
+        line = lines.next() => line,
+        _ = tokio::signal::ctrl_c() => {
+            println!();
+            None
+        }
+    }
+}
+
+/// What a call would do, in the words of the question.
+fn action(tool: &str, args: &Value) -> String {
+    let arg = |key: &str| args[key].as_str().unwrap_or_default().to_owned();
+    match tool {
         "bash" => format!("run `{}`", arg("command")),
         "write" => format!("write {}", arg("path")),
-        _ => return Ok(ToolCallDecision::Allow),
+        other => format!("call {other} with {args}"),
+    }
+}
+
+/// The arguments with the user's change: a new command for `bash`, a new path for `write`,
+/// new JSON for any other tool. `None` if the user typed nothing (or no JSON).
+async fn edited(tool: &str, args: &Value, lines: &Lines) -> Option<Value> {
+    let key = match tool {
+        "bash" => Some("command"),
+        "write" => Some("path"),
+        _ => None,
     };
-    prompt(&format!("Allow the agent to {action}? [y/N] "));
-    let answer = tokio::select! {
-        // The loop discards the decision of an aborted run; stop waiting for the user.
-        () = call.signal.cancelled() => None,
-        line = lines.next() => line,
-    };
-    Ok(match answer.as_deref().map(str::trim) {
-        Some("y" | "Y" | "yes") => ToolCallDecision::Allow,
-        _ => ToolCallDecision::block("The user declined this tool call."),
-    })
+    prompt(&match key {
+        Some(key) => format!("New {key}: "),
+        None => "New arguments (JSON): ".to_owned(),
+    });
+    let line = answer(lines).await?;
+    let line = line.trim();
+    if line.is_empty() {
+        return None;
+    }
+    match key {
+        Some(key) => {
+            let mut args = args.clone();
+            let object = args.as_object_mut()?;
+            object.insert(key.to_owned(), Value::String(line.to_owned()));
+            Some(args)
+        }
+        None => serde_json::from_str(line)
+            .inspect_err(|error| println!("(not JSON: {error})"))
+            .ok(),
+    }
 }
 
 /// The command line.
@@ -338,9 +422,8 @@ fn faux_model() -> FauxModel {
         ))
 }
 
-/// Lines typed by the user, shared by the prompt loop and the confirmation hook (one of them
-/// waits at a time). `None` once stdin closed (Ctrl-D).
-#[derive(Clone)]
+/// Lines typed by the user, for the prompt loop and the approval questions. `None` once
+/// stdin closed (Ctrl-D).
 struct Lines(Arc<tokio::sync::Mutex<mpsc::Receiver<String>>>);
 
 impl Lines {

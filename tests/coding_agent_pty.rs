@@ -1,6 +1,7 @@
 //! The `coding_agent` example in a pseudo-terminal, against a loopback server that speaks
-//! OpenAI's streaming Chat Completions: the user confirms or declines a `bash` call, sees its
-//! output and the streamed answer, and Ctrl-C aborts a long `bash` call without leaving a
+//! OpenAI's streaming Chat Completions: the run pauses for approval of a `bash` call, the user
+//! approves, edits or denies it and the run resumes; the user sees its output and the
+//! streamed answer, and Ctrl-C aborts a long `bash` call without leaving a
 //! process behind.
 //!
 //! `CARGO_BIN_EXE_<name>` exists only for binaries, not examples, so the test builds the
@@ -45,7 +46,7 @@ fn a_confirmed_bash_call_runs_and_the_answer_streams() {
     agent.exp_string("> ").unwrap();
     agent.send_line("say hello through bash").unwrap();
     agent
-        .exp_string("Allow the agent to run `echo pty-tool-output-$((6*7))`? [y/N] ")
+        .exp_string("Allow the agent to run `echo pty-tool-output-$((6*7))`? [y/N/edit] ")
         .unwrap();
     agent.send_line("y").unwrap();
     // The arithmetic shows the command ran: the literal `42` is nowhere in the call.
@@ -73,11 +74,11 @@ fn a_declined_call_is_blocked_with_a_reason() {
     agent.exp_string("> ").unwrap();
     agent.send_line("create a file").unwrap();
     agent
-        .exp_string("Allow the agent to run `touch should-not-exist`? [y/N] ")
+        .exp_string("Allow the agent to run `touch should-not-exist`? [y/N/edit] ")
         .unwrap();
     agent.send_line("n").unwrap();
     agent
-        .exp_string("The user declined this tool call.")
+        .exp_string("Tool call denied: The user declined this tool call.")
         .unwrap();
     agent.exp_string("[bash] failed").unwrap();
     agent
@@ -93,8 +94,37 @@ fn a_declined_call_is_blocked_with_a_reason() {
     assert_eq!(requests.len(), 2);
     assert_eq!(
         tool_result_sent(&requests[1]),
-        "The user declined this tool call."
+        "Tool call denied: The user declined this tool call."
     );
+}
+
+#[test]
+fn an_edited_call_runs_the_edited_command() {
+    let server = Server::start(vec![
+        bash_call("call_1", "echo as-the-model-wrote-it"),
+        text("The edited command ran."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut agent = spawn(&server, dir.path());
+    agent.exp_string("> ").unwrap();
+    agent.send_line("print something").unwrap();
+    agent
+        .exp_string("Allow the agent to run `echo as-the-model-wrote-it`? [y/N/edit] ")
+        .unwrap();
+    agent.send_line("edit").unwrap();
+    agent.exp_string("New command: ").unwrap();
+    agent.send_line("echo edited-$((6*7))").unwrap();
+    agent.exp_string("edited-42").unwrap();
+    agent.exp_string("[bash] done").unwrap();
+    agent.exp_string("The edited command ran.").unwrap();
+    agent.exp_string("> ").unwrap();
+    agent.send_line("exit").unwrap();
+    agent.exp_eof().unwrap();
+    assert_exited_cleanly(&agent);
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(tool_result_sent(&requests[1]), "edited-42\n");
 }
 
 #[test]
@@ -107,7 +137,7 @@ fn ctrl_c_aborts_a_long_bash_call_and_kills_its_processes() {
     let mut agent = spawn(&server, dir.path());
     agent.exp_string("> ").unwrap();
     agent.send_line("take a nap").unwrap();
-    agent.exp_string("[y/N] ").unwrap();
+    agent.exp_string("[y/N/edit] ").unwrap();
     agent.send_line("y").unwrap();
     // Progress: the output shows while the command still runs.
     agent.exp_string("sleeping").unwrap();

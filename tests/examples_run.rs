@@ -428,6 +428,12 @@ impl ApprovalRun {
         self.approval(&["resume", "--decision", decision, "--key", key])
     }
 
+    /// The transcript a command wrote with `--transcript`, without its clocks.
+    fn transcript(&self, name: &str) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.path(name)).unwrap();
+        timeless(serde_json::from_str(&text).unwrap())
+    }
+
     fn effects(&self) -> String {
         std::fs::read_to_string(self.path("effects.txt")).unwrap_or_default()
     }
@@ -443,6 +449,74 @@ fn approval_resumes_in_another_process_and_runs_the_tool_once() {
         "The tool said: appended \"hello from the agent\"\n"
     );
     assert_eq!(run.effects(), "hello from the agent\n");
+}
+
+/// `value` without its clocks (`timestamp` and `durationMs` keys).
+fn timeless(mut value: serde_json::Value) -> serde_json::Value {
+    fn strip(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(map) => {
+                map.remove("timestamp");
+                map.remove("durationMs");
+                map.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut value);
+    value
+}
+
+#[test]
+fn approval_resumed_in_another_process_has_the_transcript_of_a_run_in_one() {
+    for decision in ["approve", "deny", "edit"] {
+        let paused = ApprovalRun::paused("k1");
+        let resumed = paused.path("resumed.json");
+        let output = paused.approval(&[
+            "resume",
+            "--decision",
+            decision,
+            "--key",
+            "k1",
+            "--transcript",
+            &resumed,
+        ]);
+        assert!(output.status.success(), "{}", stderr(&output));
+
+        let whole = ApprovalRun {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let (path, effects) = (whole.path("whole.json"), whole.path("effects.txt"));
+        let output = run(
+            "approval",
+            &[
+                "run",
+                "--decision",
+                decision,
+                "--transcript",
+                &path,
+                "--effects",
+                &effects,
+            ],
+        );
+        assert!(output.status.success(), "{}", stderr(&output));
+
+        assert_eq!(
+            paused.transcript("resumed.json"),
+            whole.transcript("whole.json"),
+            "{decision}"
+        );
+        assert_eq!(paused.effects(), whole.effects(), "{decision}");
+        let roles: Vec<_> = (whole.transcript("whole.json").as_array().unwrap().iter())
+            .map(|message| message["role"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(
+            roles,
+            ["system", "user", "assistant", "toolResult", "assistant"],
+            "{decision}"
+        );
+    }
 }
 
 #[test]
@@ -481,4 +555,23 @@ fn approval_refuses_a_wrong_key_or_a_tampered_state_without_running_anything() {
     assert!(!output.status.success());
     assert_eq!(stderr(&output), refused);
     assert_eq!(run.effects(), "");
+}
+
+#[test]
+fn codemode_runs_one_program_instead_of_three_calls_and_shows_the_savings() {
+    let output = run("codemode", &[]);
+    let out = stdout(&output);
+    assert!(output.status.success(), "{out}{}", stderr(&output));
+    assert_eq!(
+        out,
+        "call by call:\n  \
+         [customer] 299 bytes: {\"id\":7,\"name\":\"Ada Lovelace\",\"email\":\"ada@example.com\",\"add\n  \
+         [orders] 1696 bytes: [{\"order\":1001,\"items\":2,\"total\":19.5,\"placed\":\"2025-05-01\",\n  \
+         [shipments] 1691 bytes: [{\"order\":1001,\"carrier\":\"Royal Mail\",\"tracking\":\"RM00000001\n  \
+         [assistant] Ada Lovelace has 2 late orders of 20: 1007, 1014.\n\
+         one program:\n  \
+         [codemode] 97 bytes: Ada Lovelace has 2 late orders of 20: 1007, 1014.\n  \
+         [assistant] Ada Lovelace has 2 late orders of 20: 1007, 1014.\n\
+         messages in the last request: 5989 bytes call by call, 1365 bytes with one program (4.4x smaller)\n"
+    );
 }

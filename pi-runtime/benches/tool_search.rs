@@ -11,12 +11,54 @@ use pi_runtime::tool_search::ToolSearch;
 use serde_json::{Value, json};
 
 const WORDS: [&str; 48] = [
-    "issue", "repository", "message", "channel", "calendar", "event", "file", "folder",
-    "invoice", "customer", "payment", "ticket", "incident", "alert", "metric", "dashboard",
-    "deployment", "cluster", "database", "table", "query", "report", "forecast", "weather",
-    "city", "user", "team", "project", "task", "comment", "label", "release", "branch",
-    "commit", "review", "document", "page", "image", "video", "playlist", "order", "product",
-    "shipment", "contact", "lead", "campaign", "email", "translation",
+    "issue",
+    "repository",
+    "message",
+    "channel",
+    "calendar",
+    "event",
+    "file",
+    "folder",
+    "invoice",
+    "customer",
+    "payment",
+    "ticket",
+    "incident",
+    "alert",
+    "metric",
+    "dashboard",
+    "deployment",
+    "cluster",
+    "database",
+    "table",
+    "query",
+    "report",
+    "forecast",
+    "weather",
+    "city",
+    "user",
+    "team",
+    "project",
+    "task",
+    "comment",
+    "label",
+    "release",
+    "branch",
+    "commit",
+    "review",
+    "document",
+    "page",
+    "image",
+    "video",
+    "playlist",
+    "order",
+    "product",
+    "shipment",
+    "contact",
+    "lead",
+    "campaign",
+    "email",
+    "translation",
 ];
 const VERBS: [&str; 8] = [
     "create", "list", "get", "update", "delete", "search", "export", "share",
@@ -27,7 +69,10 @@ struct Words(u64);
 
 impl Words {
     fn next(&mut self) -> &'static str {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         WORDS[(self.0 >> 33) as usize % WORDS.len()]
     }
 }

@@ -285,6 +285,7 @@
 //! | `tools` | yes | [`tools`]: `read`, `write`, `edit`, `bash` and the file mutation queue |
 //! | `icu-segmenter` | yes | ICU word segmentation (ICU4C's rules and CJK engine over ICU4X's data) in [`tool_search`]: Chinese, Japanese, Korean and Thai text splits into words as pi splits it; without it, such text splits at spaces only |
 //! | `mcp` | no | `pi_runtime::mcp`: serve any [`ToolSet`] to MCP clients (stdio, streamable HTTP), and give an MCP server's tools to the agent, on rmcp (the official Rust SDK) and axum |
+//! | `codemode` | no | `pi_runtime::codemode`: pi's `codemode` tool, where the model writes one JavaScript program that calls many tools, run in an embedded QuickJS (rquickjs) |
 //!
 //! Without default features the crate is the macro, the tool layers, the argument pipeline,
 //! streaming JSON ([`json`]), the agent loop ([`agent`]), tool search ([`tool_search`]) and
@@ -511,6 +512,9 @@
 
 pub mod agent;
 pub mod args;
+#[cfg(feature = "codemode")]
+#[cfg_attr(docsrs, doc(cfg(feature = "codemode")))]
+pub mod codemode;
 #[cfg(any(feature = "http", feature = "mcp"))]
 mod error_chain;
 mod excerpt;

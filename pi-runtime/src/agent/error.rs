@@ -26,6 +26,11 @@ pub enum AgentError {
     /// `continue_run` after an assistant message with nothing queued.
     #[error("Cannot continue from message role: {0}")]
     CannotContinueFrom(&'static str),
+    /// `prompt` or `continue_run` while the conversation's last run is paused for approval.
+    #[error(
+        "The run is paused for approval. Call resume_with() with the paused state and a decision for each pending call, or reset() to discard the run."
+    )]
+    AwaitingApproval,
     /// A run state this build cannot drive.
     #[error("{0}")]
     UnsupportedState(String),

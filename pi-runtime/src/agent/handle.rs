@@ -157,7 +157,8 @@ impl Agent {
     /// a failing tool) are in the outcome, not an `Err`.
     ///
     /// # Errors
-    /// A run is already in progress.
+    /// A run is already in progress, or the last run is paused for approval
+    /// ([`AgentError::AwaitingApproval`]: resume it or [`reset`](Self::reset)).
     pub async fn prompt(&self, prompt: impl Into<Prompt>) -> Result<RunOutcome, AgentError> {
         let Prompt(prompts) = prompt.into();
         let (limits, state) = self.start(AgentError::BusyPrompting, |_, messages| {
@@ -171,8 +172,9 @@ impl Agent {
     /// (else follow-up) messages as prompts.
     ///
     /// # Errors
-    /// A run is in progress, the transcript is empty, or it ends with an assistant message
-    /// and nothing is queued. A refused call changes nothing.
+    /// A run is in progress, the last run is paused for approval
+    /// ([`AgentError::AwaitingApproval`]), the transcript is empty, or it ends with an
+    /// assistant message and nothing is queued. A refused call changes nothing.
     pub async fn continue_run(&self) -> Result<RunOutcome, AgentError> {
         let (limits, state) =
             self.start(
@@ -344,7 +346,8 @@ impl Agent {
         self.shared.bus.state().slot.is_busy()
     }
 
-    /// Clear the transcript, the queues and the last error.
+    /// Clear the transcript, the queues and the last error; a run paused for approval is
+    /// discarded (its saved state can still be resumed).
     ///
     /// # Errors
     /// A run is in progress.
@@ -357,6 +360,7 @@ impl Agent {
         state.opening_tools = None;
         state.steering.clear();
         state.follow_ups.clear();
+        state.awaiting_approval = false;
         Ok(())
     }
 
@@ -502,6 +506,9 @@ impl Agent {
         if state.slot.is_busy() {
             return Err(busy);
         }
+        if state.awaiting_approval {
+            return Err(AgentError::AwaitingApproval);
+        }
         let transcript = state.view.messages.clone();
         let (messages, prompts, skip_initial_steering) = input(&mut state, transcript)?;
         let limits = RunLimits {
@@ -563,6 +570,7 @@ impl Agent {
                 return Err(AgentError::BusyContinuing);
             }
             state.decide(decisions.into_iter().collect(), &config.tools)?;
+            slot.awaiting_approval = false;
             let limits = RunLimits {
                 signal: CancellationToken::new(),
                 deadline: state.deadline_ms().map(instant_at),

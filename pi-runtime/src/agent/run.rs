@@ -185,13 +185,16 @@ impl Driver<'_> {
             return Ok(with_declarations(plan, state));
         };
         let built_prompt = plan.context.system_prompt.clone();
+        let declared: Vec<String> = (plan.context.tools.iter())
+            .map(|tool| tool.name.clone())
+            .collect();
         let mut plan = guarded(|| prepare(plan)).await?;
         self.model = Some(Arc::clone(&plan.model));
         state.set_thinking_level(plan.thinking_level);
         // The tools the request offers are the tools dispatch finds, and the prompt's tool
         // section lists them unless the hook wrote its own prompt.
         let unchanged = (plan.context.tools.iter().map(|tool| tool.name.as_str()))
-            .eq(tools.offered().map(|tool| tool.definition().name.as_str()));
+            .eq(declared.iter().map(String::as_str));
         if !unchanged {
             let offered =
                 TurnTools::named(Arc::clone(config.tools.registry()), &plan.context.tools);

@@ -100,6 +100,10 @@ pub(crate) struct Inner {
     /// `RunState::opening_tools`); `None` until then, and again after the transcript is
     /// replaced.
     pub(crate) opening_tools: Option<Arc<[Tool]>>,
+    /// The last run paused for approval: its transcript ends with calls that have no
+    /// results, so a new run would send an invalid request. Only `resume_with` and `reset`
+    /// clear it.
+    pub(crate) awaiting_approval: bool,
 }
 
 impl Inner {
@@ -158,6 +162,7 @@ impl Inner {
                 }
             }
             AgentEvent::AgentEnd { .. } => view.streaming_message = None,
+            AgentEvent::ApprovalRequested { .. } => self.awaiting_approval = true,
             _ => {}
         }
     }

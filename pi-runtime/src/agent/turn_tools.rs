@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::tool::{Tool, ToolDefinition, ToolRegistry};
+use crate::tool::{Exposure, Tool, ToolDefinition, ToolRegistry};
 
 /// A pinned view of the registry: the tools offered in one turn, in order.
 #[derive(Debug, Clone)]
@@ -62,16 +62,50 @@ impl TurnTools {
         self.callable[index].then(|| self.registry.at(index))
     }
 
+    /// A tool a tool's own call may run: an offered tool, or a registered `codemode` or
+    /// `deferred` one (pi's nested tools: scripts call them without their being declared).
+    pub(crate) fn get_nested(&self, name: &str) -> Option<&Arc<dyn ToolDefinition>> {
+        self.get(name).or_else(|| {
+            let nested = matches!(
+                self.registry.exposure(name),
+                Some(Exposure::Codemode | Exposure::Deferred)
+            );
+            nested.then(|| self.registry.get_registered(name)).flatten()
+        })
+    }
+
     /// The offered tools, in order.
     pub(crate) fn offered(&self) -> impl Iterator<Item = &Arc<dyn ToolDefinition>> {
         self.offered.iter().map(|&index| self.registry.at(index))
     }
 
-    /// What the request declares: each offered tool's definition.
+    /// What the request declares: each offered tool's definition, as the offered tools'
+    /// loadouts change them ([`ToolDefinition::request_loadout`]: new descriptions, left-out
+    /// declarations).
     pub(crate) fn definitions(&self) -> Vec<Tool> {
-        self.offered()
-            .map(|tool| tool.definition().clone())
-            .collect()
+        let mut loadouts = Vec::new();
+        let mut definitions: Vec<Tool> = self
+            .offered()
+            .map(|tool| {
+                let mut definition = tool.definition().clone();
+                if let Some(loadout) = tool.request_loadout(&self.registry) {
+                    if let Some(description) = &loadout.description {
+                        definition.description.clone_from(description);
+                    }
+                    loadouts.push(loadout);
+                }
+                definition
+            })
+            .collect();
+        for loadout in &loadouts {
+            for definition in &mut definitions {
+                if let Some(description) = loadout.descriptions.get(&definition.name) {
+                    definition.description.clone_from(description);
+                }
+            }
+            definitions.retain(|definition| !loadout.hidden.contains(&definition.name));
+        }
+        definitions
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde_json::{Map, Value};
 
 use super::McpError;
-use crate::js::js_trim;
+use crate::js::{js_to_fixed_1, js_trim};
 use crate::message::ContentBlock;
 use crate::tool::ToolResult;
 
@@ -390,9 +390,9 @@ fn format_size(size: f64) -> String {
         return format!("{}B", js_number(size));
     }
     if size < 1024.0 * 1024.0 {
-        return format!("{}KB", to_fixed_1(size / 1024.0));
+        return format!("{}KB", js_to_fixed_1(size / 1024.0));
     }
-    format!("{}MB", to_fixed_1(size / (1024.0 * 1024.0)))
+    format!("{}MB", js_to_fixed_1(size / (1024.0 * 1024.0)))
 }
 
 fn js_number(x: f64) -> String {
@@ -401,20 +401,6 @@ fn js_number(x: f64) -> String {
     } else {
         x.to_string()
     }
-}
-
-/// `x.toFixed(1)` for a non-negative `x`: the exact value of the double, a tie rounded up.
-fn to_fixed_1(x: f64) -> String {
-    // Sixty digits hold the exact expansion of every double this is called with (sizes over
-    // 1024 or 1048576); only the first two decimals decide.
-    let exact = format!("{x:.60}");
-    let (int, frac) = exact.split_once('.').unwrap_or((&exact, "0"));
-    let digit = |i: usize| u128::from(frac.as_bytes().get(i).map_or(0, |d| d - b'0'));
-    let Ok(int) = int.parse::<u128>() else {
-        return exact;
-    };
-    let tenths = int * 10 + digit(0) + u128::from(digit(1) >= 5);
-    format!("{}.{}", tenths / 10, tenths % 10)
 }
 
 /// The text block of a cut result, without the line about the saved file.

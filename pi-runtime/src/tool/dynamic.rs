@@ -48,6 +48,7 @@ pub struct FnTool {
     prepare: Option<Arc<PrepareFn>>,
     execute: Arc<ExecuteFn>,
     exposure: Exposure,
+    output_schema: Option<Value>,
     approval: ApprovalPolicy,
     hints: ToolHints,
 }
@@ -82,6 +83,7 @@ impl FnTool {
             prepare: None,
             execute: Arc::new(move |args, ctx| Box::pin(execute(args, ctx))),
             exposure: Exposure::Direct,
+            output_schema: None,
             approval: ApprovalPolicy::Never,
             hints: ToolHints::default(),
         }
@@ -116,6 +118,25 @@ impl FnTool {
         S: Into<String>,
     {
         self.guidelines = guidelines.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The JSON Schema of the tool's `structured_content` (see
+    /// [`ToolDefinition::output_schema`]): code mode scripts get that value from a call.
+    ///
+    /// ```
+    /// use pi_runtime::{FnTool, ToolDefinition, ToolResult};
+    /// use serde_json::json;
+    ///
+    /// let stat = FnTool::new("stat", "File size", json!({"type": "object"}), |_, _| async {
+    ///     Ok(ToolResult::text("3").with_structured_content(json!({"size": 3})))
+    /// })
+    /// .with_output_schema(json!({"type": "object", "properties": {"size": {"type": "number"}}}));
+    /// assert!(stat.output_schema().is_some());
+    /// ```
+    #[must_use]
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
         self
     }
 
@@ -205,6 +226,10 @@ impl ToolDefinition for FnTool {
 
     fn exposure(&self) -> Exposure {
         self.exposure
+    }
+
+    fn output_schema(&self) -> Option<Value> {
+        self.output_schema.clone()
     }
 
     fn approval(&self) -> ApprovalPolicy {

@@ -178,4 +178,7 @@ impl ToolDefinition for WithExposure {
     fn hints(&self) -> ToolHints {
         self.tool.hints()
     }
+    fn request_loadout(&self, tools: &super::ToolRegistry) -> Option<Arc<super::RequestLoadout>> {
+        self.tool.request_loadout(tools)
+    }
 }

@@ -8,7 +8,22 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ApprovalPolicy, Exposure, Tool, ToolContext, ToolError, ToolHints, ToolResult};
+use super::{
+    ApprovalPolicy, Exposure, Tool, ToolContext, ToolError, ToolHints, ToolRegistry, ToolResult,
+};
+
+/// What one tool changes in the declarations of a request, given every registered tool
+/// (see [`ToolDefinition::request_loadout`]): code mode's tool lists the tools its scripts can
+/// call in its own description, and notes on other declared tools how scripts call them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RequestLoadout {
+    /// The tool's own description in this request, instead of its definition's.
+    pub description: Option<String>,
+    /// New descriptions of other declared tools, by name.
+    pub descriptions: indexmap::IndexMap<String, String>,
+    /// Declared tools whose declarations the request leaves out (they stay callable).
+    pub hidden: Vec<String>,
+}
 
 /// Whether a tool may run alongside others of its batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -116,6 +131,13 @@ pub trait ToolDefinition: AgentTool {
     fn hints(&self) -> ToolHints {
         ToolHints::default()
     }
+
+    /// What the tool changes in a request's declarations while it is declared, given every
+    /// registered tool (`tools`). `None`, the default, changes nothing. The agent asks before
+    /// each request, so an implementation keeps what it computed until `tools` changes.
+    fn request_loadout(&self, _tools: &ToolRegistry) -> Option<Arc<RequestLoadout>> {
+        None
+    }
 }
 
 impl<T: AgentTool + ?Sized> AgentTool for Arc<T> {
@@ -165,5 +187,8 @@ impl<T: ToolDefinition + ?Sized> ToolDefinition for Arc<T> {
     }
     fn hints(&self) -> ToolHints {
         (**self).hints()
+    }
+    fn request_loadout(&self, tools: &ToolRegistry) -> Option<Arc<RequestLoadout>> {
+        (**self).request_loadout(tools)
     }
 }

@@ -27,7 +27,7 @@ pub use definition::{ConstrainedSampling, GrammarVariants, Strictness, Tool};
 pub use dynamic::FnTool;
 pub use exposure::{Exposed, Exposure, ToolSetExt};
 pub use hints::ToolHints;
-pub use layers::{AgentTool, ExecutionMode, ToolDefinition};
+pub use layers::{AgentTool, ExecutionMode, RequestLoadout, ToolDefinition};
 pub use params::{Args, State};
 pub use registry::{RegistryError, ToolRegistry, ToolSet};
 pub use result::{

@@ -13,12 +13,12 @@ use pi_runtime::tool::{Approval, ApprovalPolicy, ToolHints};
 use pi_runtime::{ExecutionMode, FnTool, Message, ToolCall, ToolResult, tool};
 use serde_json::{Value, json};
 
-const KEY: &[u8] = b"test key";
+pub(crate) const KEY: &[u8] = b"test key";
 
-type Ran = Arc<Mutex<Vec<String>>>;
+pub(crate) type Ran = Arc<Mutex<Vec<String>>>;
 
 /// A tool that records `<name> <text>` for each execution.
-fn recording(name: &'static str, ran: &Ran) -> FnTool {
+pub(crate) fn recording(name: &'static str, ran: &Ran) -> FnTool {
     let ran = Arc::clone(ran);
     FnTool::new(
         name,
@@ -630,4 +630,69 @@ async fn tool_policies_from_the_macro() {
             ("c3".into(), "formatted".into(), false),
         ]
     );
+}
+
+#[tokio::test]
+async fn a_paused_conversation_refuses_new_runs_until_resumed_or_reset() {
+    let ran = Ran::default();
+    let model = FauxModel::new()
+        .respond(call("c1", "write", json!({"text": "a"})))
+        .respond(FauxResponse::text("done"))
+        .respond(call("c2", "write", json!({"text": "b"})))
+        .respond(FauxResponse::text("fresh"));
+    let requests = model.clone();
+    let agent = agent(model, &ran, true, ExecutionMode::Parallel);
+    let state = agent
+        .prompt("go")
+        .await
+        .unwrap()
+        .into_paused_state()
+        .unwrap();
+    let paused = agent.messages();
+
+    // Its transcript ends with a call that has no result: a new run would be invalid.
+    let error = agent.prompt("again").await.unwrap_err();
+    assert_eq!(error, AgentError::AwaitingApproval);
+    assert_eq!(
+        error.to_string(),
+        "The run is paused for approval. Call resume_with() with the paused state and a decision for each pending call, or reset() to discard the run."
+    );
+    assert_eq!(
+        agent.continue_run().await.unwrap_err(),
+        AgentError::AwaitingApproval
+    );
+    // A refused resume leaves it paused.
+    let refused = agent.resume_with(state.clone(), []).await.unwrap_err();
+    assert_eq!(
+        refused,
+        AgentError::Approval(ApprovalError::MissingDecision { id: "c1".into() })
+    );
+    assert_eq!(
+        agent.prompt("again").await.unwrap_err(),
+        AgentError::AwaitingApproval
+    );
+    assert_eq!(agent.messages(), paused, "refusals change nothing");
+    assert_eq!(
+        (requests.request_count(), ran.lock().unwrap().len()),
+        (1, 0)
+    );
+
+    // Resumed, it takes prompts again.
+    let resumed = agent
+        .resume_with(state, [ApprovalDecision::approve("c1")])
+        .await
+        .unwrap();
+    assert_eq!(resumed.end, RunEnd::Completed);
+    let again = agent.prompt("again").await.unwrap();
+    assert!(matches!(again.end, RunEnd::AwaitingApproval { .. }));
+
+    // Reset discards the paused run.
+    agent.reset().unwrap();
+    let fresh = agent.prompt("fresh").await.unwrap();
+    assert_eq!(fresh.end, RunEnd::Completed);
+    assert_eq!(
+        results(&agent.messages()),
+        Vec::<(String, String, bool)>::new()
+    );
+    assert_eq!(*ran.lock().unwrap(), ["write a"]);
 }

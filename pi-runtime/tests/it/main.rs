@@ -23,8 +23,17 @@ mod agent_submit;
 mod agent_tracing;
 mod agent_validation;
 mod approvals;
+#[cfg(all(
+    feature = "openai",
+    feature = "openai-responses",
+    feature = "anthropic",
+    feature = "google"
+))]
+mod approvals_wire;
 #[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
 mod build_request_spec;
+#[cfg(feature = "codemode")]
+mod codemode;
 #[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
 mod e2e_failures;
 #[cfg(feature = "tools")]

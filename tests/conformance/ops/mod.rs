@@ -1,6 +1,8 @@
 //! One module per op of PROTOCOL.md.
 
 pub(crate) mod build_request;
+pub(crate) mod codemode;
+pub(crate) mod codemode_run;
 pub(crate) mod mcp;
 pub(crate) mod parse_stream;
 pub(crate) mod partial_json;

@@ -58,6 +58,10 @@
 //! `run paused for approval` event. [`RunOutcome::paused_state`](super::RunOutcome::paused_state)
 //! is the [`RunState`](super::RunState) to keep; sign it with
 //! [`to_signed_json`](super::RunState::to_signed_json).
+//! Until the run is resumed (or the conversation [`reset`](super::Agent::reset)), the
+//! conversation refuses `prompt` and `continue_run` with
+//! [`AgentError::AwaitingApproval`](super::AgentError::AwaitingApproval): its transcript ends
+//! with calls that have no results, which no wire API accepts.
 //!
 //! The batch's other calls wait with it: those that ended in preflight (invalid, blocked) keep
 //! their results, and those that need no approval run together with the approved ones on

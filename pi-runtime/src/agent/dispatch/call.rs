@@ -63,7 +63,7 @@ pub(super) struct CallScope {
 impl ToolCaller for CallScope {
     fn call(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move {
-            match prepare(&call, &self).await {
+            match prepare_in(&call, &self, true).await {
                 Preflight::Immediate(outcome) => outcome.result,
                 Preflight::Held(held) => held.refused(&call).result,
                 Preflight::Ready(ready) => {
@@ -167,10 +167,22 @@ pub(super) enum Preflight {
 
 /// Prepare one call. Never fails: every failure is an immediate outcome.
 pub(super) async fn prepare(call: &ToolCall, scope: &CallScope) -> Preflight {
+    prepare_in(call, scope, false).await
+}
+
+/// [`prepare`] for a model's call (`nested: false`: only the offered tools) or a tool's own
+/// call of another tool (`nested: true`: also the registered `codemode` and `deferred` tools,
+/// which code mode scripts call without their being declared).
+async fn prepare_in(call: &ToolCall, scope: &CallScope, nested: bool) -> Preflight {
     if scope.signal().is_cancelled() {
         return Preflight::Immediate(Outcome::stopped(scope));
     }
-    let Some(tool) = scope.tools.get(&call.name) else {
+    let tool = if nested {
+        scope.tools.get_nested(&call.name)
+    } else {
+        scope.tools.get(&call.name)
+    };
+    let Some(tool) = tool else {
         let outcome = Outcome::failed(CallFailure::NotFound, failure::not_found(&call.name));
         return Preflight::Immediate(outcome);
     };

@@ -1,0 +1,432 @@
+// Evaluated in each fresh VM before the script. Evaluates to a function
+// (bridge, toolsJson, globalsJson, storeJson) => { settle, run, stalled }.
+//
+// `bridge(kind, a, b, c, d)` reaches the host with five strings:
+//   "call" | "global", id, name, argsJson, "+" (or "", "-" without arguments)
+//   "output", "text" | "console" | "image", data, mimeType, ""
+//   "done", "ok" | "error", valueJson ("" for undefined) or errorJson, writesJson, ""
+// The bridge lives in this closure only: scripts cannot reach it.
+(function (bridge, toolsJson, globalsJson, storeJson) {
+	"use strict";
+
+	// Freeze what the built-in globals reach, so a script cannot change what this prelude relies
+	// on. Properties that scripts commonly set on their own objects (an Error subclass's `name`)
+	// become accessors that define an own property on the instance instead of failing.
+	(function freezeBuiltins() {
+		const overridable = new Set(["constructor", "name", "message", "toString", "toLocaleString", "valueOf", "toJSON"]);
+		const visited = new Set([globalThis]);
+		const todo = [];
+		const visit = (value) => {
+			const reachable = (typeof value === "object" && value !== null) || typeof value === "function";
+			if (reachable && !visited.has(value)) {
+				visited.add(value);
+				todo.push(value);
+			}
+		};
+		const makeOverridable = (owner, key, value, enumerable) => {
+			const accessors = Object.getOwnPropertyDescriptor(
+				{
+					get property() {
+						return value;
+					},
+					set property(next) {
+						if (this === owner) {
+							throw new TypeError("Cannot assign to read only property '" + String(key) + "' of a built-in");
+						}
+						if ((typeof this === "object" && this !== null) || typeof this === "function") {
+							Object.defineProperty(this, key, { value: next, writable: true, enumerable: true, configurable: true });
+						}
+					},
+				},
+				"property",
+			);
+			Object.defineProperty(owner, key, { get: accessors.get, set: accessors.set, enumerable, configurable: false });
+			visit(accessors.get);
+			visit(accessors.set);
+		};
+		for (const key of Reflect.ownKeys(globalThis)) {
+			const descriptor = Object.getOwnPropertyDescriptor(globalThis, key);
+			visit(descriptor.value);
+			visit(descriptor.get);
+			visit(descriptor.set);
+			if ("value" in descriptor && descriptor.configurable) {
+				Object.defineProperty(globalThis, key, { writable: false, configurable: false });
+			}
+		}
+		// Intrinsics reachable only from instances.
+		visit(Object.getPrototypeOf(function* () {}));
+		visit(Object.getPrototypeOf(async function () {}));
+		visit(Object.getPrototypeOf(async function* () {}));
+		visit(Object.getPrototypeOf(Int8Array));
+		visit(Object.getPrototypeOf([][Symbol.iterator]()));
+		visit(Object.getPrototypeOf(new Map()[Symbol.iterator]()));
+		visit(Object.getPrototypeOf(new Set()[Symbol.iterator]()));
+		visit(Object.getPrototypeOf(""[Symbol.iterator]()));
+		visit(Object.getPrototypeOf(/a/[Symbol.matchAll]("")));
+		if (typeof Iterator === "function") {
+			if (typeof Iterator.prototype.map === "function") visit(Object.getPrototypeOf([].values().map((x) => x)));
+			if (typeof Iterator.from === "function") visit(Object.getPrototypeOf(Iterator.from({ next() {} })));
+		}
+		while (todo.length > 0) {
+			const object = todo.pop();
+			visit(Object.getPrototypeOf(object));
+			const descriptors = Object.getOwnPropertyDescriptors(object);
+			for (const key of Reflect.ownKeys(descriptors)) {
+				const descriptor = descriptors[key];
+				if (!("value" in descriptor)) {
+					visit(descriptor.get);
+					visit(descriptor.set);
+					continue;
+				}
+				visit(descriptor.value);
+				const replaceable = descriptor.writable && descriptor.configurable;
+				if (replaceable && (object === Object.prototype || overridable.has(key))) {
+					makeOverridable(object, key, descriptor.value, descriptor.enumerable);
+				}
+			}
+			Object.freeze(object);
+		}
+	})();
+
+	const stringify = JSON.stringify;
+	const parse = JSON.parse;
+	const then = Promise.prototype.then;
+	const BaseError = Error;
+	const BaseTypeError = TypeError;
+	const BaseRangeError = RangeError;
+	const waiting = new Map();
+	let lastId = 0;
+	let settled = false;
+	// Thrown by exit() to unwind a script that already reported success.
+	const EXIT = Object.freeze({});
+
+	function finish(ok, payload, writes) {
+		if (settled) return;
+		settled = true;
+		bridge("done", ok ? "ok" : "error", payload === undefined ? "" : payload, writes === undefined ? "" : writes, "");
+	}
+
+	// "Name: message" and the stack's frames, this prelude's frames left out.
+	function errorText(error) {
+		const head = error.message ? error.name + ": " + error.message : String(error.name);
+		const frames =
+			typeof error.stack === "string"
+				? error.stack.split("\n").filter((line) => line.trim() && !line.includes("codemode-prelude.js"))
+				: [];
+		return [head, ...frames].join("\n");
+	}
+
+	function format(value) {
+		if (typeof value === "string") return value;
+		if (value instanceof BaseError) return errorText(value);
+		if (typeof value === "number") return String(value);
+		try {
+			const json = stringify(value);
+			return json === undefined ? String(value) : json;
+		} catch {
+			return String(value);
+		}
+	}
+
+	function describeError(error) {
+		try {
+			if (error instanceof BaseError) {
+				return stringify({ name: String(error.name), message: String(error.message), stack: errorText(error) });
+			}
+			return stringify({ message: String(format(error)) });
+		} catch {
+			return stringify({ message: "The script threw a value that cannot be described" });
+		}
+	}
+
+	function caller(kind, name, spread) {
+		return (...args) =>
+			new Promise((resolve, reject) => {
+				let json;
+				try {
+					const value = spread ? args : args[0];
+					json = value === undefined ? undefined : stringify(value);
+				} catch (error) {
+					reject(error);
+					return;
+				}
+				lastId += 1;
+				waiting.set(lastId, { resolve, reject });
+				bridge(kind, String(lastId), name, json === undefined ? "" : json, json === undefined ? "-" : "+");
+			});
+	}
+
+	const tools = Object.create(null);
+	const allTools = [];
+	for (const { name, jsName, description } of parse(toolsJson)) {
+		const call = caller("call", name, false);
+		// The first tool owns an identifier; a raw name is a key too while it is free.
+		if (!(jsName in tools)) {
+			tools[jsName] = call;
+			allTools.push(Object.freeze({ name: jsName, description }));
+		}
+		if (!(name in tools)) tools[name] = call;
+	}
+	Object.freeze(tools);
+	Object.freeze(allTools);
+
+	// Reading a member that does not exist names the close matches; `in` still works.
+	const comparable = (name) => name.toLowerCase().replace(/[^a-z0-9]/g, "");
+	function guarded(target, label, names, hint) {
+		return new Proxy(target, {
+			get(object, key, receiver) {
+				const known = typeof key !== "string" || key in object || key in Object.prototype;
+				if (known || key === "then" || key === "toJSON") return Reflect.get(object, key, receiver);
+				const wanted = comparable(key);
+				let close = names.filter((name) => comparable(name) === wanted);
+				if (close.length === 0) {
+					close = names.filter((name) => wanted && (comparable(name).includes(wanted) || wanted.includes(comparable(name))));
+				}
+				let message = label + "." + key + " does not exist.";
+				if (close.length > 0) {
+					message += " Did you mean " + close.slice(0, 5).map((name) => label + "." + name).join(", ") + "?";
+				} else if (names.length <= 20) {
+					message += " Available: " + names.join(", ") + ".";
+				}
+				if (hint) message += " " + hint;
+				message += ' Check for a member with "' + key + '" in ' + label + ".";
+				throw new BaseTypeError(message);
+			},
+		});
+	}
+	const toolsProxy = guarded(
+		tools,
+		"tools",
+		allTools.map((tool) => tool.name),
+		"ALL_TOOLS lists every tool; searchTools(query) finds tools by topic.",
+	);
+
+	for (const { name, spread } of parse(globalsJson)) {
+		Object.defineProperty(globalThis, name, { value: caller("global", name, spread), enumerable: true });
+	}
+
+	// key -> JSON text; sizes count the key's and the JSON's characters.
+	const stored = new Map(Object.entries(parse(storeJson)));
+	const written = new Map();
+	let storedChars = 0;
+	for (const [key, json] of stored) storedChars += key.length + json.length;
+	const STORE_HINT =
+		"store() is for small state such as IDs or summaries. Show images with image(), keep large data in variables, or write it to a file with a tool.";
+
+	function requireKey(helper, key) {
+		if (typeof key !== "string") throw new TypeError(helper + "() key must be a string");
+	}
+
+	function store(key, value) {
+		requireKey("store", key);
+		const before = stored.has(key) ? key.length + stored.get(key).length : 0;
+		if (value === undefined) {
+			stored.delete(key);
+			storedChars -= before;
+			written.set(key, undefined);
+			return;
+		}
+		let json;
+		try {
+			json = stringify(value);
+		} catch (error) {
+			throw new TypeError("store(" + stringify(key) + ") value is not JSON-serializable: " + format(error));
+		}
+		if (json === undefined) throw new TypeError("store(" + stringify(key) + ") value is not JSON-serializable");
+		if (json.length > 262144) {
+			throw new RangeError(
+				"store(" + stringify(key) + ") value has " + json.length + " characters of JSON, more than the limit of 262144. " + STORE_HINT,
+			);
+		}
+		const after = storedChars - before + key.length + json.length;
+		if (after > 1048576) {
+			throw new RangeError(
+				"store is full: stored values would exceed 1048576 characters of JSON. Delete keys with store(key, undefined). " + STORE_HINT,
+			);
+		}
+		stored.set(key, json);
+		storedChars = after;
+		written.set(key, json);
+	}
+
+	function load(key) {
+		requireKey("load", key);
+		const json = stored.get(key);
+		return json === undefined ? undefined : parse(json);
+	}
+
+	function writesJson() {
+		const entries = [];
+		for (const [key, json] of written) entries.push(json === undefined ? [key] : [key, json]);
+		return stringify(entries);
+	}
+
+	let outputChars = 0;
+	let outputItems = 0;
+
+	// Past the limits the script fails; catching the error does not bring the output back.
+	function output(kind, data, mimeType) {
+		if (settled) return;
+		outputChars += data.length;
+		outputItems += 1;
+		if (outputChars > 16777216 || outputItems > 100000) {
+			const error = new BaseRangeError(
+				"script output exceeded the limit of 16777216 characters or 100000 text(), image(), and console calls. " +
+					"Print a summary instead, or write large data to a file with a tool.",
+			);
+			finish(false, describeError(error));
+			throw error;
+		}
+		bridge("output", kind, data, mimeType === undefined ? "" : mimeType, "");
+	}
+
+	function text(value) {
+		let rendered;
+		try {
+			if (value === undefined || value === null || (typeof value !== "object" && typeof value !== "function")) {
+				rendered = String(value);
+			} else {
+				const json = stringify(value);
+				rendered = json === undefined ? String(value) : json;
+			}
+		} catch (error) {
+			throw new BaseTypeError(error instanceof BaseError ? error.message : String(error));
+		}
+		output("text", rendered);
+	}
+
+	const IMAGE_EXPECTS =
+		'image expects a non-empty image URL string, an object with image_url, or an image block { type: "image", data, mimeType }';
+
+	function imageUrl(value) {
+		if (typeof value === "string") return value;
+		if (typeof value !== "object" || value === null || Array.isArray(value)) throw new BaseTypeError(IMAGE_EXPECTS);
+		if (value.image_url !== undefined) {
+			if (typeof value.image_url !== "string") throw new BaseTypeError(IMAGE_EXPECTS);
+			return value.image_url;
+		}
+		if (typeof value.type !== "string") throw new BaseTypeError(IMAGE_EXPECTS);
+		if (value.type !== "image") throw new BaseTypeError('image only accepts image blocks, got "' + value.type + '"');
+		if (typeof value.data !== "string" || value.data === "") throw new BaseTypeError("image expected image block data");
+		return value.data.toLowerCase().startsWith("data:") ? value.data : "data:;base64," + value.data;
+	}
+
+	// The base64 of each accepted format's signature.
+	const SIGNATURES = [
+		["image/png", /^iVBORw0KGg/],
+		["image/jpeg", /^[/]9j[/](?!9)/],
+		["image/gif", /^R0lGOD[dl]h/],
+		["image/webp", /^UklG.{8}RUJQ/],
+	];
+
+	function image(value) {
+		const url = imageUrl(value);
+		if (url === "") throw new BaseTypeError(IMAGE_EXPECTS);
+		const colon = url.indexOf(":");
+		const scheme = colon === -1 ? "" : url.slice(0, colon).toLowerCase();
+		if (scheme === "http" || scheme === "https") {
+			throw new BaseTypeError("remote image URLs are not supported in tool outputs. Pass a base64 data URI instead");
+		}
+		const comma = url.indexOf(",");
+		const parameters = comma === -1 ? [] : url.slice(colon + 1, comma).split(";").slice(1);
+		if (scheme !== "data" || comma === -1 || !parameters.some((part) => part.toLowerCase() === "base64")) {
+			throw new BaseTypeError("invalid image output. Pass a base64 data URI instead");
+		}
+		const data = url.slice(comma + 1).replace(/\s+/g, "");
+		if (data.length % 4 !== 0 || !/^[A-Za-z0-9+/]+={0,2}$/.test(data)) {
+			throw new BaseTypeError("invalid image output. The image data is not valid base64 (truncated or corrupted?)");
+		}
+		const head = data.slice(0, 16);
+		const signature = SIGNATURES.find(([, pattern]) => pattern.test(head));
+		if (!signature) throw new BaseTypeError("invalid image output. The image data is not a PNG, JPEG, GIF, or WebP image");
+		output("image", data, signature[0]);
+	}
+
+	function exit() {
+		let writes;
+		try {
+			writes = writesJson();
+		} catch (error) {
+			finish(false, describeError(error));
+			throw EXIT;
+		}
+		finish(true, undefined, writes);
+		throw EXIT;
+	}
+
+	const consoleObject = {};
+	for (const level of ["log", "info", "warn", "error", "debug"]) {
+		consoleObject[level] = (...args) => output("console", args.map(format).join(" "));
+	}
+	Object.freeze(consoleObject);
+
+	const globals = {
+		tools: toolsProxy,
+		ALL_TOOLS: allTools,
+		console: consoleObject,
+		text,
+		image,
+		exit,
+		store,
+		load,
+	};
+	for (const name of Object.keys(globals)) {
+		Object.defineProperty(globalThis, name, { value: globals[name], enumerable: true });
+	}
+
+	return {
+		describe: describeError,
+		settle(id, ok, payload) {
+			const entry = waiting.get(id);
+			if (!entry) return;
+			waiting.delete(id);
+			if (!ok) {
+				entry.reject(new BaseError(payload));
+				return;
+			}
+			let value;
+			try {
+				value = payload === "" ? undefined : parse(payload);
+			} catch (error) {
+				entry.reject(error);
+				return;
+			}
+			entry.resolve(value);
+		},
+		run(script) {
+			let promise;
+			try {
+				promise = script(toolsProxy, consoleObject);
+			} catch (error) {
+				finish(false, describeError(error));
+				return;
+			}
+			then.call(
+				promise,
+				(value) => {
+					let json;
+					try {
+						json = value === undefined ? undefined : stringify(value);
+					} catch (error) {
+						finish(false, describeError(error));
+						return;
+					}
+					finish(true, json, writesJson());
+				},
+				(error) => finish(false, describeError(error)),
+			);
+		},
+		stalled() {
+			if (settled || waiting.size > 0) return false;
+			finish(
+				false,
+				stringify({
+					name: "Error",
+					message:
+						"The script is waiting on a promise that can never settle: no tool call is pending, and timers do not exist here.",
+				}),
+			);
+			return true;
+		},
+	};
+})

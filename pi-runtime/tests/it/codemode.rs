@@ -1,0 +1,537 @@
+//! Code mode end to end: an agent on the faux model calls the `codemode` tool, whose script
+//! calls the agent's tools through its pipeline; hostile scripts end in bounded time and
+//! memory with pi's texts, and the agent keeps going.
+//!
+//! Each hostile script runs in a fresh copy of this test binary ([`child_runs_one_script`],
+//! `#[ignore]`d, does nothing unless [`CHILD_ENV`] is set), so that its peak resident memory
+//! (the child's `VmHWM`) is its own and not that of the tests running beside it.
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use pi_runtime::codemode::{CodemodeMode, CodemodeSettings, CodemodeTool, base_description};
+use pi_runtime::message::join_text;
+use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+use pi_runtime::tool::Exposure;
+use pi_runtime::{Agent, FnTool, Message, ToolDefinition, ToolError, ToolResult};
+use serde_json::{Value, json};
+
+/// The `codemode` result of one script, and what the agent answered next.
+struct Run {
+    text: String,
+    is_error: bool,
+    details: Value,
+    elapsed: Duration,
+    /// The agent's text on the turn after the script's.
+    next_turn: String,
+}
+
+fn lookup_tools() -> Vec<Arc<dyn ToolDefinition>> {
+    let user = FnTool::new(
+        "get-user",
+        "A user by id",
+        json!({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}),
+        |args, _ctx| async move {
+            let id = args["id"].as_i64().unwrap_or_default();
+            Ok(ToolResult::text(format!("user {id}"))
+                .with_structured_content(json!({"id": id, "name": format!("Ada {id}")})))
+        },
+    )
+    .with_output_schema(json!({"type": "object", "properties": {"name": {"type": "string"}}}))
+    .with_exposure(Exposure::Codemode);
+    let orders = FnTool::new(
+        "orders",
+        "A user's orders",
+        json!({"type": "object", "properties": {"user": {"type": "string"}}, "required": ["user"]}),
+        |args, _ctx| async move {
+            let user = args["user"].as_str().unwrap_or_default().to_owned();
+            Ok(ToolResult::text(format!("2 orders for {user}")))
+        },
+    );
+    let ping = FnTool::new(
+        "ping",
+        "Answers pong",
+        json!({"type": "object", "properties": {}}),
+        |_args, _ctx| async move { Ok(ToolResult::text("pong")) },
+    );
+    let broken = FnTool::new(
+        "broken",
+        "Always fails",
+        json!({"type": "object", "properties": {}}),
+        |_args, _ctx| async move { Err::<ToolResult, _>(ToolError::new("the tool broke")) },
+    );
+    vec![
+        Arc::new(user),
+        Arc::new(orders),
+        Arc::new(ping),
+        Arc::new(broken),
+    ]
+}
+
+async fn run(code: &str) -> Run {
+    let mut tools = lookup_tools();
+    tools.push(Arc::new(CodemodeTool::new()));
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call(
+            "call_1",
+            "codemode",
+            json!({"code": code}),
+        ))
+        .respond(FauxResponse::text("done"))
+        .respond(FauxResponse::text("still here"));
+    let agent = Agent::builder()
+        .model(model)
+        .tools(tools)
+        .build()
+        .expect("the agent builds");
+    let started = Instant::now();
+    let messages = agent.prompt("go").await.expect("the run completes");
+    let elapsed = started.elapsed();
+    let result = messages
+        .iter()
+        .find_map(|message| match message {
+            Message::ToolResult(result) => Some(Arc::clone(result)),
+            _ => None,
+        })
+        .expect("the codemode call has a result");
+    // The agent keeps going after the script, whatever it did: this turn ends with its
+    // answer, and the next turn works.
+    assert!(matches!(messages.last(), Some(Message::Assistant(_))));
+    let next = agent
+        .prompt("again")
+        .await
+        .expect("the next turn completes");
+    let next_turn = match next.last() {
+        Some(Message::Assistant(message)) => join_text(&message.content),
+        other => panic!("the next turn ends with {other:?}"),
+    };
+    Run {
+        text: join_text(&result.content),
+        is_error: result.is_error,
+        details: result.details.clone().unwrap_or(Value::Null),
+        elapsed,
+        next_turn,
+    }
+}
+
+#[tokio::test]
+async fn a_script_calls_two_tools_and_returns_one_joined_answer() {
+    let run = run("const user = await tools.get_user({ id: 7 });\n\
+         const orders = await tools.orders({ user: user.name });\n\
+         return user.name + \": \" + orders;")
+    .await;
+    assert!(!run.is_error, "{}", run.text);
+    assert!(
+        run.text.starts_with("Script completed\nWall time "),
+        "{}",
+        run.text
+    );
+    assert!(
+        run.text.ends_with("Output:\n\nAda 7: 2 orders for Ada 7"),
+        "{}",
+        run.text
+    );
+    assert_eq!(
+        run.details["calls"],
+        json!([
+            {"id": "call_1/1", "name": "get-user", "args": "{\"id\":7}", "status": "ok"},
+            {"id": "call_1/2", "name": "orders", "args": "{\"user\":\"Ada 7\"}", "status": "ok"},
+        ])
+    );
+}
+
+#[tokio::test]
+async fn scripts_reach_no_modules_timers_or_host() {
+    let run = run(
+        "const kinds = [typeof require, typeof setTimeout, typeof setInterval, typeof fetch,\n\
+                        typeof process, typeof std, typeof os].join();\n\
+         let imported;\n\
+         try { await import(\"os\"); imported = \"imported\"; } catch (error) { imported = \"refused\"; }\n\
+         return kinds + \" \" + imported;",
+    )
+    .await;
+    assert!(
+        run.text.ends_with(
+            "Output:\n\nundefined,undefined,undefined,undefined,undefined,undefined,undefined refused"
+        ),
+        "{}",
+        run.text
+    );
+    let run = run_static_import().await;
+    assert!(run.is_error);
+    assert!(
+        run.text.contains("Script error:\nSyntaxError"),
+        "{}",
+        run.text
+    );
+}
+
+async fn run_static_import() -> Run {
+    run("import fs from \"fs\";\nreturn 1;").await
+}
+
+#[tokio::test]
+async fn built_ins_and_tools_are_frozen() {
+    let run = run(
+        "Array.prototype.push = null; JSON.stringify = null; globalThis.text = null;\n\
+         tools.x = 1; Object.prototype.polluted = 1;\n\
+         class MyError extends Error { constructor() { super(\"m\"); this.name = \"MyError\"; } }\n\
+         return [typeof Array.prototype.push, typeof JSON.stringify, typeof text, \"x\" in tools,\n\
+                 ({}).polluted, new MyError().name].join();",
+    )
+    .await;
+    assert!(
+        run.text
+            .ends_with("Output:\n\nfunction,function,function,false,,MyError"),
+        "{}",
+        run.text
+    );
+}
+
+/// Set, in a child process, to the JSON of the script to run: `{"code": ..., "out": path}`.
+const CHILD_ENV: &str = "PI_CODEMODE_HOSTILE_CHILD";
+const MIB: u64 = 1024 * 1024;
+
+/// What a hostile script did in a process of its own.
+#[derive(Debug)]
+struct Hostile {
+    /// `Script failed` or `Script completed`.
+    status: String,
+    /// What follows the header (`Output:\n` and the blocks' separator), without the engine's
+    /// stack frames (`    at ...` lines, engine-specific as in the conformance comparison).
+    output: String,
+    is_error: bool,
+    calls: usize,
+    elapsed: Duration,
+    /// How much the child's peak resident memory grew during the agent's run.
+    peak_growth: u64,
+    next_turn: String,
+}
+
+/// The child's resident memory figures, in bytes: `VmHWM` or `VmRSS`.
+fn status_bytes(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("the field in /proc/self/status")
+        * 1024
+}
+
+/// Run `code` as the `codemode` call of an agent in a fresh copy of this binary.
+fn hostile(code: &str) -> Hostile {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let out = std::env::temp_dir().join(format!(
+        "pi-codemode-hostile-{}-{}.json",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let request = json!({"code": code, "out": out.to_string_lossy()});
+    let output = Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["--exact", "codemode::child_runs_one_script"])
+        .args(["--ignored", "--nocapture", "--test-threads=1", "-q"])
+        .env(CHILD_ENV, request.to_string())
+        .stdin(Stdio::null())
+        .output()
+        .expect("the child runs");
+    assert!(
+        output.status.success(),
+        "child failed: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let written = std::fs::read_to_string(&out).expect("the child's answer");
+    let _ = std::fs::remove_file(&out);
+    let answer: Value = serde_json::from_str(&written).expect("the child's answer is JSON");
+    let text = answer["text"].as_str().unwrap_or_default();
+    let (header, output) = text.split_once("Output:\n").expect("the result's header");
+    let output = output.strip_prefix('\n').unwrap_or(output);
+    let output: Vec<&str> = output
+        .split('\n')
+        .filter(|line| !line.starts_with("    at "))
+        .collect();
+    let status = header.lines().next().unwrap_or_default().to_owned();
+    assert!(
+        header.starts_with(&format!("{status}\nWall time ")) && header.ends_with(" seconds\n"),
+        "{header}"
+    );
+    Hostile {
+        status,
+        output: output.join("\n"),
+        is_error: answer["is_error"] == json!(true),
+        calls: answer["calls"].as_u64().unwrap_or_default() as usize,
+        elapsed: Duration::from_millis(answer["elapsed_ms"].as_u64().unwrap_or(u64::MAX)),
+        peak_growth: answer["peak_growth"].as_u64().unwrap_or(u64::MAX),
+        next_turn: answer["next_turn"].as_str().unwrap_or_default().to_owned(),
+    }
+}
+
+#[test]
+#[ignore = "a child process of the hostile script tests"]
+fn child_runs_one_script() {
+    let Ok(request) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let request: Value = serde_json::from_str(&request).expect("the request");
+    let code = request["code"].as_str().expect("the code");
+    let out = request["out"].as_str().expect("the output path");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    // Warm up the agent's machinery, so that the growth measured is the script's.
+    runtime.block_on(run("return 1;"));
+    // Reset the peak to the present resident size (Linux 4.0 and later), so that the peak
+    // read after the run is the run's own.
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let before = status_bytes("VmRSS:");
+    let run = runtime.block_on(run(code));
+    let peak_growth = status_bytes("VmHWM:").saturating_sub(before);
+    let answer = json!({
+        "text": run.text,
+        "is_error": run.is_error,
+        "calls": run.details["calls"].as_array().map_or(0, Vec::len),
+        "elapsed_ms": run.elapsed.as_millis() as u64,
+        "peak_growth": peak_growth,
+        "next_turn": run.next_turn,
+    });
+    std::fs::write(out, answer.to_string()).expect("the answer is written");
+}
+
+/// Assert the common ending of a hostile run: pi's text, its time and memory bounds, and a
+/// next turn that works.
+fn assert_bounded(run: &Hostile, max_time: Duration, max_growth: u64) {
+    eprintln!(
+        "hostile script: {:?}, peak +{} KiB",
+        run.elapsed,
+        run.peak_growth / 1024
+    );
+    assert!(run.elapsed < max_time, "{:?} >= {max_time:?}", run.elapsed);
+    assert!(
+        run.peak_growth < max_growth,
+        "peak grew {} MiB, bound {} MiB",
+        run.peak_growth / MIB,
+        max_growth / MIB
+    );
+    assert_eq!(run.next_turn, "still here");
+}
+
+fn no_calls_failure(error: &str) -> String {
+    format!("Script error:\n{error}\n\nNo tool calls were made.")
+}
+
+#[test]
+fn an_endless_loop_is_stopped_by_the_time_limit() {
+    let run = hostile("// @options: {\"timeout_ms\": 300}\nwhile (true) {}");
+    assert_eq!(run.status, "Script failed");
+    assert!(run.is_error);
+    assert_eq!(
+        run.output,
+        no_calls_failure("Script timed out: Execution timed out after 300 ms")
+    );
+    assert!(
+        run.elapsed >= Duration::from_millis(300),
+        "{:?}",
+        run.elapsed
+    );
+    assert_bounded(&run, Duration::from_secs(5), 16 * MIB);
+}
+
+#[test]
+fn a_script_that_catches_its_own_timeout_still_ends() {
+    let run = hostile(
+        "// @options: {\"timeout_ms\": 300}\n\
+         for (;;) { try { while (true) {} } catch (e) { text(\"caught\"); } }",
+    );
+    assert_eq!(run.status, "Script failed");
+    assert_eq!(
+        run.output,
+        no_calls_failure("Script timed out: Execution timed out after 300 ms")
+    );
+    assert_bounded(&run, Duration::from_secs(5), 16 * MIB);
+}
+
+#[test]
+fn a_recursion_bomb_fails_with_a_range_error() {
+    let run = hostile("function f() { return f() + 1; }\nreturn f();");
+    assert_eq!(run.status, "Script failed");
+    assert_eq!(
+        run.output,
+        no_calls_failure("RangeError: Maximum call stack size exceeded")
+    );
+    assert_bounded(&run, Duration::from_secs(10), 64 * MIB);
+}
+
+#[test]
+fn an_allocation_bomb_fails_at_the_heap_limit() {
+    let run = hostile(
+        "const chunks = [];\nwhile (true) chunks.push(\"x\".repeat(1 << 20) + chunks.length);",
+    );
+    assert_eq!(run.status, "Script failed");
+    assert_eq!(run.output, no_calls_failure("InternalError: out of memory"));
+    // The VM's heap stops at 256 MiB.
+    assert_bounded(&run, Duration::from_secs(30), 320 * MIB);
+}
+
+#[test]
+fn a_gigabyte_string_is_refused() {
+    let run = hostile("const s = \"x\".repeat(1 << 30);\nreturn s.length;");
+    assert_eq!(run.status, "Script failed");
+    assert_eq!(
+        run.output,
+        no_calls_failure("RangeError: invalid string length")
+    );
+    assert_bounded(&run, Duration::from_secs(10), 16 * MIB);
+    // Doubling a string towards a gigabyte stops short of it.
+    let run = hostile(
+        "let s = \"x\".repeat(1 << 20);\n\
+         try { while (true) s = s + s; } catch (e) { return e.name + \": \" + e.message + \" \" + s.length; }",
+    );
+    assert_eq!(run.status, "Script completed");
+    assert_eq!(run.output, "InternalError: string too long 536870912");
+    assert_bounded(&run, Duration::from_secs(30), 320 * MIB);
+}
+
+#[test]
+fn a_hundred_thousand_tool_calls_complete() {
+    let run = hostile(
+        "let n = 0;\nfor (let i = 0; i < 100000; i++) { await tools.ping({}); n++; }\nreturn n;",
+    );
+    assert_eq!(run.status, "Script completed");
+    assert!(!run.is_error);
+    assert_eq!(run.output, "100000");
+    assert_eq!(run.calls, 100_000);
+    assert_bounded(&run, Duration::from_secs(120), 256 * MIB);
+}
+
+#[test]
+fn a_promise_nothing_settles_fails_at_once() {
+    let run = hostile("await new Promise(() => {});");
+    assert_eq!(run.status, "Script failed");
+    assert_eq!(
+        run.output,
+        no_calls_failure(
+            "Error: The script is waiting on a promise that can never settle: no tool call is pending, and timers do not exist here."
+        )
+    );
+    assert_bounded(&run, Duration::from_secs(5), 16 * MIB);
+}
+
+#[test]
+fn a_throwing_tool_rejects_its_call() {
+    let run = hostile("const r = await tools.broken({});\nreturn r;");
+    assert_eq!(run.status, "Script failed");
+    assert_eq!(
+        run.output,
+        "Script error:\nError: the tool broke\n\n\
+         Tool calls made before the failure (they are not undone): broken (error)"
+    );
+    assert_eq!(run.calls, 1);
+    assert_bounded(&run, Duration::from_secs(5), 16 * MIB);
+}
+
+#[test]
+fn eval_and_function_run_inside_the_sandbox_only() {
+    let run = hostile(
+        "const r = [];\n\
+         try { r.push(eval(\"1 + 1\")); } catch (e) { r.push(e.name + \": \" + e.message); }\n\
+         try { r.push(new Function(\"return 2\")()); } catch (e) { r.push(e.name + \": \" + e.message); }\n\
+         r.push([eval(\"typeof tools\"), Function(\"return typeof this\")(), typeof globalThis.eval,\n\
+                 Function(\"return typeof require + typeof process\")()].join());\n\
+         return r.join(\"\\n\");",
+    );
+    assert_eq!(run.status, "Script completed");
+    assert_eq!(
+        run.output,
+        "2\n2\nobject,object,function,undefinedundefined"
+    );
+    assert_bounded(&run, Duration::from_secs(5), 16 * MIB);
+}
+
+#[test]
+fn writes_to_frozen_built_ins_and_tools_fail_in_strict_code() {
+    let run = hostile("\"use strict\";\nArray.prototype.push = null;");
+    assert_eq!(
+        run.output,
+        no_calls_failure("TypeError: 'push' is read-only")
+    );
+    assert_bounded(&run, Duration::from_secs(5), 16 * MIB);
+    let run = hostile("\"use strict\";\ntools.x = 1;");
+    assert_eq!(
+        run.output,
+        no_calls_failure("TypeError: object is not extensible")
+    );
+    assert_bounded(&run, Duration::from_secs(5), 16 * MIB);
+}
+
+/// The tools each request of an agent with these settings declares: `(name, description)`.
+async fn declared(settings: &CodemodeSettings) -> Vec<(String, String)> {
+    let mut tools = lookup_tools();
+    tools.push(Arc::new(CodemodeTool::with_settings(settings)));
+    let model = FauxModel::new().respond(FauxResponse::text("hi"));
+    let agent = Agent::builder()
+        .model(model.clone())
+        .tools(tools)
+        .build()
+        .expect("the agent builds");
+    agent.prompt("go").await.expect("the run completes");
+    let requests = model.requests();
+    (requests[0].tools.iter())
+        .map(|tool| (tool.name.clone(), tool.description.clone()))
+        .collect()
+}
+
+/// What the codemode description lists of [`lookup_tools`] in mode `on`: `get-user`, the
+/// only tool that is not `direct`.
+const LISTED_GET_USER: &str = "\n\nNested tools:\n\n### `get_user` (`get-user`)\nA user by id\n\n\
+    codemode tool declaration:\n```ts\ndeclare const tools: { get_user(args: {\n  // @integer\n  \
+    id: number;\n}): Promise<{ name?: string; }>; };\n```";
+
+/// What it lists in mode `only` after `get-user`: every other callable tool.
+const LISTED_DIRECT: &str = "\n\n### `orders`\nA user's orders\n\ncodemode tool declaration:\n\
+    ```ts\ndeclare const tools: { orders(args: { user: string; }): Promise<string>; };\n```\n\n\
+    ### `ping`\nAnswers pong\n\ncodemode tool declaration:\n```ts\n\
+    declare const tools: { ping(args: { [key: string]: unknown; }): Promise<string>; };\n```\n\n\
+    ### `broken`\nAlways fails\n\ncodemode tool declaration:\n```ts\n\
+    declare const tools: { broken(args: { [key: string]: unknown; }): Promise<string>; };\n```";
+
+#[tokio::test]
+async fn requests_declare_the_codemode_tool_with_its_loadout() {
+    let settings = CodemodeSettings::default();
+    let declared = declared(&settings).await;
+    let note = |name: &str, description: &str| {
+        (
+            name.to_owned(),
+            format!("{description}\n\nCodemode: `tools.{name}(args)` resolves to a string."),
+        )
+    };
+    assert_eq!(
+        declared,
+        vec![
+            note("orders", "A user's orders"),
+            note("ping", "Answers pong"),
+            note("broken", "Always fails"),
+            (
+                "codemode".to_owned(),
+                format!("{}{LISTED_GET_USER}", base_description(&settings))
+            ),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn in_mode_only_requests_declare_the_codemode_tool_alone() {
+    let settings = CodemodeSettings {
+        mode: CodemodeMode::Only,
+        ..CodemodeSettings::default()
+    };
+    let declared = declared(&settings).await;
+    let description = format!(
+        "{}{LISTED_GET_USER}{LISTED_DIRECT}",
+        base_description(&settings)
+    );
+    assert_eq!(declared, vec![("codemode".to_owned(), description)]);
+}
