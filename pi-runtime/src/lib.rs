@@ -283,7 +283,7 @@
 //! | `google` | yes | [`provider::google`]: Google Gemini |
 //! | `http` | with any provider | [`provider::HttpModel`], [`provider::presets`], SSE, retries, deadlines |
 //! | `tools` | yes | [`tools`]: `read`, `write`, `edit`, `bash` and the file mutation queue |
-//! | `icu-segmenter` | yes | ICU word segmentation (with its dictionaries) in [`tool_search`]: Chinese, Japanese and Thai text splits into words as pi splits it; without it, such text splits at spaces only |
+//! | `icu-segmenter` | yes | ICU word segmentation (ICU4C's rules and CJK engine over ICU4X's data) in [`tool_search`]: Chinese, Japanese, Korean and Thai text splits into words as pi splits it; without it, such text splits at spaces only |
 //! | `mcp` | no | `pi_runtime::mcp`: serve any [`ToolSet`] to MCP clients (stdio, streamable HTTP), and give an MCP server's tools to the agent, on rmcp (the official Rust SDK) and axum |
 //! | `codemode` | no | `pi_runtime::codemode`: pi's `codemode` tool, where the model writes one JavaScript program that calls many tools, run in an embedded QuickJS (rquickjs) |
 //!

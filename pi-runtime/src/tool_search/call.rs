@@ -1,13 +1,11 @@
 //! One call of the `tool_search` tool (SPEC §13.3): the arguments' checks, the candidates
 //! (searchable tools that are not active), the ranking and the result text the model reads.
 
-use std::collections::HashMap;
-
 use serde_json::{Value, json};
 
 use super::DEFAULT_LIMIT;
-use super::document::{SearchDocument, ToolNamespace};
-use super::rank::{Match, ToolSearchIndex};
+use super::document::{ToolNamespace, for_each_piece};
+use super::rank::{Builder, DocId, Match, Strings, ToolSearchIndex};
 use crate::js::js_trim;
 use crate::tool::{Exposure, ToolResult};
 
@@ -162,9 +160,7 @@ pub struct ToolSearch {
     index: ToolSearchIndex,
     /// Per document, the first line of its trimmed description (pi looks the description up
     /// by name: the first tool with the name gives it).
-    summaries: Vec<String>,
-    /// The documents of each name, ascending.
-    by_name: HashMap<String, Vec<u32>>,
+    summaries: Strings,
 }
 
 impl ToolSearch {
@@ -174,34 +170,30 @@ impl ToolSearch {
     where
         T: Into<RegisteredTool<'a>>,
     {
-        let mut summaries: Vec<String> = Vec::new();
-        let mut by_name: HashMap<String, Vec<u32>> = HashMap::new();
-        let mut documents = Vec::new();
+        let tools = tools.into_iter();
+        let mut search = ToolSearch::default();
+        let mut first_description: foldhash::HashMap<&str, &str> = foldhash::HashMap::default();
+        let mut builder = Builder::with_capacity(tools.size_hint().0);
         for tool in tools {
             let tool = tool.into();
             if !tool.exposure.is_searchable() {
                 continue;
             }
-            let id = documents.len() as u32;
-            let same_name = by_name.entry(tool.name.to_owned()).or_default();
-            let summary = match same_name.first() {
-                Some(&first) => summaries[first as usize].clone(),
-                None => first_line(js_trim(tool.description)).to_owned(),
-            };
-            same_name.push(id);
-            summaries.push(summary);
-            documents.push(SearchDocument::new(
+            let description = *first_description
+                .entry(tool.name)
+                .or_insert(tool.description);
+            search
+                .summaries
+                .push_with(|out| out.push_str(first_line(js_trim(description))));
+            let namespace = builder.namespace_of(tool.namespace);
+            builder.add(
                 tool.name,
-                tool.description,
-                tool.parameters,
-                tool.namespace,
-            ));
+                |piece| for_each_piece(tool.description, tool.parameters, piece),
+                namespace,
+            );
         }
-        ToolSearch {
-            index: ToolSearchIndex::new(documents),
-            summaries,
-            by_name,
-        }
+        search.index = builder.finish();
+        search
     }
 
     /// The index of the searchable tools.
@@ -220,44 +212,89 @@ impl ToolSearch {
     }
 
     /// One call with the validated arguments `{"query": string, "limit"?: number}`, while the
-    /// tools in `active` are active. The matches are the tools to activate (append them to
-    /// the active tools, so the next request declares them).
-    ///
-    /// A missing or non-string `query` counts as empty; a `limit` that is missing or `null`
-    /// is 8 (the schema's validation makes `"3"` the number 3 before this runs).
+    /// tools in `active` are active: [`ToolSearchArgs::from_arguments`], then
+    /// [`ToolSearch::run`].
     pub fn call<S: AsRef<str>>(
         &self,
         arguments: &Value,
         active: &[S],
     ) -> Result<ToolSearchOutput, ToolSearchError> {
+        Ok(self.run(ToolSearchArgs::from_arguments(arguments)?, active))
+    }
+
+    /// One call with checked arguments, while the tools in `active` are active. The matches
+    /// are the tools to activate (append them to the active tools, so the next request
+    /// declares them).
+    pub fn run<S: AsRef<str>>(&self, args: ToolSearchArgs<'_>, active: &[S]) -> ToolSearchOutput {
+        let excluded = self.documents_named(active);
+        let ranked = self.index.rank(args.query, args.limit, &excluded);
+        let matches: Vec<Match> = ranked.iter().map(|&r| self.index.to_match(r)).collect();
+        let text = result_text(
+            matches
+                .iter()
+                .zip(&ranked)
+                .map(|(m, r)| (m.name.as_str(), self.summaries.get(r.document))),
+        );
+        ToolSearchOutput { matches, text }
+    }
+
+    /// The documents whose names are in `names`, ascending.
+    fn documents_named<S: AsRef<str>>(&self, names: &[S]) -> Vec<DocId> {
+        let mut documents: Vec<DocId> = names
+            .iter()
+            .flat_map(|name| self.index.documents_named(name.as_ref()))
+            .collect();
+        documents.sort_unstable();
+        documents.dedup();
+        documents
+    }
+}
+
+/// A call's arguments, checked as pi's tool checks them (before it looks at any tool).
+///
+/// ```
+/// use pi_runtime::tool_search::{ToolSearchArgs, ToolSearchError};
+/// use serde_json::json;
+///
+/// let arguments = json!({"query": "slack", "limit": 3});
+/// let args = ToolSearchArgs::from_arguments(&arguments)?;
+/// assert_eq!((args.query(), args.limit()), ("slack", 3));
+/// assert_eq!(ToolSearchArgs::from_arguments(&json!({"query": "slack"}))?.limit(), 8);
+/// assert_eq!(
+///     ToolSearchArgs::from_arguments(&json!({"query": "slack", "limit": 2.5})),
+///     Err(ToolSearchError::InvalidLimit)
+/// );
+/// # Ok::<(), ToolSearchError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolSearchArgs<'a> {
+    query: &'a str,
+    limit: usize,
+}
+
+impl<'a> ToolSearchArgs<'a> {
+    /// From the validated arguments `{"query": string, "limit"?: number}`: a `query` blank
+    /// after JavaScript's `trim` (or missing, or not a string) is
+    /// [`ToolSearchError::EmptyQuery`]; a `limit` that is missing or `null` is 8, one that is
+    /// not a positive integer [`ToolSearchError::InvalidLimit`] (the schema's validation
+    /// makes `"3"` the number 3 before this runs).
+    pub fn from_arguments(arguments: &'a Value) -> Result<Self, ToolSearchError> {
         let query = arguments.get("query").and_then(Value::as_str).unwrap_or("");
         if js_trim(query).is_empty() {
             return Err(ToolSearchError::EmptyQuery);
         }
         let limit = limit(arguments.get("limit"))?;
-        let excluded = self.documents_named(active);
-        let ranked = self.index.rank(query, limit, &excluded);
-        let text = result_text(ranked.iter().map(|r| {
-            (
-                self.index.to_match(*r).name,
-                &*self.summaries[r.document as usize],
-            )
-        }));
-        let matches = ranked.into_iter().map(|r| self.index.to_match(r)).collect();
-        Ok(ToolSearchOutput { matches, text })
+        Ok(ToolSearchArgs { query, limit })
     }
 
-    /// The documents whose names are in `names`, ascending.
-    fn documents_named<S: AsRef<str>>(&self, names: &[S]) -> Vec<u32> {
-        let mut documents: Vec<u32> = names
-            .iter()
-            .filter_map(|name| self.by_name.get(name.as_ref()))
-            .flatten()
-            .copied()
-            .collect();
-        documents.sort_unstable();
-        documents.dedup();
-        documents
+    /// The query, as the model wrote it.
+    pub fn query(&self) -> &'a str {
+        self.query
+    }
+
+    /// How many tools to load at most.
+    pub fn limit(&self) -> usize {
+        self.limit
     }
 }
 
@@ -283,7 +320,7 @@ fn first_line(text: &str) -> &str {
 }
 
 /// The text the model reads.
-fn result_text<'a>(loaded: impl ExactSizeIterator<Item = (String, &'a str)>) -> String {
+fn result_text<'a>(loaded: impl ExactSizeIterator<Item = (&'a str, &'a str)>) -> String {
     let count = loaded.len();
     if count == 0 {
         return "No matching tools found.".to_owned();
@@ -292,7 +329,7 @@ fn result_text<'a>(loaded: impl ExactSizeIterator<Item = (String, &'a str)>) -> 
     let mut text = format!("Loaded {count} tool{plural}. They are available from your next call:");
     for (name, summary) in loaded {
         text.push_str("\n- ");
-        text.push_str(&name);
+        text.push_str(name);
         text.push_str(": ");
         text.push_str(summary);
     }

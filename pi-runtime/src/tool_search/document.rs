@@ -21,7 +21,7 @@ use crate::js::js_trim;
 ///     "mcp__github GitHub: issues, pull requests and repositories Use owner/repo pairs."
 /// );
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolNamespace {
     /// The namespace's name (for an MCP server, the `mcp__<server>` prefix of its tools).
@@ -111,8 +111,12 @@ impl SearchDocument {
         namespace: Option<&ToolNamespace>,
     ) -> Self {
         let mut text = String::new();
-        push_piece(&mut text, description);
-        schema_text(parameters, &mut text);
+        for_each_piece(description, parameters, |piece| {
+            if !text.is_empty() {
+                text.push(' ');
+            }
+            text.push_str(piece);
+        });
         SearchDocument {
             name: name.into(),
             text,
@@ -151,15 +155,28 @@ impl SearchDocument {
     }
 }
 
-/// Append a piece of the document's text, unless it is blank.
-fn push_piece(text: &mut String, piece: &str) {
-    if js_trim(piece).is_empty() {
-        return;
-    }
-    if !text.is_empty() {
-        text.push(' ');
-    }
-    text.push_str(piece);
+/// Call `emit` with each piece of a tool's text that is not blank (after JavaScript's
+/// `trim`), in order: the description, then the schema's (see [`SearchDocument::new`]).
+pub(crate) fn for_each_piece(description: &str, parameters: &Value, mut emit: impl FnMut(&str)) {
+    let mut piece = |piece: &str| {
+        if !js_trim(piece).is_empty() {
+            emit(piece);
+        }
+    };
+    piece(description);
+    schema_pieces(parameters, &mut piece);
+}
+
+/// The keywords of a schema node the walk reads.
+#[derive(Default)]
+struct Keywords<'a> {
+    reference: Option<&'a str>,
+    description: Option<&'a str>,
+    properties: Option<&'a serde_json::Map<String, Value>>,
+    items: Option<&'a Value>,
+    any_of: &'a [Value],
+    one_of: &'a [Value],
+    all_of: &'a [Value],
 }
 
 /// A step of the schema walk. The walk keeps its own stack: a schema is data from a tool or
@@ -173,8 +190,8 @@ enum Step<'a> {
     Piece(&'a str),
 }
 
-/// Append the pieces of the schema, in pi's order (a depth-first walk).
-fn schema_text(root: &Value, text: &mut String) {
+/// The pieces of the schema, in pi's order (a depth-first walk).
+fn schema_pieces(root: &Value, emit: &mut impl FnMut(&str)) {
     // Targets already reached through a reference, by address: pi keeps the objects in a set,
     // so two spellings of one reference (`#/$defs/A`, `#/%24defs/A`) read it once.
     let mut reached: Vec<*const Value> = vec![root];
@@ -182,7 +199,7 @@ fn schema_text(root: &Value, text: &mut String) {
     while let Some(step) = steps.pop() {
         let node = match step {
             Step::Piece(piece) => {
-                push_piece(text, piece);
+                emit(piece);
                 continue;
             }
             Step::Node(node) => node,
@@ -196,26 +213,40 @@ fn schema_text(root: &Value, text: &mut String) {
             }
         };
         let Value::Object(node) = node else { continue };
-        // Pushed in reverse, so they are read in order: target, description, properties,
-        // items, anyOf, oneOf, allOf.
-        for key in ["allOf", "oneOf", "anyOf"].into_iter() {
-            if let Some(Value::Array(variants)) = node.get(key) {
-                steps.extend(variants.iter().rev().map(Step::Node));
+        // One pass over the keywords (a lookup per keyword costs a hash each).
+        let mut keywords = Keywords::default();
+        for (key, value) in node {
+            match (key.as_str(), value) {
+                ("$ref", Value::String(reference)) => keywords.reference = Some(reference),
+                ("description", Value::String(description)) => {
+                    keywords.description = Some(description)
+                }
+                ("properties", Value::Object(properties)) => keywords.properties = Some(properties),
+                ("items", items) => keywords.items = Some(items),
+                ("anyOf", Value::Array(variants)) => keywords.any_of = variants,
+                ("oneOf", Value::Array(variants)) => keywords.one_of = variants,
+                ("allOf", Value::Array(variants)) => keywords.all_of = variants,
+                _ => {}
             }
         }
-        if let Some(items) = node.get("items") {
+        // Pushed in reverse, so they are read in order: target, description, properties,
+        // items, anyOf, oneOf, allOf.
+        for variants in [keywords.all_of, keywords.one_of, keywords.any_of] {
+            steps.extend(variants.iter().rev().map(Step::Node));
+        }
+        if let Some(items) = keywords.items {
             steps.push(Step::Node(items));
         }
-        if let Some(Value::Object(properties)) = node.get("properties") {
+        if let Some(properties) = keywords.properties {
             for (name, property) in properties.iter().rev() {
                 steps.push(Step::Node(property));
                 steps.push(Step::Piece(name));
             }
         }
-        if let Some(Value::String(description)) = node.get("description") {
+        if let Some(description) = keywords.description {
             steps.push(Step::Piece(description));
         }
-        if let Some(Value::String(reference)) = node.get("$ref")
+        if let Some(reference) = keywords.reference
             && let Some(target @ Value::Object(_)) = resolve_local_ref(reference, root)
         {
             steps.push(Step::Target(target));

@@ -37,8 +37,12 @@
 //! ```
 
 mod call;
+#[cfg(feature = "icu-segmenter")]
+mod cjk;
 mod document;
 mod rank;
+#[cfg(feature = "icu-segmenter")]
+mod segment;
 mod tokenize;
 mod tool;
 
@@ -46,7 +50,7 @@ use serde_json::{Value, json};
 
 use crate::tool::{Exposure, Tool};
 
-pub use call::{RegisteredTool, ToolSearch, ToolSearchError, ToolSearchOutput};
+pub use call::{RegisteredTool, ToolSearch, ToolSearchArgs, ToolSearchError, ToolSearchOutput};
 pub use document::{SearchDocument, ToolNamespace};
 pub use rank::{Match, ToolSearchIndex};
 pub use tokenize::tokenize;

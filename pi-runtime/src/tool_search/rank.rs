@@ -1,10 +1,10 @@
 //! The BM25 ranking of tool search (SPEC §13.3, pi's `Bm25Ranker`) over an index built once
 //! per tool set: every document's terms are counted and interned when the index is built,
-//! and a query only visits the documents that hold one of its terms.
+//! and a query only visits the postings of its own terms.
 
-use std::collections::HashMap;
+use std::ops::Range;
 
-use super::document::SearchDocument;
+use super::document::{SearchDocument, ToolNamespace};
 use super::tokenize::Tokenizer;
 use crate::js::js_trim;
 
@@ -31,7 +31,7 @@ pub struct Match {
 /// A term, interned.
 type TermId = u32;
 /// A document, by position.
-type DocId = u32;
+pub(crate) type DocId = u32;
 
 /// Documents indexed for tool search: build it when the tool set changes, search it per
 /// query.
@@ -62,39 +62,46 @@ type DocId = u32;
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct ToolSearchIndex {
-    terms: HashMap<String, TermId>,
-    /// Per term, the documents with it in the name, text or namespace text, ascending.
-    postings: Vec<Vec<DocId>>,
+    /// The terms, by the hash of their text.
+    terms: hashbrown::HashTable<TermId>,
+    /// The terms' texts, by term.
+    term_texts: Strings,
+    /// Per term, the documents with it in the name, text or namespace text, ascending: the
+    /// postings of term t are `postings[posting_starts[t]..posting_starts[t + 1]]`.
+    postings: Vec<Posting>,
+    posting_starts: Vec<u32>,
     documents: Vec<IndexedDocument>,
-    /// Per distinct namespace text, its terms (sorted, distinct).
-    namespaces: Vec<Box<[TermId]>>,
+    /// The local-name terms of all documents (`IndexedDocument::local_terms` are ranges).
+    local_terms: Vec<TermId>,
+    /// The documents' names.
+    names: Strings,
+    /// The names as the exact-name test compares them.
+    exact_names: Strings,
+    /// The documents by the hash of their name, sorted.
+    by_name: Vec<(u64, DocId)>,
+    /// The documents by the hash of each query that names them exactly (the exact name, each
+    /// part of it after a `__`), sorted.
+    by_exact_query: Vec<(u64, DocId)>,
     /// The documents' text lengths, added up.
     total_length: u64,
 }
 
-#[derive(Debug, Clone)]
-struct IndexedDocument {
-    name: String,
-    /// The name as the exact-name test compares it.
-    exact_name: String,
-    /// Term counts of the text, sorted by term.
-    counts: Box<[(TermId, u32)]>,
-    /// The text's word count.
-    length: u64,
-    /// The name's terms, sorted, distinct.
-    name_terms: Box<[TermId]>,
-    /// The terms of the name's part after its last `__`, distinct.
-    local_terms: Box<[TermId]>,
-    /// Index into `namespaces`.
-    namespace: usize,
+/// A document holding a term.
+#[derive(Debug, Clone, Copy, Default)]
+struct Posting {
+    document: DocId,
+    /// How often the term is in the document's text.
+    count: u32,
+    in_name: bool,
+    in_namespace: bool,
 }
 
-impl IndexedDocument {
-    fn count(&self, term: TermId) -> u32 {
-        self.counts
-            .binary_search_by_key(&term, |&(t, _)| t)
-            .map_or(0, |i| self.counts[i].1)
-    }
+#[derive(Debug, Clone)]
+struct IndexedDocument {
+    /// The text's word count.
+    length: u32,
+    /// The distinct terms of the name's part after its last `__`, in `local_terms`.
+    local_terms: Range<u32>,
 }
 
 /// A document that scored, before sorting.
@@ -109,11 +116,13 @@ pub(crate) struct Ranked {
 impl ToolSearchIndex {
     /// Index the documents, in this order (the order ties keep).
     pub fn new(documents: impl IntoIterator<Item = SearchDocument>) -> Self {
-        let mut builder = Builder::default();
+        let documents = documents.into_iter();
+        let mut builder = Builder::with_capacity(documents.size_hint().0);
         for document in documents {
-            builder.add(&document);
+            let namespace = builder.namespace_of_text(document.namespace_text());
+            builder.add(document.name(), |piece| piece(document.text()), namespace);
         }
-        builder.index
+        builder.finish()
     }
 
     /// How many documents the index holds.
@@ -128,7 +137,7 @@ impl ToolSearchIndex {
 
     /// The name of the document at this position.
     pub fn name(&self, document: usize) -> Option<&str> {
-        self.documents.get(document).map(|d| d.name.as_str())
+        (document < self.documents.len()).then(|| self.names.get(document as DocId))
     }
 
     /// The best `limit` matches of `query` over all documents, best first.
@@ -141,19 +150,27 @@ impl ToolSearchIndex {
 
     pub(crate) fn to_match(&self, ranked: Ranked) -> Match {
         Match {
-            name: self.documents[ranked.document as usize].name.clone(),
+            name: self.names.get(ranked.document).to_owned(),
             score: ranked.score,
         }
     }
 
-    /// Rank as if the documents in `excluded` (ascending positions) were not there: they
-    /// count neither in the statistics nor as matches. Floating-point operations follow pi's
-    /// order, so that ties stay ties.
+    /// The documents named `name`, ascending.
+    pub(crate) fn documents_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = DocId> + 'a {
+        hashed(&self.by_name, name).filter(move |&d| self.names.get(d) == name)
+    }
+
+    /// Rank as if the documents in `excluded` (ascending, distinct) were not there: they
+    /// count neither in the statistics nor as matches.
+    ///
+    /// Scores add up term by term over the postings, in query order: a document lacking a
+    /// term would add `idf · 0`, and `x + 0.0 == x`, so every score is the sum pi computes
+    /// document by document, to the last bit, and ties stay ties.
     pub(crate) fn rank(&self, query: &str, limit: usize, excluded: &[DocId]) -> Vec<Ranked> {
         let mut query_terms: Vec<(Option<TermId>, String)> = Vec::new();
         Tokenizer::default().each_word(query, |word| {
             if !query_terms.iter().any(|(_, term)| term == word) {
-                query_terms.push((self.terms.get(word).copied(), word.to_owned()));
+                query_terms.push((self.term(word), word.to_owned()));
             }
         });
         let count = self.documents.len() - excluded.len();
@@ -163,7 +180,7 @@ impl ToolSearchIndex {
 
         let excluded_length: u64 = excluded
             .iter()
-            .map(|&d| self.documents[d as usize].length)
+            .map(|&d| u64::from(self.documents[d as usize].length))
             .sum();
         let total_length = self.total_length - excluded_length;
         // pi: `sum / count || 1`.
@@ -180,88 +197,135 @@ impl ToolSearchIndex {
             })
             .collect();
         let bonus = idf.iter().fold(0.0, |sum, idf| sum + idf);
-        let exact_query = exact_name(query);
 
-        let mut ranked = Vec::new();
-        for document in self.candidates(&query_terms, excluded) {
-            let d = &self.documents[document as usize];
-            let norm = K1 * (1.0 - B + B * d.length as f64 / average);
-            let namespace = &self.namespaces[d.namespace];
-            let mut score = 0.0;
-            let mut covered = 0;
-            for (&(term, _), idf) in query_terms.iter().zip(&idf) {
-                let (in_name, in_namespace, count) = match term {
-                    Some(term) => (
-                        d.name_terms.binary_search(&term).is_ok(),
-                        namespace.binary_search(&term).is_ok(),
-                        d.count(term),
-                    ),
-                    None => (false, false, 0),
-                };
-                let count = f64::from(count);
-                let weight = (if in_name { NAME_WEIGHT } else { 0.0 })
-                    + (if in_namespace { NAMESPACE_WEIGHT } else { 0.0 })
-                    + count * (K1 + 1.0) / (count + norm);
-                if weight > 0.0 {
-                    covered += 1;
-                }
-                score += idf * weight;
-            }
-            if score == 0.0 {
-                continue;
-            }
-            let whole_local_name = !d.local_terms.is_empty()
-                && d.local_terms
-                    .iter()
-                    .all(|&local| query_terms.iter().any(|&(term, _)| term == Some(local)));
-            if whole_local_name {
-                score += bonus;
-            }
-            ranked.push(Ranked {
-                document,
-                score,
-                covered,
-                exact: is_exact_name(&exact_query, &d.exact_name),
-            });
+        let mut skip = DocSet::new(self.documents.len());
+        for &d in excluded {
+            skip.insert(d);
         }
+        let mut scores = vec![0.0f64; self.documents.len()];
+        let mut covered = vec![0u32; self.documents.len()];
+        let mut touched: Vec<DocId> = Vec::new();
+        for (&(term, _), &idf) in query_terms.iter().zip(&idf) {
+            let Some(term) = term else { continue };
+            for posting in self.postings_of(term) {
+                let d = posting.document as usize;
+                if skip.contains(posting.document) {
+                    continue;
+                }
+                let norm = K1 * (1.0 - B + B * f64::from(self.documents[d].length) / average);
+                let count = f64::from(posting.count);
+                let weight = (if posting.in_name { NAME_WEIGHT } else { 0.0 })
+                    + (if posting.in_namespace {
+                        NAMESPACE_WEIGHT
+                    } else {
+                        0.0
+                    })
+                    + count * (K1 + 1.0) / (count + norm);
+                // A posting has the term in some field, so its weight is above 0.
+                if covered[d] == 0 {
+                    touched.push(posting.document);
+                }
+                covered[d] += 1;
+                scores[d] += idf * weight;
+            }
+        }
+
+        let exact = self.exact_documents(query);
+        let ranked = touched
+            .into_iter()
+            .map(|document| {
+                let d = document as usize;
+                let mut score = scores[d];
+                let local = &self.documents[d].local_terms;
+                let local = &self.local_terms[local.start as usize..local.end as usize];
+                let whole_local_name = !local.is_empty()
+                    && local
+                        .iter()
+                        .all(|&local| query_terms.iter().any(|&(term, _)| term == Some(local)));
+                if whole_local_name {
+                    score += bonus;
+                }
+                Ranked {
+                    document,
+                    score,
+                    covered: covered[d],
+                    exact: exact.contains(&document),
+                }
+            })
+            .collect();
         best(ranked, limit)
     }
 
     /// How many documents not excluded have the term in a field.
     fn frequency(&self, term: TermId, excluded: &[DocId]) -> usize {
-        let holding = self.postings[term as usize].len();
+        let postings = self.postings_of(term);
         let excluded_holding = excluded
             .iter()
-            .filter(|&&d| self.postings[term as usize].binary_search(&d).is_ok())
+            .filter(|&&d| postings.binary_search_by_key(&d, |p| p.document).is_ok())
             .count();
-        holding - excluded_holding
+        postings.len() - excluded_holding
     }
 
-    /// The documents (not excluded) holding a query term, ascending: the only ones that can
-    /// score above 0.
-    fn candidates(
-        &self,
-        query_terms: &[(Option<TermId>, String)],
-        excluded: &[DocId],
-    ) -> impl Iterator<Item = DocId> {
-        let mut marked = vec![0u64; self.documents.len().div_ceil(64)];
-        for &(term, _) in query_terms {
-            for &d in term.map_or(&[][..], |t| &self.postings[t as usize]) {
-                marked[d as usize / 64] |= 1 << (d % 64);
-            }
-        }
-        for &d in excluded {
-            marked[d as usize / 64] &= !(1 << (d % 64));
-        }
-        marked.into_iter().enumerate().flat_map(|(word, mut bits)| {
-            std::iter::from_fn(move || {
-                (bits != 0).then(|| {
-                    let bit = bits.trailing_zeros();
-                    bits &= bits - 1;
-                    word as DocId * 64 + bit
-                })
+    /// The documents whose name the query is (SPEC §13.3 *exact*): the normalized query is
+    /// the normalized name, or the name ends with `__` and the query.
+    fn exact_documents(&self, query: &str) -> Vec<DocId> {
+        let mut query_name = String::new();
+        push_exact_name(&mut query_name, query);
+        hashed(&self.by_exact_query, &query_name)
+            .filter(|&d| {
+                let name = self.exact_names.get(d);
+                name == query_name
+                    || name
+                        .strip_suffix(query_name.as_str())
+                        .is_some_and(|head| head.ends_with("__"))
             })
-        })
+            .collect()
+    }
+
+    /// The term with this text, if a document has it.
+    fn term(&self, text: &str) -> Option<TermId> {
+        self.terms
+            .find(hash(text), |&t| self.term_texts.get(t) == text)
+            .copied()
+    }
+
+    fn intern(&mut self, text: &str) -> TermId {
+        let hash = hash(text);
+        let ToolSearchIndex {
+            terms, term_texts, ..
+        } = self;
+        if let Some(&t) = terms.find(hash, |&t| term_texts.get(t) == text) {
+            return t;
+        }
+        let t = term_texts.len() as TermId;
+        term_texts.push_with(|out| out.push_str(text));
+        terms.insert_unique(hash, t, |&t| self::hash(term_texts.get(t)));
+        t
+    }
+
+    fn postings_of(&self, term: TermId) -> &[Posting] {
+        let t = term as usize;
+        match (self.posting_starts.get(t), self.posting_starts.get(t + 1)) {
+            (Some(&start), Some(&end)) => &self.postings[start as usize..end as usize],
+            _ => &[],
+        }
+    }
+}
+
+/// A set of documents, as bits.
+struct DocSet(Vec<u64>);
+
+impl DocSet {
+    fn new(documents: usize) -> Self {
+        DocSet(vec![0; documents.div_ceil(64)])
+    }
+
+    fn insert(&mut self, d: DocId) {
+        self.0[d as usize / 64] |= 1 << (d % 64);
+    }
+
+    fn contains(&self, d: DocId) -> bool {
+        self.0[d as usize / 64] & (1 << (d % 64)) != 0
     }
 }
 
@@ -283,87 +347,240 @@ fn best(mut ranked: Vec<Ranked>, limit: usize) -> Vec<Ranked> {
     ranked
 }
 
-/// Lower case, every UTF-16 unit outside `[a-z0-9_$]` as `_`, so `dev-radius` names
-/// `dev_radius` (pi's `normalizeName`, whose pattern reads UTF-16 units).
-fn exact_name(name: &str) -> String {
-    js_trim(name)
-        .to_lowercase()
-        .chars()
-        .flat_map(|c| {
-            let keep = c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$';
-            let units = if keep { 1 } else { c.len_utf16() };
-            std::iter::repeat_n(if keep { c } else { '_' }, units)
-        })
-        .collect()
+/// Append the name lower-cased, every UTF-16 unit outside `[a-z0-9_$]` as `_`, so
+/// `dev-radius` names `dev_radius` (pi's `normalizeName`, whose pattern reads UTF-16 units).
+fn push_exact_name(out: &mut String, name: &str) {
+    let name = js_trim(name);
+    let keep = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$';
+    if name.is_ascii() {
+        out.extend(name.bytes().map(|b| {
+            let c = char::from(b.to_ascii_lowercase());
+            if keep(c) { c } else { '_' }
+        }));
+    } else {
+        for c in name.to_lowercase().chars() {
+            let units = if keep(c) { 1 } else { c.len_utf16() };
+            out.extend(std::iter::repeat_n(if keep(c) { c } else { '_' }, units));
+        }
+    }
 }
 
-/// Whether the query is the whole name, or its part after a `__`.
-fn is_exact_name(query: &str, name: &str) -> bool {
-    name == query
-        || name
-            .strip_suffix(query)
-            .is_some_and(|head| head.ends_with("__"))
+/// The queries that name a tool exactly: its normalized name, and each part of it after a
+/// `__` (`thread_read` and `app__thread_read` name `mcp__app__thread_read`; `a___b` gives
+/// both `_b` and `b`, as pi's `endsWith` sees them).
+fn exact_queries(name: &str) -> impl Iterator<Item = &str> {
+    let after_separators = (0..name.len())
+        .filter(|&i| name.as_bytes()[i..].starts_with(b"__"))
+        .map(|i| &name[i + 2..]);
+    std::iter::once(name).chain(after_separators)
+}
+
+/// Strings one after the other in one buffer: one allocation for all the documents' names
+/// (or terms, or summaries), not one each.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Strings {
+    text: String,
+    /// Where each string ends.
+    ends: Vec<u32>,
+}
+
+impl Strings {
+    /// Add a string, written by `write` at the end of the buffer.
+    pub(crate) fn push_with(&mut self, write: impl FnOnce(&mut String)) -> &str {
+        let start = self.text.len();
+        write(&mut self.text);
+        self.ends.push(self.text.len() as u32);
+        &self.text[start..]
+    }
+
+    pub(crate) fn get(&self, i: u32) -> &str {
+        let i = i as usize;
+        let start = i.checked_sub(1).map_or(0, |j| self.ends[j] as usize);
+        &self.text[start..self.ends[i] as usize]
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+}
+
+/// One hash for the lookup tables; fixed, so an index is the same in every process.
+fn hash(key: &str) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0x7069_2d73_6561_7263).hash_one(key)
+}
+
+/// The documents under `key`'s hash in a sorted table (the caller checks the key itself).
+fn hashed<'a>(table: &'a [(u64, DocId)], key: &str) -> impl Iterator<Item = DocId> + 'a {
+    let hash = hash(key);
+    let start = table.partition_point(|&(h, _)| h < hash);
+    table[start..]
+        .iter()
+        .take_while(move |&&(h, _)| h == hash)
+        .map(|&(_, d)| d)
 }
 
 /// Builds an index, one document at a time.
 #[derive(Default)]
-struct Builder {
+pub(crate) struct Builder<'a> {
     index: ToolSearchIndex,
     tokenizer: Tokenizer,
-    /// Namespace texts already indexed.
-    namespace_ids: HashMap<String, usize>,
-    /// Scratch: one field's terms.
+    /// Every posting with its term, in document order (sorted by term at the end).
+    postings: Vec<(TermId, Posting)>,
+    /// Namespaces already indexed, by text.
+    namespace_texts: foldhash::HashMap<String, usize>,
+    /// Namespaces already indexed, by value (the tools of a server share one).
+    namespace_values: foldhash::HashMap<&'a ToolNamespace, usize>,
+    /// Per namespace, its distinct terms, sorted.
+    namespaces: Vec<Vec<TermId>>,
+    /// Scratch: the terms of one field.
     terms: Vec<TermId>,
+    /// Scratch: where one document holds each term, as `term << 2 | field`.
+    fields: Vec<u64>,
 }
 
-impl Builder {
-    fn add(&mut self, document: &SearchDocument) {
+/// The fields of a document, in `Builder::fields`.
+const TEXT: u64 = 0;
+const NAME: u64 = 1;
+const NAMESPACE: u64 = 2;
+
+impl<'a> Builder<'a> {
+    /// A builder for about this many documents: the term table starts large enough for a few
+    /// distinct words each, so building does not keep growing it.
+    pub(crate) fn with_capacity(documents: usize) -> Self {
+        let mut builder = Builder::default();
+        let terms = 64 + 8 * documents.min(1 << 16);
+        builder.index.terms.reserve(terms, |_| 0);
+        builder.postings.reserve(terms);
+        builder.index.documents.reserve(documents);
+        builder
+    }
+
+    /// Index a document: its name, the pieces of its text (as the text they make joined with
+    /// spaces: a space always separates words, so the words are the same), its namespace
+    /// (from [`Builder::namespace_of_text`] or [`Builder::namespace_of`]).
+    pub(crate) fn add(
+        &mut self,
+        name: &str,
+        pieces: impl FnOnce(&mut dyn FnMut(&str)),
+        namespace: usize,
+    ) {
         let id = self.index.documents.len() as DocId;
 
-        self.field_terms(document.text());
-        let length = self.terms.len() as u64;
+        // Every place the document holds a term, sorted once: a run of one term is its
+        // posting.
+        self.collect_terms(pieces);
+        let length = self.terms.len() as u32;
+        self.fields.clear();
+        self.fields
+            .extend(self.terms.iter().map(|&t| u64::from(t) << 2 | TEXT));
+        self.collect_terms(|piece| piece(name));
+        self.fields
+            .extend(self.terms.iter().map(|&t| u64::from(t) << 2 | NAME));
+        self.fields.extend(
+            self.namespaces[namespace]
+                .iter()
+                .map(|&t| u64::from(t) << 2 | NAMESPACE),
+        );
+        self.fields.sort_unstable();
+        for run in self.fields.chunk_by(|a, b| a >> 2 == b >> 2) {
+            let posting = Posting {
+                document: id,
+                count: run.iter().filter(|&&f| f & 3 == TEXT).count() as u32,
+                in_name: run.iter().any(|&f| f & 3 == NAME),
+                in_namespace: run.iter().any(|&f| f & 3 == NAMESPACE),
+            };
+            self.postings.push(((run[0] >> 2) as TermId, posting));
+        }
+
+        let local_name = name.split("__").last().unwrap_or("");
+        self.collect_terms(|piece| piece(local_name));
         self.terms.sort_unstable();
-        let mut counts: Vec<(TermId, u32)> = Vec::new();
-        for &term in &self.terms {
-            match counts.last_mut() {
-                Some((last, count)) if *last == term => *count += 1,
-                _ => counts.push((term, 1)),
-            }
+        self.terms.dedup();
+        let start = self.index.local_terms.len() as u32;
+        self.index.local_terms.extend_from_slice(&self.terms);
+        let local_terms = start..self.index.local_terms.len() as u32;
+
+        self.index.names.push_with(|out| out.push_str(name));
+        self.index.by_name.push((hash(name), id));
+        let exact = self
+            .index
+            .exact_names
+            .push_with(|out| push_exact_name(out, name));
+        for query in exact_queries(exact) {
+            self.index.by_exact_query.push((hash(query), id));
         }
 
-        let name_terms = self.distinct_terms(document.name());
-        let local_name = document.name().split("__").last().unwrap_or("");
-        let local_terms = self.distinct_terms(local_name);
-        let namespace = self.namespace(document.namespace_text());
-
-        // Postings: ascending by construction, since documents come in order.
-        let namespace_terms = &self.index.namespaces[namespace];
-        let mut fields: Vec<TermId> = counts
-            .iter()
-            .map(|&(term, _)| term)
-            .chain(name_terms.iter().copied())
-            .chain(namespace_terms.iter().copied())
-            .collect();
-        fields.sort_unstable();
-        fields.dedup();
-        for term in fields {
-            self.index.postings[term as usize].push(id);
-        }
-
-        self.index.total_length += length;
+        self.index.total_length += u64::from(length);
         self.index.documents.push(IndexedDocument {
-            name: document.name().to_owned(),
-            exact_name: exact_name(document.name()),
-            counts: counts.into(),
             length,
-            name_terms,
             local_terms,
-            namespace,
         });
     }
 
-    /// The terms of `text` into `self.terms`, in order.
-    fn field_terms(&mut self, text: &str) {
+    /// The namespace whose text is `text`.
+    pub(crate) fn namespace_of_text(&mut self, text: &str) -> usize {
+        if let Some(&namespace) = self.namespace_texts.get(text) {
+            return namespace;
+        }
+        let namespace = self.new_namespace(|piece| piece(text));
+        self.namespace_texts.insert(text.to_owned(), namespace);
+        namespace
+    }
+
+    /// The namespace of a tool (`None`: no namespace, an empty text).
+    pub(crate) fn namespace_of(&mut self, namespace: Option<&'a ToolNamespace>) -> usize {
+        let Some(namespace) = namespace else {
+            return self.namespace_of_text("");
+        };
+        if let Some(&id) = self.namespace_values.get(namespace) {
+            return id;
+        }
+        // The text is the three joined with spaces, so its words are theirs.
+        let id = self.new_namespace(|piece| {
+            piece(&namespace.name);
+            piece(namespace.description.as_deref().unwrap_or(""));
+            piece(namespace.instructions.as_deref().unwrap_or(""));
+        });
+        self.namespace_values.insert(namespace, id);
+        id
+    }
+
+    pub(crate) fn finish(mut self) -> ToolSearchIndex {
+        self.index.by_name.sort_unstable();
+        self.index.by_exact_query.sort_unstable();
+        // A counting sort by term, stable: each term's postings stay in document order.
+        let terms = self.index.term_texts.len();
+        let mut starts = vec![0u32; terms + 1];
+        for &(term, _) in &self.postings {
+            starts[term as usize + 1] += 1;
+        }
+        for t in 0..terms {
+            starts[t + 1] += starts[t];
+        }
+        let mut next = starts.clone();
+        let mut postings = vec![Posting::default(); self.postings.len()];
+        for &(term, posting) in &self.postings {
+            let slot = &mut next[term as usize];
+            postings[*slot as usize] = posting;
+            *slot += 1;
+        }
+        self.index.postings = postings;
+        self.index.posting_starts = starts;
+        self.index
+    }
+
+    fn new_namespace(&mut self, pieces: impl FnOnce(&mut dyn FnMut(&str))) -> usize {
+        self.collect_terms(pieces);
+        let mut terms = self.terms.clone();
+        terms.sort_unstable();
+        terms.dedup();
+        self.namespaces.push(terms);
+        self.namespaces.len() - 1
+    }
+
+    /// The terms of the pieces of a text into `self.terms`, in order (interned).
+    fn collect_terms(&mut self, pieces: impl FnOnce(&mut dyn FnMut(&str))) {
         self.terms.clear();
         let Builder {
             index,
@@ -371,38 +588,7 @@ impl Builder {
             terms,
             ..
         } = self;
-        tokenizer.each_word(text, |word| terms.push(index.intern(word)));
-    }
-
-    fn distinct_terms(&mut self, text: &str) -> Box<[TermId]> {
-        self.field_terms(text);
-        let mut terms = self.terms.clone();
-        terms.sort_unstable();
-        terms.dedup();
-        terms.into()
-    }
-
-    fn namespace(&mut self, text: &str) -> usize {
-        if let Some(&namespace) = self.namespace_ids.get(text) {
-            return namespace;
-        }
-        let terms = self.distinct_terms(text);
-        let namespace = self.index.namespaces.len();
-        self.index.namespaces.push(terms);
-        self.namespace_ids.insert(text.to_owned(), namespace);
-        namespace
-    }
-}
-
-impl ToolSearchIndex {
-    fn intern(&mut self, term: &str) -> TermId {
-        if let Some(&id) = self.terms.get(term) {
-            return id;
-        }
-        let id = self.postings.len() as TermId;
-        self.terms.insert(term.to_owned(), id);
-        self.postings.push(Vec::new());
-        id
+        pieces(&mut |piece| tokenizer.each_word(piece, |word| terms.push(index.intern(word))));
     }
 }
 
@@ -472,16 +658,24 @@ mod tests {
         );
     }
 
+    fn exact_name(name: &str) -> String {
+        let mut out = String::new();
+        push_exact_name(&mut out, name);
+        out
+    }
+
     #[test]
     fn exact_names() {
         assert_eq!(exact_name("  App__Thread-Read "), "app__thread_read");
         assert_eq!(exact_name("a😀"), "a__");
-        assert!(is_exact_name("thread_read", "mcp__app__thread_read"));
-        assert!(is_exact_name(
-            "mcp__app__thread_read",
-            "mcp__app__thread_read"
-        ));
-        assert!(!is_exact_name("read", "mcp__app__thread_read"));
+        assert_eq!(
+            exact_queries("mcp__app__thread_read").collect::<Vec<_>>(),
+            ["mcp__app__thread_read", "app__thread_read", "thread_read"]
+        );
+        assert_eq!(
+            exact_queries("a___b").collect::<Vec<_>>(),
+            ["a___b", "_b", "b"]
+        );
     }
 
     #[test]

@@ -15,9 +15,10 @@ use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
 ///    more followed by a lower-case letter (`HTTPResponse` → `HTTP Response`).
 /// 3. Lower case; every run of characters that are not letters, marks or digits (Unicode
 ///    general categories L, M, N) becomes one space.
-/// 4. Plain ASCII splits at spaces; other text goes through Unicode word segmentation (ICU's,
-///    with its dictionaries for Chinese, Japanese, Thai and the like, under the
-///    `icu-segmenter` feature; without it, at spaces too) and keeps the word-like segments.
+/// 4. Plain ASCII splits at spaces; other text is split as pi's `Intl.Segmenter` splits it
+///    (ICU4C's word rules, then ICU's dictionaries for runs of Chinese, Japanese, Thai, Lao,
+///    Khmer and Burmese; under the `icu-segmenter` feature, without it at spaces too),
+///    keeping the word-like segments.
 /// 5. Stop words (`a an and are as at be by for from in is it of on or that the this to with`)
 ///    are dropped, and words of ASCII letters and digits lose a plural ending: `-ies` → `-y`;
 ///    `-ches`, `-shes`, `-sses`, `-xes`, `-zes` lose `es`; another `-s` (not `-ss`) goes.
@@ -29,6 +30,8 @@ use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
 /// assert_eq!(tokenize("Search the repositories' issues"), ["search", "repository", "issue"]);
 /// assert_eq!(tokenize("OAuth2 v3"), ["o", "auth2", "v3"]);
 /// assert_eq!(tokenize("Order from the cafe\u{301}"), ["order", "café"]);
+/// # #[cfg(feature = "icu-segmenter")]
+/// assert_eq!(tokenize("プルリクエストをマージします"), ["プルリクエスト", "を", "マージ", "し", "ます"]);
 /// ```
 pub fn tokenize(text: &str) -> Vec<String> {
     let mut words = Vec::new();
@@ -39,8 +42,10 @@ pub fn tokenize(text: &str) -> Vec<String> {
 /// Tokenizes many texts with one set of buffers.
 #[derive(Debug, Default)]
 pub(crate) struct Tokenizer {
-    /// The word being built (ASCII text) or stemmed.
-    word: String,
+    /// A word with capitals, lower-cased.
+    lower: String,
+    /// A `-ies` word's singular form.
+    stemmed: String,
     /// The text after identifier boundaries, lower case and category replacement (other text).
     folded: String,
 }
@@ -60,20 +65,38 @@ impl Tokenizer {
     /// gives the words step 4 splits at spaces.
     fn ascii_words(&mut self, text: &str, emit: &mut impl FnMut(&str)) {
         let bytes = text.as_bytes();
-        self.word.clear();
+        // Words are slices of the text; only one with capitals or `-ies` is copied.
+        let mut start = None;
         for (i, &byte) in bytes.iter().enumerate() {
-            if !byte.is_ascii_alphanumeric() {
-                finish_word(&mut self.word, emit);
-                continue;
+            let boundary = !byte.is_ascii_alphanumeric()
+                || starts_identifier_word(
+                    i.checked_sub(1).map(|j| bytes[j]),
+                    byte,
+                    bytes.get(i + 1).copied(),
+                );
+            if boundary && let Some(start) = start.take() {
+                self.finish_word(&text[start..i], emit);
             }
-            let before = i.checked_sub(1).map(|j| bytes[j]);
-            let after = bytes.get(i + 1).copied();
-            if starts_identifier_word(before, byte, after) {
-                finish_word(&mut self.word, emit);
+            if byte.is_ascii_alphanumeric() {
+                start.get_or_insert(i);
             }
-            self.word.push(char::from(byte.to_ascii_lowercase()));
         }
-        finish_word(&mut self.word, emit);
+        if let Some(start) = start {
+            self.finish_word(&text[start..], emit);
+        }
+    }
+
+    /// Emit a word lower-cased (ASCII capitals; other text is lower case already), unless it
+    /// is empty or a stop word, in its singular form when it is ASCII letters and digits.
+    fn finish_word(&mut self, word: &str, emit: &mut impl FnMut(&str)) {
+        if word.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.lower.clear();
+            self.lower.push_str(word);
+            self.lower.make_ascii_lowercase();
+            emit_word(&self.lower, &mut self.stemmed, emit);
+        } else {
+            emit_word(word, &mut self.stemmed, emit);
+        }
     }
 
     /// Other text: the steps one after the other, on the whole text, since lower case (the
@@ -116,16 +139,10 @@ impl Tokenizer {
             .all(|b| b == b' ' || b.is_ascii_lowercase() || b.is_ascii_digit())
         {
             for piece in folded.split(' ') {
-                self.word.clear();
-                self.word.push_str(piece);
-                finish_word(&mut self.word, emit);
+                self.finish_word(piece, emit);
             }
         } else {
-            segment::each_word_like(&folded, |piece| {
-                self.word.clear();
-                self.word.push_str(piece);
-                finish_word(&mut self.word, emit);
-            });
+            each_word_like(&folded, |piece| self.finish_word(piece, emit));
         }
         self.folded = folded;
     }
@@ -178,18 +195,28 @@ fn is_word_char(c: char) -> bool {
     )
 }
 
-/// Drop an empty word or a stop word, stem the rest, emit it; leave `word` empty.
-fn finish_word(word: &mut String, emit: &mut impl FnMut(&str)) {
-    if !word.is_empty() && !is_stop_word(word) {
-        if word
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        {
-            stem(word);
-        }
-        emit(word);
+/// Drop an empty word or a stop word, emit the rest in singular form (`stemmed` holds a
+/// `-ies` word's `-y` form).
+fn emit_word(word: &str, stemmed: &mut String, emit: &mut impl FnMut(&str)) {
+    if word.is_empty() || is_stop_word(word) {
+        return;
     }
-    word.clear();
+    if !word
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    {
+        emit(word);
+        return;
+    }
+    match stem(word) {
+        Stem::Slice(word) => emit(word),
+        Stem::Y(head) => {
+            stemmed.clear();
+            stemmed.push_str(head);
+            stemmed.push('y');
+            emit(stemmed);
+        }
+    }
 }
 
 fn is_stop_word(word: &str) -> bool {
@@ -218,89 +245,40 @@ fn is_stop_word(word: &str) -> bool {
     )
 }
 
-/// pi's naive singular form of an ASCII word, in place: `issues` → `issue`, `searches` →
-/// `search`, `repositories` → `repository`; `class`, `bus` (three letters) stay.
-fn stem(word: &mut String) {
+/// A singular form: a prefix of the word, or a prefix followed by `y`.
+enum Stem<'w> {
+    Slice(&'w str),
+    Y(&'w str),
+}
+
+/// pi's naive singular form of an ASCII word: `issues` → `issue`, `searches` → `search`,
+/// `repositories` → `repository`; `class`, `bus` (three letters) stay.
+fn stem(word: &str) -> Stem<'_> {
     let len = word.len();
     if len > 4 && word.ends_with("ies") {
-        word.truncate(len - 3);
-        word.push('y');
+        Stem::Y(&word[..len - 3])
     } else if len > 4
         && ["ches", "shes", "sses", "xes", "zes"]
             .iter()
             .any(|ending| word.ends_with(ending))
     {
-        word.truncate(len - 2);
+        Stem::Slice(&word[..len - 2])
     } else if len > 3 && word.ends_with('s') && !word.ends_with("ss") {
-        word.truncate(len - 1);
+        Stem::Slice(&word[..len - 1])
+    } else {
+        Stem::Slice(word)
     }
 }
 
-/// Word segmentation of text that is not plain ASCII words (step 4). The text holds only
-/// letters, marks, digits and single spaces.
+/// Word segmentation as ICU4C does it (step 4), with its dictionaries.
 #[cfg(feature = "icu-segmenter")]
-mod segment {
-    use std::sync::LazyLock;
-
-    use icu_segmenter::options::WordBreakInvariantOptions;
-    use icu_segmenter::{WordSegmenter, WordSegmenterBorrowed};
-
-    /// pi uses `Intl.Segmenter` (ICU4C), which splits Chinese, Japanese, Thai, Lao, Khmer and
-    /// Burmese with dictionaries. ICU4X's `new_auto` would use LSTM models for the last four;
-    /// the dictionaries give ICU4C's words.
-    static SEGMENTER: LazyLock<WordSegmenterBorrowed<'static>> =
-        LazyLock::new(|| WordSegmenter::new_dictionary(WordBreakInvariantOptions::default()));
-
-    /// Call `emit` with each word-like segment, as `Intl.Segmenter`'s `isWordLike` picks them.
-    pub(super) fn each_word_like(text: &str, mut emit: impl FnMut(&str)) {
-        let mut start = 0;
-        let mut breaks = SEGMENTER.segment_str(text);
-        while let Some(end) = breaks.next() {
-            if end == 0 {
-                continue;
-            }
-            let segment = &text[start..end];
-            if breaks.is_word_like() || ends_in_marks_after_a_word(segment) {
-                emit(segment);
-            }
-            start = end;
-        }
-    }
-
-    /// ICU4X types a segment by its last character, so `नमस्ते` (ending in a vowel sign) or a
-    /// decomposed `é` at the end of a word comes out as not word-like. ICU4C types it by the
-    /// rule that matched, where marks extend the character before them (UAX #29 WB4): the
-    /// segment is word-like when it is without its trailing marks.
-    fn ends_in_marks_after_a_word(segment: &str) -> bool {
-        let base = segment.trim_end_matches(is_mark);
-        if base.len() == segment.len() || base.is_empty() {
-            return false;
-        }
-        let mut breaks = SEGMENTER.segment_str(base);
-        let mut word_like = false;
-        while breaks.next().is_some() {
-            word_like = breaks.is_word_like();
-        }
-        word_like
-    }
-
-    fn is_mark(c: char) -> bool {
-        use unicode_general_category::GeneralCategory::*;
-        !c.is_ascii()
-            && matches!(
-                unicode_general_category::get_general_category(c),
-                NonspacingMark | SpacingMark | EnclosingMark
-            )
-    }
-}
+use super::segment::each_word_like;
 
 /// Without ICU, text that is not plain ASCII splits at spaces: the same words for scripts
 /// written with spaces, one word for a run of Chinese or Japanese.
 #[cfg(not(feature = "icu-segmenter"))]
-mod segment {
-    pub(super) fn each_word_like(text: &str, emit: impl FnMut(&str)) {
-        text.split(' ').for_each(emit);
-    }
+fn each_word_like(text: &str, emit: impl FnMut(&str)) {
+    text.split(' ').for_each(emit);
 }
 
 #[cfg(test)]

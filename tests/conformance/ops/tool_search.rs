@@ -4,7 +4,7 @@
 
 use pi_runtime::agent::validate_tool_call;
 use pi_runtime::tool::Exposure;
-use pi_runtime::tool_search::{self, RegisteredTool, ToolNamespace, ToolSearch};
+use pi_runtime::tool_search::{self, RegisteredTool, ToolNamespace, ToolSearch, ToolSearchArgs};
 use pi_runtime::{Tool, ToolCall};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -80,11 +80,16 @@ pub(crate) fn prepare(request: &Map<String, Value>) -> Result<Prepared, String> 
     }))
 }
 
-/// Everything a call does: validation, the index over the session's tools, the ranking.
+/// Everything a call does, in pi's order: validation, the tool's checks of its arguments,
+/// the index over the session's tools, the ranking.
 fn run(request: &Request, tool: &Tool, call: &ToolCall, definition: Option<&Value>) -> Answer {
     let arguments = match validate_tool_call(tool, call) {
         Ok(arguments) => arguments,
         Err(error) => return Answer::Err(error.into_message()),
+    };
+    let args = match ToolSearchArgs::from_arguments(&arguments) {
+        Ok(args) => args,
+        Err(error) => return Answer::Err(error.to_string()),
     };
     let search = ToolSearch::new(request.tools.iter().map(|t| {
         let registered = RegisteredTool::new(&t.name, &t.description, &t.parameters, t.exposure);
@@ -93,10 +98,7 @@ fn run(request: &Request, tool: &Tool, call: &ToolCall, definition: Option<&Valu
             None => registered,
         }
     }));
-    let output = match search.call(&arguments, &request.active) {
-        Ok(output) => output,
-        Err(error) => return Answer::Err(error.to_string()),
-    };
+    let output = search.run(args, &request.active);
     let mut active = request.active.clone();
     active.extend(output.loaded().map(str::to_owned));
     Answer::Typed(Box::new(Reply {
