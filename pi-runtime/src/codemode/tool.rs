@@ -499,6 +499,14 @@ impl CallHost for PipelineHost {
             }
         })
     }
+
+    /// `tool_execution_update` with no content and the records as `details.calls`, as pi's
+    /// `onUpdate`, so a viewer shows the nested calls while the script runs.
+    fn progress(&self, calls: &[CallRecord]) {
+        let details = json!({ "calls": calls });
+        self.ctx
+            .update(ToolResult::new(Vec::new()).with_details(details));
+    }
 }
 
 impl AgentTool for CodemodeTool {

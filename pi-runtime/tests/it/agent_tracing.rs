@@ -105,10 +105,8 @@ fn named(name: &str, panics: bool) -> FnTool {
     )
 }
 
-/// Run one prompt with a parallel batch of five calls (two that succeed, an invalid one, a
-/// blocked one, a panicking one) on a multi-threaded runtime whose worker threads all
-/// report to `capture`.
-fn traced_run(capture: &Capture, capture_content: bool) {
+/// Run `run` on a multi-threaded runtime whose worker threads all report to `capture`.
+fn traced<F: std::future::Future<Output = ()>>(capture: &Capture, run: F) {
     // tracing caches each callsite's interest for the whole process. While only one
     // dispatcher exists, a callsite first reached by another test's thread (which has none)
     // would be cached as never, and this run's spans lost. A second, inert dispatcher makes
@@ -128,7 +126,14 @@ fn traced_run(capture: &Capture, capture_content: bool) {
         .build()
         .unwrap();
     let _main = tracing::dispatcher::set_default(&dispatch);
-    runtime.block_on(async {
+    runtime.block_on(run);
+    drop(runtime);
+}
+
+/// Run one prompt with a parallel batch of five calls (two that succeed, an invalid one, a
+/// blocked one, a panicking one).
+fn traced_run(capture: &Capture, capture_content: bool) {
+    traced(capture, async {
         let model = FauxModel::new()
             .respond(
                 FauxResponse::tool_call("c1", "add", json!({"a": 1, "b": 2}))
@@ -153,7 +158,6 @@ fn traced_run(capture: &Capture, capture_content: bool) {
             .unwrap();
         agent.prompt("go").await.unwrap();
     });
-    drop(runtime);
 }
 
 fn by_name<'a>(spans: &'a [SpanRecord], name: &str) -> Vec<(usize, &'a SpanRecord)> {
@@ -262,5 +266,57 @@ fn content_is_recorded_only_when_asked_for() {
     assert_eq!(
         last_chat.field("gen_ai.output.messages"),
         Some(r#"[{"type":"text","text":"done"}]"#)
+    );
+}
+
+/// A code mode script's calls run through the pipeline under spans of their own, children
+/// of the `codemode` call's span, with their ids and outcomes.
+#[cfg(feature = "codemode")]
+#[test]
+fn nested_calls_of_a_script_sit_under_the_codemode_span() {
+    use pi_runtime::codemode::CodemodeTool;
+
+    let capture = Capture::default();
+    traced(&capture, async {
+        let code = "await tools.add({ a: 1, b: 2 });\n\
+                    try { await tools.add({ a: 1 }); } catch (e) {}\n\
+                    return 'ok';";
+        let model = FauxModel::new()
+            .respond(FauxResponse::tool_call(
+                "c1",
+                "codemode",
+                json!({ "code": code }),
+            ))
+            .respond(FauxResponse::text("done"));
+        let agent = Agent::builder()
+            .model(model)
+            .tools((add(), CodemodeTool::new()))
+            .build()
+            .unwrap();
+        agent.prompt("go").await.unwrap();
+    });
+    let spans = capture.spans.lock().unwrap().clone();
+
+    let scripts = by_name(&spans, "execute_tool codemode");
+    assert_eq!(scripts.len(), 1, "{spans:#?}");
+    let (script, script_span) = scripts[0];
+    assert_eq!(script_span.field("gen_ai.tool.call.id"), Some("c1"));
+    let nested = by_name(&spans, "execute_tool add");
+    let summary: Vec<_> = nested
+        .iter()
+        .map(|(_, span)| {
+            (
+                span.parent,
+                span.field("gen_ai.tool.call.id"),
+                span.field("error.type"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (Some(script), Some("c1/1"), None),
+            (Some(script), Some("c1/2"), Some("validation")),
+        ]
     );
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use pi_runtime::agent::AgentEvent;
 use pi_runtime::codemode::{CodemodeMode, CodemodeSettings, CodemodeTool, base_description};
 use pi_runtime::message::join_text;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
@@ -139,6 +140,50 @@ async fn a_script_calls_two_tools_and_returns_one_joined_answer() {
             {"id": "call_1/1", "name": "get-user", "args": "{\"id\":7}", "status": "ok"},
             {"id": "call_1/2", "name": "orders", "args": "{\"user\":\"Ada 7\"}", "status": "ok"},
         ])
+    );
+}
+
+/// While a script runs, its call records reach the agent's events as pi's `onUpdate` does:
+/// an empty list at the start, then the calls as they start and end.
+#[tokio::test]
+async fn the_script_s_calls_show_in_progress_events() {
+    let slow = FnTool::new(
+        "slow",
+        "Answers after half a second",
+        json!({"type": "object", "properties": {}}),
+        |_args, _ctx| async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            Ok(ToolResult::text("late"))
+        },
+    );
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call(
+            "call_1",
+            "codemode",
+            json!({"code": "return await tools.slow({});"}),
+        ))
+        .respond(FauxResponse::text("done"));
+    let agent = Agent::builder()
+        .model(model)
+        .tools((slow, CodemodeTool::new()))
+        .build()
+        .expect("the agent builds");
+    let updates = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&updates);
+    agent.subscribe(move |event| {
+        if let AgentEvent::ToolExecutionUpdate { partial_result, .. } = &*event {
+            assert!(partial_result.content.is_empty());
+            let calls = partial_result.details.as_ref().map(|d| d["calls"].clone());
+            seen.lock().expect("not poisoned").push(calls);
+        }
+        std::future::ready(())
+    });
+    agent.prompt("go").await.expect("the run completes");
+    let running = json!({"id": "call_1/?", "name": "slow", "args": "{}", "status": "running"});
+    let ok = json!({"id": "call_1/1", "name": "slow", "args": "{}", "status": "ok"});
+    assert_eq!(
+        *updates.lock().expect("not poisoned"),
+        [Some(json!([])), Some(json!([running])), Some(json!([ok]))]
     );
 }
 

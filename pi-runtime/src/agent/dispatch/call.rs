@@ -17,10 +17,12 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::agent::approval::{self, Approval};
 use crate::agent::failure::{self, BLOCKED, CallFailure, OPERATION_ABORTED};
 use crate::agent::hooks::{AfterToolCall, BeforeToolCall, Hooks, ToolCallDecision};
+use crate::agent::telemetry;
 use crate::agent::turn_tools::TurnTools;
 use crate::args::ValidationError;
 use crate::message::{AssistantMessage, Message, ToolCall, ToolResultMessage, now_ms};
@@ -59,20 +61,24 @@ pub(super) struct CallScope {
 
 /// A tool's own calls of other tools ([`ToolContext::call_tool`](crate::ToolContext::call_tool))
 /// take the pipeline of the scope that runs the tool, one at a time per call, without a
-/// lane: the calling tool may itself hold one.
+/// lane: the calling tool may itself hold one. Each gets its own `execute_tool` span, made
+/// where the calling tool runs, so it sits under that tool's span.
 impl ToolCaller for CallScope {
     fn call(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, ToolResult> {
-        Box::pin(async move {
-            match prepare_in(&call, &self, true).await {
-                Preflight::Immediate(outcome) => outcome.result,
-                Preflight::Held(held) => held.refused(&call).result,
+        let span = telemetry::tool_span(&call, self.capture_content);
+        let recorded = span.clone();
+        let run = async move {
+            let outcome = match prepare_in(&call, &self, true).await {
+                Preflight::Immediate(outcome) => outcome,
+                Preflight::Held(held) => held.refused(&call),
                 Preflight::Ready(ready) => {
-                    execute(ready, &call, &self, |_| std::future::ready(()))
-                        .await
-                        .result
+                    execute(ready, &call, &self, |_| std::future::ready(())).await
                 }
-            }
-        })
+            };
+            telemetry::record_outcome(&recorded, &outcome, self.capture_content);
+            outcome.result
+        };
+        Box::pin(run.instrument(span))
     }
 
     fn tools(&self) -> Option<ConversationTools> {
