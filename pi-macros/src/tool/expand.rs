@@ -325,6 +325,7 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let output_schema = output_schema(tool, &private);
     let execute = execute(tool, paths);
     let prompt = prompt(tool, &private);
+    let policy = policy(tool, &private);
 
     quote! {
         #[doc = #type_doc]
@@ -372,6 +373,34 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             #output_schema
             #exposure
             #approval
+            #policy
+        }
+    }
+}
+
+/// `policy`: the checked values of `timeout`, `retries`, `concurrency` and `max_output`.
+/// Absent without any of them, so the trait's default (no limits) applies.
+fn policy(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
+    let policy = &tool.attrs.policy;
+    if policy.is_empty() {
+        return TokenStream::new();
+    }
+    let timeout = policy
+        .timeout_ms
+        .map(|ms| quote!(.with_timeout(::core::time::Duration::from_millis(#ms))));
+    let retries = policy
+        .retries
+        .map(|retries| quote!(.with_retries(#retries)));
+    let concurrency = policy
+        .concurrency
+        .as_ref()
+        .map(|(name, permits)| quote!(.with_concurrency(#name, #permits)));
+    let max_output = policy
+        .max_output
+        .map(|bytes| quote!(.with_max_output(#bytes)));
+    quote! {
+        fn policy(&self) -> #private::ToolPolicy {
+            #private::ToolPolicy::new() #timeout #retries #concurrency #max_output
         }
     }
 }

@@ -3,6 +3,7 @@
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
+use super::dispatch::Policies;
 use super::hooks::Hooks;
 use super::sink::Bus;
 use super::state::QueueMode;
@@ -32,6 +33,9 @@ pub(crate) struct Config {
     pub(crate) max_turns: Option<usize>,
     /// Record content on the `tracing` spans.
     pub(crate) capture_content: bool,
+    /// The tools' execution policies: the agent's defaults, the named concurrency limits
+    /// (shared by every conversation of the definition), where cut output is saved.
+    pub(crate) policies: Arc<Policies>,
 }
 
 impl Config {

@@ -3,7 +3,7 @@
 //! What goes wrong inside a run is never one of these: it becomes a message the model sees.
 
 use super::approval::ApprovalError;
-use crate::tool::RegistryError;
+use crate::tool::{ConcurrencyConflict, RegistryError};
 
 /// A request the agent cannot take in its current state.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -49,4 +49,7 @@ pub enum BuildError {
     /// Two tools share a name, or a schema does not compile.
     #[error(transparent)]
     Tools(#[from] RegistryError),
+    /// Two tools name one concurrency limit with different permits.
+    #[error(transparent)]
+    Concurrency(#[from] ConcurrencyConflict),
 }

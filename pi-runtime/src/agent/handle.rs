@@ -483,7 +483,8 @@ impl Agent {
             config.execution,
             Arc::new(limits),
             config.capture_content,
-        );
+        )
+        .with_policies(Arc::clone(&config.policies));
         let messages = dispatcher.hook_transcript(&messages);
         dispatcher
             .call(&call, messages, None, |_| std::future::ready(()))

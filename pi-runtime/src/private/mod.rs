@@ -26,7 +26,7 @@ pub use std::sync::LazyLock;
 pub use crate::args::deserialize_arguments;
 pub use crate::tool::{
     AgentTool, Approval, ApprovalPolicy, Args, ConstrainedSampling, ExecutionMode, Exposure, State,
-    Strictness, Tool, ToolContext, ToolDefinition, ToolError, ToolResult,
+    Strictness, Tool, ToolContext, ToolDefinition, ToolError, ToolPolicy, ToolResult,
 };
 
 /// The doc-comment rule's last step: the `#[doc]` lines were joined with `\n` (one leading

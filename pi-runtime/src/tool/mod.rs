@@ -16,7 +16,9 @@ mod dynamic;
 mod exposure;
 mod hints;
 mod layers;
+pub(crate) mod output;
 mod params;
+mod policy;
 mod registry;
 mod result;
 mod switch;
@@ -28,7 +30,9 @@ pub use dynamic::FnTool;
 pub use exposure::{Exposed, Exposure, ToolSetExt};
 pub use hints::ToolHints;
 pub use layers::{AgentTool, ExecutionMode, RequestLoadout, ToolDefinition};
+pub use output::{OutputSaver, TempFileSaver};
 pub use params::{Args, State};
+pub use policy::{Concurrency, ConcurrencyConflict, ConcurrencyLimits, ToolPolicy};
 pub use registry::{RegistryError, ToolRegistry, ToolSet};
 pub use result::{
     IntoToolError, IntoToolResult, Json, JsonOutput, ToolError, ToolErrorKind, ToolResult,

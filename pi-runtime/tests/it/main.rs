@@ -103,6 +103,7 @@ mod responses_http_errors;
 mod responses_prompt_cache;
 mod schema_tool;
 mod tool_changes;
+mod tool_policy;
 #[cfg(feature = "tools")]
 mod tools_bash;
 #[cfg(feature = "tools")]
