@@ -548,7 +548,7 @@ pub use stream::{
 };
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
-    AgentTool, Args, ConstrainedSampling, ExecutionMode, FnTool, IntoToolResult, Json, State,
+    AgentTool, Args, ConstrainedSampling, Ctx, ExecutionMode, FnTool, IntoToolResult, Json, State,
     Strictness, Tool, ToolContext, ToolDefinition, ToolError, ToolRegistry, ToolResult, ToolSet,
 };
 

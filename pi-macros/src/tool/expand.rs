@@ -106,6 +106,10 @@ fn checks(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
                 let private = paths.private_at(inner.span());
                 bounds.push(quote_spanned!(inner.span()=> #inner: #private::ToolState));
             }
+            ParamKind::Ctx { inner } => {
+                let private = paths.private_at(inner.span());
+                bounds.push(quote_spanned!(inner.span()=> #inner: #private::RunContextValue));
+            }
             ParamKind::Context | ParamKind::Receiver => {}
         }
     }
@@ -326,6 +330,13 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let execute = execute(tool, paths);
     let prompt = prompt(tool, &private);
     let policy = policy(tool, &private);
+    let context_type = tool.ctx().map(|inner| {
+        quote! {
+            fn context_type(&self) -> ::core::option::Option<#private::ContextType> {
+                ::core::option::Option::Some(#private::ContextType::of::<#inner>())
+            }
+        }
+    });
 
     quote! {
         #[doc = #type_doc]
@@ -374,6 +385,7 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             #exposure
             #approval
             #policy
+            #context_type
         }
     }
 }
@@ -486,7 +498,7 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let uses_context = tool
         .params
         .iter()
-        .any(|param| matches!(param.kind, ParamKind::Context));
+        .any(|param| matches!(param.kind, ParamKind::Context | ParamKind::Ctx { .. }));
     let ctx = if uses_context {
         quote!(__ctx)
     } else {
@@ -504,8 +516,13 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
         }
         ParamKind::Args { .. } => quote!(#private::Args(__args)),
         ParamKind::State { .. } => quote!(#private::State(__state)),
+        ParamKind::Ctx { .. } => quote!(#private::Ctx(__context)),
         ParamKind::Context | ParamKind::Receiver => quote!(__ctx),
     });
+    // Taken before the call moves `__ctx` into a `ToolContext` parameter.
+    let context = tool
+        .ctx()
+        .map(|inner| quote!(let __context: #inner = #private::run_context(&__ctx, #ty::NAME)?;));
     // Where a non-`Send` future or an unconvertible return type is reported a second time
     // (after the checks), point at the user's tokens too, not at `#[tool]`.
     let boxed = {
@@ -527,6 +544,7 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             #state
             #boxed(async move {
                 let __args: #args_type = #private::deserialize_arguments(#ty::NAME, params)?;
+                #context
                 let __output = #fn_ident(#(#call_args),*).await;
                 #into_outcome
             })

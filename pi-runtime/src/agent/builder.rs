@@ -22,8 +22,8 @@ use crate::message::Message;
 use crate::prompt::ToolSectionStyle;
 use crate::stream::{LanguageModel, ThinkingLevel};
 use crate::tool::{
-    ConcurrencyLimits, ExecutionMode, OutputSaver, ToolDefinition, ToolError, ToolPolicy,
-    ToolRegistry, ToolSet,
+    ConcurrencyLimits, ContextType, ExecutionMode, OutputSaver, ToolDefinition, ToolError,
+    ToolPolicy, ToolRegistry, ToolSet,
 };
 
 /// Builds an [`Agent`]; start with [`Agent::builder`].
@@ -46,6 +46,7 @@ pub struct AgentBuilder {
     steering_mode: QueueMode,
     follow_up_mode: QueueMode,
     policies: Policies,
+    context_type: Option<ContextType>,
 }
 
 impl Default for AgentBuilder {
@@ -67,6 +68,7 @@ impl Default for AgentBuilder {
             steering_mode: QueueMode::OneAtATime,
             follow_up_mode: QueueMode::OneAtATime,
             policies: Policies::default(),
+            context_type: None,
         }
     }
 }
@@ -271,6 +273,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Declare the type of the context the agent's runs supply (see [`Ctx`](crate::Ctx)):
+    /// `build()` then fails when a tool reads another, instead of the first `prompt()`.
+    #[must_use]
+    pub fn context_type<T: Send + Sync + 'static>(mut self) -> Self {
+        self.context_type = Some(ContextType::of::<T>());
+        self
+    }
+
     /// Abort a run that takes longer than this: the tools see the cancellation, and the run
     /// ends with an `aborted` response. A tool that ignores its signal is waited for one more
     /// second at most; its result is then an error that says it was stopped.
@@ -358,6 +368,15 @@ impl AgentBuilder {
         let model = self.model.ok_or(BuildError::MissingModel)?;
         let tools = ToolRegistry::new(self.tools)?;
         for (tool, _) in tools.registered() {
+            if let (Some(needs), Some(supplied)) = (tool.context_type(), self.context_type)
+                && needs != supplied
+            {
+                return Err(BuildError::ContextType {
+                    tool: tool.definition().name.clone(),
+                    needs: needs.name(),
+                    supplied: supplied.name(),
+                });
+            }
             if let Some(limit) = &self.policies.of(tool.as_ref()).concurrency {
                 self.policies
                     .limits

@@ -184,4 +184,7 @@ impl ToolDefinition for WithExposure {
     fn policy(&self) -> super::ToolPolicy {
         self.tool.policy()
     }
+    fn context_type(&self) -> Option<super::ContextType> {
+        self.tool.context_type()
+    }
 }

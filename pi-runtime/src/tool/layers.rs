@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    ApprovalPolicy, Exposure, Tool, ToolContext, ToolError, ToolHints, ToolPolicy, ToolRegistry,
-    ToolResult,
+    ApprovalPolicy, ContextType, Exposure, Tool, ToolContext, ToolError, ToolHints, ToolPolicy,
+    ToolRegistry, ToolResult,
 };
 
 /// What one tool changes in the declarations of a request, given every registered tool
@@ -146,6 +146,13 @@ pub trait ToolDefinition: AgentTool {
     fn policy(&self) -> ToolPolicy {
         ToolPolicy::new()
     }
+
+    /// The type of the run context the tool reads (`#[tool]` sets it for a `Ctx<T>`
+    /// parameter; `None`, the default, reads none). A run whose context is missing or of
+    /// another type does not start; see [`Ctx`](super::Ctx).
+    fn context_type(&self) -> Option<ContextType> {
+        None
+    }
 }
 
 impl<T: AgentTool + ?Sized> AgentTool for Arc<T> {
@@ -201,5 +208,8 @@ impl<T: ToolDefinition + ?Sized> ToolDefinition for Arc<T> {
     }
     fn policy(&self) -> ToolPolicy {
         (**self).policy()
+    }
+    fn context_type(&self) -> Option<ContextType> {
+        (**self).context_type()
     }
 }

@@ -21,6 +21,7 @@ mod params;
 mod policy;
 mod registry;
 mod result;
+mod run_context;
 mod switch;
 
 pub use approval::{Approval, ApprovalPolicy};
@@ -31,11 +32,12 @@ pub use exposure::{Exposed, Exposure, ToolSetExt};
 pub use hints::ToolHints;
 pub use layers::{AgentTool, ExecutionMode, RequestLoadout, ToolDefinition};
 pub use output::{OutputSaver, TempFileSaver};
-pub use params::{Args, State};
+pub use params::{Args, Ctx, State};
 pub use policy::{Concurrency, ConcurrencyConflict, ConcurrencyLimits, ToolPolicy};
 pub use registry::{RegistryError, ToolRegistry, ToolSet};
 pub use result::{
     IntoToolError, IntoToolResult, Json, JsonOutput, ToolError, ToolErrorKind, ToolResult,
 };
+pub use run_context::{ContextType, RunContext};
 pub use switch::ConversationTools;
 pub(crate) use switch::ToolSwitch;

@@ -101,6 +101,7 @@ mod responses_http_errors;
     feature = "google"
 ))]
 mod responses_prompt_cache;
+mod run_context;
 mod schema_tool;
 mod tool_changes;
 mod tool_policy;

@@ -27,8 +27,8 @@ use crate::args::ValidationError;
 use crate::message::{AssistantMessage, Message, ToolCall, ToolResultMessage, now_ms};
 use crate::tool::context::ToolCaller;
 use crate::tool::{
-    ConversationTools, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult,
-    ToolSwitch,
+    ConversationTools, RunContext, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind,
+    ToolResult, ToolSwitch,
 };
 
 /// How long a running tool may ignore the run's cancellation before the loop stops waiting
@@ -41,6 +41,8 @@ pub(crate) struct RunLimits {
     pub(crate) signal: CancellationToken,
     /// When the run's time limit cancels the signal, if it has one.
     pub(crate) deadline: Option<Instant>,
+    /// The run's context, handed to every call (nested ones too) and hook.
+    pub(crate) context: Option<RunContext>,
 }
 
 /// What every call of one batch shares, in one `Arc` that each spawned job and each
@@ -211,6 +213,7 @@ async fn prepare_in(call: &ToolCall, scope: &CallScope, nested: bool) -> Preflig
             args: args.clone(),
             messages: Arc::clone(&scope.messages),
             signal: scope.signal().clone(),
+            context: scope.limits.context.clone(),
         };
         let decision = guarded(|| before(context)).await;
         // An abort while the hook ran wins over whatever the hook answered (as in pi).
@@ -314,6 +317,7 @@ where
         call_signal.clone(),
         tx,
         Arc::clone(scope) as Arc<dyn ToolCaller>,
+        scope.limits.context.clone(),
     );
     // `after_tool_call` needs the arguments too; only then is a copy worth making.
     let kept_args = scope.hooks.after_tool_call.as_ref().map(|_| args.clone());
@@ -383,6 +387,7 @@ where
             result: result.clone(),
             messages: Arc::clone(&scope.messages),
             signal: scope.signal().clone(),
+            context: scope.limits.context.clone(),
         };
         match guarded(|| after(context)).await {
             Ok(Ok(patch)) => {
