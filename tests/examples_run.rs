@@ -575,3 +575,16 @@ fn codemode_runs_one_program_instead_of_three_calls_and_shows_the_savings() {
          messages in the last request: 5989 bytes call by call, 1365 bytes with one program (4.4x smaller)\n"
     );
 }
+
+#[test]
+fn server_serves_each_tenant_its_own_notes_from_one_definition() {
+    let output = run("server", &["--demo"]);
+    let out = stdout(&output);
+    assert!(output.status.success(), "{out}{}", stderr(&output));
+    assert_eq!(
+        out,
+        "acme \"note buy milk\" -> 200 saved note 1 for acme: buy milk\n\
+         acme \"list\" -> 200 acme's notes: buy milk\n\
+         globex \"list\" -> 200 globex has no notes\n"
+    );
+}

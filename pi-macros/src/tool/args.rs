@@ -7,7 +7,9 @@ use proc_macro2::TokenStream;
 use syn::meta::ParseNestedMeta;
 use syn::parse::{ParseStream, Parser};
 use syn::punctuated::Punctuated;
-use syn::{LitBool, LitStr, Token};
+use syn::{LitBool, LitInt, LitStr, Token};
+
+use super::policy::{self, Policy};
 
 use crate::ctxt::Ctxt;
 
@@ -23,6 +25,10 @@ pub(crate) const STRICT: &str = "strict";
 pub(crate) const PREPARE: &str = "prepare";
 pub(crate) const APPROVAL: &str = "approval";
 pub(crate) const CLOSED: &str = "closed";
+pub(crate) const TIMEOUT: &str = "timeout";
+pub(crate) const RETRIES: &str = "retries";
+pub(crate) const CONCURRENCY: &str = "concurrency";
+pub(crate) const MAX_OUTPUT: &str = "max_output";
 pub(crate) const CRATE: &str = "crate";
 pub(crate) const ALIAS: &str = "alias";
 
@@ -40,6 +46,10 @@ const TOOL_KEYS: &[&str] = &[
     PREPARE,
     APPROVAL,
     CLOSED,
+    TIMEOUT,
+    RETRIES,
+    CONCURRENCY,
+    MAX_OUTPUT,
     CRATE,
 ];
 
@@ -111,6 +121,8 @@ pub(crate) struct ToolAttrs {
     pub(crate) prepare: Option<syn::Path>,
     pub(crate) approval: Option<Approval>,
     pub(crate) closed: Option<LitBool>,
+    /// `timeout`, `retries`, `concurrency`, `max_output`, parsed and checked.
+    pub(crate) policy: Policy,
     pub(crate) krate: Option<syn::Path>,
 }
 
@@ -218,6 +230,48 @@ impl ToolAttrs {
                     syn::Error::new(error.span(), "expected `closed = true` or `closed = false`")
                 })?;
                 set(cx, &mut self.closed, key, value);
+            }
+            TIMEOUT => {
+                let lit = lit_str(meta)?;
+                match policy::duration_ms(&lit.value()) {
+                    Ok(ms) => set(cx, &mut self.policy.timeout_ms, key, ms),
+                    Err(why) => cx.error_spanned_by(
+                        &lit,
+                        format!("invalid timeout `{}`: {why}", lit.value()),
+                    ),
+                }
+            }
+            RETRIES => {
+                let lit: LitInt = meta.value()?.parse().map_err(|error| {
+                    syn::Error::new(error.span(), "expected a whole number: write `retries = 3`")
+                })?;
+                match lit.base10_parse::<u32>() {
+                    Ok(retries) => set(cx, &mut self.policy.retries, key, retries),
+                    Err(_) => cx.error_spanned_by(
+                        &lit,
+                        format!("invalid retries `{lit}`: the failed calls one run allows is a whole number from 0 to 4294967295, e.g. `retries = 3`"),
+                    ),
+                }
+            }
+            CONCURRENCY => {
+                let lit = lit_str(meta)?;
+                match policy::concurrency(&lit.value()) {
+                    Ok(limit) => set(cx, &mut self.policy.concurrency, key, limit),
+                    Err(why) => cx.error_spanned_by(
+                        &lit,
+                        format!("invalid concurrency `{}`: {why}", lit.value()),
+                    ),
+                }
+            }
+            MAX_OUTPUT => {
+                let lit = lit_str(meta)?;
+                match policy::size_bytes(&lit.value()) {
+                    Ok(bytes) => set(cx, &mut self.policy.max_output, key, bytes),
+                    Err(why) => cx.error_spanned_by(
+                        &lit,
+                        format!("invalid max_output `{}`: {why}", lit.value()),
+                    ),
+                }
             }
             CRATE => {
                 let lit = lit_str(meta)?;

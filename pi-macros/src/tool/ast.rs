@@ -1,5 +1,5 @@
 //! Our model of the user's fn: every parameter classified (plain argument, `Args<T>`,
-//! `State<S>`, `ToolContext`), each node keeping the user's tokens so later stages can put an
+//! `State<S>`, `Ctx<T>`, `ToolContext`), each node keeping the user's tokens so later stages can put an
 //! error on the exact token.
 
 use syn::{Attribute, FnArg, Ident, ItemFn, Pat, PatType, PathArguments, Type};
@@ -30,6 +30,8 @@ pub(crate) enum ParamKind<'a> {
     Args { inner: &'a Type },
     /// `State(x): State<S>`: the tool value holds an `S`.
     State { inner: &'a Type },
+    /// `Ctx(x): Ctx<T>`: the run supplies a `T`.
+    Ctx { inner: &'a Type },
     /// `ctx: ToolContext`.
     Context,
     /// `self`, `&self`: rejected by `check`.
@@ -88,6 +90,14 @@ impl<'a> ToolFn<'a> {
         })
     }
 
+    /// `T` of the `Ctx<T>` parameter, if any.
+    pub(crate) fn ctx(&self) -> Option<&'a Type> {
+        self.params.iter().find_map(|param| match param.kind {
+            ParamKind::Ctx { inner } => Some(inner),
+            _ => None,
+        })
+    }
+
     /// The name the model calls: `name = "..."` or the fn's name.
     pub(crate) fn tool_name(&self) -> String {
         match &self.attrs.name {
@@ -109,6 +119,8 @@ impl<'a> Param<'a> {
             ParamKind::Args { inner }
         } else if let Some(inner) = wrapper_inner(&pat.ty, "State") {
             ParamKind::State { inner }
+        } else if let Some(inner) = wrapper_inner(&pat.ty, "Ctx") {
+            ParamKind::Ctx { inner }
         } else if is_named(&pat.ty, "ToolContext") {
             ParamKind::Context
         } else {

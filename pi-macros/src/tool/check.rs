@@ -18,6 +18,8 @@ pub(crate) fn check(cx: &Ctxt, tool: &ToolFn<'_>) {
     plain_patterns(cx, tool);
     owned_arguments(cx, tool);
     one_of_each_special(cx, tool);
+    ctx_owned(cx, tool);
+    ctx_not_nested(cx, tool);
     args_alone(cx, tool);
     attrs_on_special_params(cx, tool);
     aliases_unique(cx, tool);
@@ -151,13 +153,14 @@ fn owned_suggestion(borrowed: &Type) -> String {
     }
 }
 
-/// At most one `ToolContext`, one `State<S>` and one `Args<T>`.
+/// At most one `ToolContext`, one `State<S>`, one `Ctx<T>` and one `Args<T>`.
 fn one_of_each_special(cx: &Ctxt, tool: &ToolFn<'_>) {
-    let (mut context, mut state, mut args) = (false, false, false);
+    let (mut context, mut state, mut ctx, mut args) = (false, false, false, false);
     for param in &tool.params {
         let (seen, what) = match param.kind {
             ParamKind::Context => (&mut context, "`ToolContext`"),
             ParamKind::State { .. } => (&mut state, "`State<S>`"),
+            ParamKind::Ctx { .. } => (&mut ctx, "`Ctx<T>`"),
             ParamKind::Args { .. } => (&mut args, "`Args<T>`"),
             _ => continue,
         };
@@ -168,6 +171,73 @@ fn one_of_each_special(cx: &Ctxt, tool: &ToolFn<'_>) {
             );
         }
         *seen = true;
+    }
+}
+
+/// A run's context is cloned into each call, so `Ctx<T>` cannot borrow.
+/// `Ctx(t): Ctx<&Tenant>` → `Ctx(t): Ctx<Arc<Tenant>>`.
+fn ctx_owned(cx: &Ctxt, tool: &ToolFn<'_>) {
+    let Some(inner) = tool.ctx() else { return };
+    if let Some(reference) = first_reference(inner) {
+        let owned = reference
+            .elem
+            .to_token_stream()
+            .to_string()
+            .replace(' ', "");
+        cx.error_spanned_by(
+            reference,
+            format!(
+                "a run context cannot borrow: each call gets a clone of the context the run supplies; write `Ctx<Arc<{owned}>>`"
+            ),
+        );
+    }
+}
+
+/// `Ctx<T>` is a parameter of its own, not part of an argument: the model never sends it.
+/// `tenant: Option<Ctx<Tenant>>` → `Ctx(tenant): Ctx<Tenant>`.
+fn ctx_not_nested(cx: &Ctxt, tool: &ToolFn<'_>) {
+    for param in &tool.params {
+        let ty = match &param.kind {
+            ParamKind::Plain(plain) => plain.ty,
+            ParamKind::Args { inner } | ParamKind::State { inner } | ParamKind::Ctx { inner } => {
+                inner
+            }
+            _ => continue,
+        };
+        if let Some(nested) = find_named(ty, "Ctx") {
+            cx.error_spanned_by(
+                nested,
+                "`Ctx<T>` is a parameter of its own (the run supplies it; the model never sends it): write `Ctx(value): Ctx<T>` as a parameter of the fn",
+            );
+        }
+    }
+}
+
+/// The first path type named `name` in a type, looking through generic arguments, tuples,
+/// references, arrays and slices.
+fn find_named<'t>(ty: &'t Type, name: &str) -> Option<&'t Type> {
+    match ty {
+        Type::Reference(inner) => find_named(&inner.elem, name),
+        Type::Paren(inner) => find_named(&inner.elem, name),
+        Type::Group(inner) => find_named(&inner.elem, name),
+        Type::Array(array) => find_named(&array.elem, name),
+        Type::Slice(slice) => find_named(&slice.elem, name),
+        Type::Tuple(tuple) => tuple.elems.iter().find_map(|ty| find_named(ty, name)),
+        Type::Path(path) => {
+            if path.path.segments.last().is_some_and(|s| s.ident == name) {
+                return Some(ty);
+            }
+            path.path.segments.iter().find_map(|segment| {
+                let syn::PathArguments::AngleBracketed(args) = &segment.arguments else {
+                    return None;
+                };
+                args.args.iter().find_map(|arg| match arg {
+                    syn::GenericArgument::Type(ty) => find_named(ty, name),
+                    _ => None,
+                })
+            })
+        }
+        _ => None,
     }
 }
 

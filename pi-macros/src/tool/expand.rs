@@ -106,6 +106,10 @@ fn checks(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
                 let private = paths.private_at(inner.span());
                 bounds.push(quote_spanned!(inner.span()=> #inner: #private::ToolState));
             }
+            ParamKind::Ctx { inner } => {
+                let private = paths.private_at(inner.span());
+                bounds.push(quote_spanned!(inner.span()=> #inner: #private::RunContextValue));
+            }
             ParamKind::Context | ParamKind::Receiver => {}
         }
     }
@@ -325,6 +329,14 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let output_schema = output_schema(tool, &private);
     let execute = execute(tool, paths);
     let prompt = prompt(tool, &private);
+    let policy = policy(tool, &private);
+    let context_type = tool.ctx().map(|inner| {
+        quote! {
+            fn context_type(&self) -> ::core::option::Option<#private::ContextType> {
+                ::core::option::Option::Some(#private::ContextType::of::<#inner>())
+            }
+        }
+    });
 
     quote! {
         #[doc = #type_doc]
@@ -372,6 +384,35 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             #output_schema
             #exposure
             #approval
+            #policy
+            #context_type
+        }
+    }
+}
+
+/// `policy`: the checked values of `timeout`, `retries`, `concurrency` and `max_output`.
+/// Absent without any of them, so the trait's default (no limits) applies.
+fn policy(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
+    let policy = &tool.attrs.policy;
+    if policy.is_empty() {
+        return TokenStream::new();
+    }
+    let timeout = policy
+        .timeout_ms
+        .map(|ms| quote!(.with_timeout(::core::time::Duration::from_millis(#ms))));
+    let retries = policy
+        .retries
+        .map(|retries| quote!(.with_retries(#retries)));
+    let concurrency = policy
+        .concurrency
+        .as_ref()
+        .map(|(name, permits)| quote!(.with_concurrency(#name, #permits)));
+    let max_output = policy
+        .max_output
+        .map(|bytes| quote!(.with_max_output(#bytes)));
+    quote! {
+        fn policy(&self) -> #private::ToolPolicy {
+            #private::ToolPolicy::new() #timeout #retries #concurrency #max_output
         }
     }
 }
@@ -457,7 +498,7 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let uses_context = tool
         .params
         .iter()
-        .any(|param| matches!(param.kind, ParamKind::Context));
+        .any(|param| matches!(param.kind, ParamKind::Context | ParamKind::Ctx { .. }));
     let ctx = if uses_context {
         quote!(__ctx)
     } else {
@@ -475,8 +516,13 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
         }
         ParamKind::Args { .. } => quote!(#private::Args(__args)),
         ParamKind::State { .. } => quote!(#private::State(__state)),
+        ParamKind::Ctx { .. } => quote!(#private::Ctx(__context)),
         ParamKind::Context | ParamKind::Receiver => quote!(__ctx),
     });
+    // Taken before the call moves `__ctx` into a `ToolContext` parameter.
+    let context = tool
+        .ctx()
+        .map(|inner| quote!(let __context: #inner = #private::run_context(&__ctx, #ty::NAME)?;));
     // Where a non-`Send` future or an unconvertible return type is reported a second time
     // (after the checks), point at the user's tokens too, not at `#[tool]`.
     let boxed = {
@@ -498,6 +544,7 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             #state
             #boxed(async move {
                 let __args: #args_type = #private::deserialize_arguments(#ty::NAME, params)?;
+                #context
                 let __output = #fn_ident(#(#call_args),*).await;
                 #into_outcome
             })

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::approval::{Approval, ApprovalRequest};
 use super::config::{AgentDefinition, Config, Opening};
+use super::dispatch::Policies;
 use super::error::BuildError;
 use super::handle::Agent;
 use super::hooks::{
@@ -20,7 +21,10 @@ use super::turn_tools::TurnTools;
 use crate::message::Message;
 use crate::prompt::ToolSectionStyle;
 use crate::stream::{LanguageModel, ThinkingLevel};
-use crate::tool::{ExecutionMode, ToolDefinition, ToolError, ToolRegistry, ToolSet};
+use crate::tool::{
+    ConcurrencyLimits, ContextType, ExecutionMode, OutputSaver, ToolDefinition, ToolError,
+    ToolPolicy, ToolRegistry, ToolSet,
+};
 
 /// Builds an [`Agent`]; start with [`Agent::builder`].
 pub struct AgentBuilder {
@@ -41,6 +45,8 @@ pub struct AgentBuilder {
     messages: Vec<Message>,
     steering_mode: QueueMode,
     follow_up_mode: QueueMode,
+    policies: Policies,
+    context_type: Option<ContextType>,
 }
 
 impl Default for AgentBuilder {
@@ -61,6 +67,8 @@ impl Default for AgentBuilder {
             messages: Vec::new(),
             steering_mode: QueueMode::OneAtATime,
             follow_up_mode: QueueMode::OneAtATime,
+            policies: Policies::default(),
+            context_type: None,
         }
     }
 }
@@ -219,6 +227,60 @@ impl AgentBuilder {
         self
     }
 
+    /// The execution policy of every tool that does not set a field itself (see
+    /// [`ToolPolicy`]): a default timeout, retry budget, concurrency limit or output cap.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use pi_runtime::agent::Agent;
+    /// use pi_runtime::provider::faux::FauxModel;
+    /// use pi_runtime::tool::ToolPolicy;
+    ///
+    /// let agent = Agent::builder()
+    ///     .model(FauxModel::new())
+    ///     .tool_policy(ToolPolicy::new().with_timeout(Duration::from_secs(60)).with_retries(3))
+    ///     .build();
+    /// assert!(agent.is_ok());
+    /// ```
+    #[must_use]
+    pub fn tool_policy(mut self, defaults: ToolPolicy) -> Self {
+        self.policies.defaults = defaults;
+        self
+    }
+
+    /// Use these named concurrency limits (default: the definition's own), to share them
+    /// with other agents.
+    #[must_use]
+    pub fn concurrency_limits(mut self, limits: ConcurrencyLimits) -> Self {
+        self.policies.limits = limits;
+        self
+    }
+
+    /// Where the full text of a result cut by a `max_output` policy is saved (default: new
+    /// files in the system's temporary directory).
+    #[must_use]
+    pub fn output_saver(mut self, saver: impl OutputSaver + 'static) -> Self {
+        self.policies.saver = Arc::new(saver);
+        self
+    }
+
+    /// At most this many calls of one batch execute at once (at least one; default: all of
+    /// them). The rest wait, in source order, for one to finish.
+    #[must_use]
+    pub fn max_parallel_tool_calls(mut self, max: usize) -> Self {
+        self.policies.batch_concurrency = Some(max.max(1));
+        self
+    }
+
+    /// Declare the type of the context the agent's runs supply (see [`Ctx`](crate::Ctx)):
+    /// `build()` then fails when a tool reads another, instead of the first `prompt()`.
+    #[must_use]
+    pub fn context_type<T: Send + Sync + 'static>(mut self) -> Self {
+        self.context_type = Some(ContextType::of::<T>());
+        self
+    }
+
     /// Abort a run that takes longer than this: the tools see the cancellation, and the run
     /// ends with an `aborted` response. A tool that ignores its signal is waited for one more
     /// second at most; its result is then an error that says it was stopped.
@@ -300,10 +362,27 @@ impl AgentBuilder {
     /// agent: one definition, a conversation per request).
     ///
     /// # Errors
-    /// No model, two tools with one name, or a tool schema that does not compile.
+    /// No model, two tools with one name, a tool schema that does not compile, or two tools
+    /// naming one concurrency limit with different permits.
     pub fn build_definition(self) -> Result<AgentDefinition, BuildError> {
         let model = self.model.ok_or(BuildError::MissingModel)?;
         let tools = ToolRegistry::new(self.tools)?;
+        for (tool, _) in tools.registered() {
+            if let (Some(needs), Some(supplied)) = (tool.context_type(), self.context_type)
+                && needs != supplied
+            {
+                return Err(BuildError::ContextType {
+                    tool: tool.definition().name.clone(),
+                    needs: needs.name(),
+                    supplied: supplied.name(),
+                });
+            }
+            if let Some(limit) = &self.policies.of(tool.as_ref()).concurrency {
+                self.policies
+                    .limits
+                    .declare(&tool.definition().name, limit)?;
+            }
+        }
         let config = Arc::new(Config {
             model,
             system_prompt: self.system_prompt,
@@ -319,6 +398,7 @@ impl AgentBuilder {
             capture_content: self
                 .capture_content
                 .unwrap_or_else(telemetry::capture_content_from_env),
+            policies: Arc::new(self.policies),
         });
         let opening = Arc::new(Opening {
             messages: self.messages,

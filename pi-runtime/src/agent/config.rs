@@ -3,6 +3,8 @@
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
+use super::dispatch::Policies;
+use super::error::AgentError;
 use super::hooks::Hooks;
 use super::sink::Bus;
 use super::state::QueueMode;
@@ -10,7 +12,9 @@ use super::turn_tools::TurnTools;
 use crate::message::Message;
 use crate::prompt::{self, ToolSectionStyle};
 use crate::stream::{LanguageModel, ThinkingLevel};
-use crate::tool::{ExecutionMode, RegistryError, ToolDefinition, ToolRegistry, ToolSwitch};
+use crate::tool::{
+    ExecutionMode, RegistryError, RunContext, ToolDefinition, ToolRegistry, ToolSwitch,
+};
 
 /// An agent's configuration. Runs read a snapshot per turn, so changes made while a run is
 /// in progress apply from its next model request.
@@ -32,6 +36,9 @@ pub(crate) struct Config {
     pub(crate) max_turns: Option<usize>,
     /// Record content on the `tracing` spans.
     pub(crate) capture_content: bool,
+    /// The tools' execution policies: the agent's defaults, the named concurrency limits
+    /// (shared by every conversation of the definition), where cut output is saved.
+    pub(crate) policies: Arc<Policies>,
 }
 
 impl Config {
@@ -97,6 +104,8 @@ pub struct AgentDefinition {
 pub(crate) struct Shared {
     pub(crate) bus: Bus,
     config: RwLock<Arc<Config>>,
+    /// The context of this conversation's runs that are not given their own.
+    pub(crate) context: RwLock<Option<RunContext>>,
 }
 
 impl Shared {
@@ -104,6 +113,7 @@ impl Shared {
         let shared = Shared {
             bus: Bus::default(),
             config: RwLock::new(Arc::clone(&definition.config)),
+            context: RwLock::new(None),
         };
         {
             let opening = &definition.opening;
@@ -117,6 +127,13 @@ impl Shared {
 
     pub(crate) fn config(&self) -> Arc<Config> {
         Arc::clone(&self.config.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    pub(crate) fn context(&self) -> Option<RunContext> {
+        self.context
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     pub(crate) fn update_config(&self, change: impl FnOnce(&mut Config)) {
@@ -143,4 +160,38 @@ impl ToolSwitch for Shared {
         Arc::make_mut(&mut config).set_tools(registry);
         Ok(())
     }
+}
+
+/// Check that `context` is what every registered tool reads: a tool with a `Ctx<T>` needs a
+/// context of type `T`.
+///
+/// # Errors
+/// The first tool whose context is missing or of another type.
+pub(crate) fn check_context(
+    tools: &ToolRegistry,
+    context: Option<&RunContext>,
+) -> Result<(), AgentError> {
+    for (tool, _) in tools.registered() {
+        let Some(needs) = tool.context_type() else {
+            continue;
+        };
+        let tool = tool.definition().name.clone();
+        match context.map(RunContext::context_type) {
+            None => {
+                return Err(AgentError::MissingContext {
+                    tool,
+                    needs: needs.name(),
+                });
+            }
+            Some(supplied) if supplied != needs => {
+                return Err(AgentError::ContextType {
+                    tool,
+                    needs: needs.name(),
+                    supplied: supplied.name(),
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }

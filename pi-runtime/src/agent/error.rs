@@ -3,7 +3,7 @@
 //! What goes wrong inside a run is never one of these: it becomes a message the model sees.
 
 use super::approval::ApprovalError;
-use crate::tool::RegistryError;
+use crate::tool::{ConcurrencyConflict, RegistryError};
 
 /// A request the agent cannot take in its current state.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -37,6 +37,28 @@ pub enum AgentError {
     /// A paused run's decisions do not fit it; nothing ran.
     #[error(transparent)]
     Approval(#[from] ApprovalError),
+    /// A tool reads a context (`Ctx<T>`) and the run supplies none; nothing ran.
+    #[error(
+        "tool \"{tool}\" reads a context of type `{needs}`, and this run supplies none: pass one with prompt_with() or set_context()"
+    )]
+    MissingContext {
+        /// The tool's name.
+        tool: String,
+        /// The type its `Ctx<T>` reads.
+        needs: &'static str,
+    },
+    /// A tool reads a context of another type than the run supplies; nothing ran.
+    #[error(
+        "tool \"{tool}\" reads a context of type `{needs}`, and this run supplies a `{supplied}`"
+    )]
+    ContextType {
+        /// The tool's name.
+        tool: String,
+        /// The type its `Ctx<T>` reads.
+        needs: &'static str,
+        /// The type the run supplies.
+        supplied: &'static str,
+    },
 }
 
 /// A builder that cannot make an agent.
@@ -49,4 +71,20 @@ pub enum BuildError {
     /// Two tools share a name, or a schema does not compile.
     #[error(transparent)]
     Tools(#[from] RegistryError),
+    /// Two tools name one concurrency limit with different permits.
+    #[error(transparent)]
+    Concurrency(#[from] ConcurrencyConflict),
+    /// A tool reads a context of another type than the agent's
+    /// [`context_type`](super::AgentBuilder::context_type).
+    #[error(
+        "tool \"{tool}\" reads a context of type `{needs}`, and the agent's context type is `{supplied}`"
+    )]
+    ContextType {
+        /// The tool's name.
+        tool: String,
+        /// The type its `Ctx<T>` reads.
+        needs: &'static str,
+        /// The agent's context type.
+        supplied: &'static str,
+    },
 }

@@ -22,8 +22,10 @@ pub(crate) enum CallFailure {
     ToolError,
     /// The run was aborted.
     Cancelled,
-    /// The run's time limit ended the call.
+    /// The run's time limit, or the tool's own `timeout`, ended the call.
     Timeout,
+    /// The tool asked the model to try again ([`ToolError::retry`](crate::ToolError::retry)).
+    Retry,
 }
 
 impl CallFailure {
@@ -38,7 +40,14 @@ impl CallFailure {
             CallFailure::ToolError => "tool_error",
             CallFailure::Cancelled => "cancelled",
             CallFailure::Timeout => "timeout",
+            CallFailure::Retry => "retry",
         }
+    }
+
+    /// Whether the failure counts against the tool's retry budget: the model can correct
+    /// it by calling again (invalid arguments, an explicit retry).
+    pub(crate) fn counts_as_retry(self) -> bool {
+        matches!(self, CallFailure::Validation | CallFailure::Retry)
     }
 }
 
@@ -97,4 +106,26 @@ pub(crate) fn abandoned(tool: &str, timed_out: bool, grace: Duration) -> String 
         "Tool \"{tool}\" was stopped: {why}, and it did not finish within {}s of being told to stop",
         grace.as_secs_f64()
     )
+}
+
+/// A call that ran past its tool's own `timeout` and was told to stop; `grace` is set when
+/// it then ignored the signal for that long and was abandoned.
+pub(crate) fn timed_out(tool: &str, timeout: Duration, grace: Option<Duration>) -> String {
+    let after = format_duration(timeout);
+    match grace {
+        None => format!("Tool \"{tool}\" timed out after {after}"),
+        Some(grace) => format!(
+            "Tool \"{tool}\" timed out after {after}, and it did not finish within {} of being told to stop",
+            format_duration(grace)
+        ),
+    }
+}
+
+/// `250ms`, `1s`, `1.5s`, `90s`: how a timeout reads in an error.
+pub(crate) fn format_duration(duration: Duration) -> String {
+    if duration.subsec_millis() != 0 && duration.as_secs() == 0 {
+        format!("{}ms", duration.as_millis())
+    } else {
+        format!("{}s", duration.as_secs_f64())
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::future::Future;
 use std::pin::pin;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
@@ -12,7 +12,7 @@ use tracing::Instrument;
 use super::AgentEvent;
 use super::approval::ApprovalDecision;
 use super::builder::AgentBuilder;
-use super::config::{AgentDefinition, Opening, Shared};
+use super::config::{AgentDefinition, Opening, Shared, check_context};
 use super::dispatch::{Dispatcher, RunLimits};
 use super::error::AgentError;
 use super::hooks::Hooks;
@@ -26,7 +26,9 @@ use crate::message::{
     ContentBlock, Message, SystemMessage, ToolCall, UserContent, UserMessage, now_ms,
 };
 use crate::stream::{LanguageModel, ThinkingLevel};
-use crate::tool::{RegistryError, ToolDefinition, ToolRegistry, ToolResult, ToolSet, ToolSwitch};
+use crate::tool::{
+    RegistryError, RunContext, ToolDefinition, ToolRegistry, ToolResult, ToolSet, ToolSwitch,
+};
 
 /// What [`Agent::prompt`] accepts: text, a user message, any message, or several.
 #[derive(Debug, Clone, PartialEq)]
@@ -160,8 +162,69 @@ impl Agent {
     /// A run is already in progress, or the last run is paused for approval
     /// ([`AgentError::AwaitingApproval`]: resume it or [`reset`](Self::reset)).
     pub async fn prompt(&self, prompt: impl Into<Prompt>) -> Result<RunOutcome, AgentError> {
-        let Prompt(prompts) = prompt.into();
-        let (limits, state) = self.start(AgentError::BusyPrompting, |_, messages| {
+        self.prompt_in(prompt.into(), None).await
+    }
+
+    /// [`prompt`](Self::prompt) with a context for this run only: every tool call (nested
+    /// ones too) and hook of the run sees `context`, and a tool's `Ctx<T>` parameter gets a
+    /// clone of it. Conversations of one [`AgentDefinition`] run at once, each with its own
+    /// context.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use pi_runtime::agent::Agent;
+    /// use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+    /// use pi_runtime::{Ctx, tool};
+    /// use serde_json::json;
+    ///
+    /// struct Tenant(&'static str);
+    ///
+    /// /// Name the tenant.
+    /// #[tool]
+    /// async fn whoami(Ctx(tenant): Ctx<Arc<Tenant>>) -> String {
+    ///     tenant.0.to_owned()
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "whoami", json!({})));
+    /// let definition = Agent::builder().model(model).tools(Whoami).build_definition()?;
+    /// let run = definition.conversation().prompt_with("Who am I?", Arc::new(Tenant("acme"))).await?;
+    /// assert_eq!(run[2].as_tool_result().map(|r| r.text()).as_deref(), Some("acme"));
+    ///
+    /// let error = definition.conversation().prompt("Who am I?").await.unwrap_err();
+    /// assert!(error.to_string().starts_with("tool \"whoami\" reads a context of type"));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`prompt`](Self::prompt), and a tool reads a context of another type
+    /// ([`AgentError::ContextType`]).
+    pub async fn prompt_with<T: Send + Sync + 'static>(
+        &self,
+        prompt: impl Into<Prompt>,
+        context: T,
+    ) -> Result<RunOutcome, AgentError> {
+        self.prompt_in(prompt.into(), Some(RunContext::new(context)))
+            .await
+    }
+
+    /// Give every later run of this conversation that is not given its own
+    /// ([`prompt_with`](Self::prompt_with)) this context.
+    pub fn set_context<T: Send + Sync + 'static>(&self, context: T) {
+        *self
+            .shared
+            .context
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(RunContext::new(context));
+    }
+
+    async fn prompt_in(
+        &self,
+        Prompt(prompts): Prompt,
+        context: Option<RunContext>,
+    ) -> Result<RunOutcome, AgentError> {
+        let (limits, state) = self.start(AgentError::BusyPrompting, context, |_, messages| {
             Ok((messages, prompts, false))
         })?;
         Ok(self.drive(limits, state).await)
@@ -179,6 +242,7 @@ impl Agent {
         let (limits, state) =
             self.start(
                 AgentError::BusyContinuing,
+                None,
                 |state, messages| match messages.last() {
                     None => Err(AgentError::NoMessages),
                     Some(Message::Assistant(_)) => {
@@ -483,7 +547,8 @@ impl Agent {
             config.execution,
             Arc::new(limits),
             config.capture_content,
-        );
+        )
+        .with_policies(Arc::clone(&config.policies));
         let messages = dispatcher.hook_transcript(&messages);
         dispatcher
             .call(&call, messages, None, |_| std::future::ready(()))
@@ -495,12 +560,15 @@ impl Agent {
     fn start(
         &self,
         busy: AgentError,
+        context: Option<RunContext>,
         input: impl FnOnce(
             &mut StateInner,
             Vec<Message>,
         ) -> Result<(Vec<Message>, Vec<Message>, bool), AgentError>,
     ) -> Result<(RunLimits, RunState), AgentError> {
         let config = self.shared.config();
+        let context = context.or_else(|| self.shared.context());
+        check_context(config.tools.registry(), context.as_ref())?;
         let time_limit = config.time_limit;
         let mut state = self.shared.bus.state();
         if state.slot.is_busy() {
@@ -514,6 +582,7 @@ impl Agent {
         let limits = RunLimits {
             signal: CancellationToken::new(),
             deadline: time_limit.map(|limit| tokio::time::Instant::now() + limit),
+            context,
         };
         state.slot.claim(limits.clone());
         state.view.error_message = None;
@@ -570,10 +639,13 @@ impl Agent {
                 return Err(AgentError::BusyContinuing);
             }
             state.decide(decisions.into_iter().collect(), &config.tools)?;
+            let context = self.shared.context();
+            check_context(config.tools.registry(), context.as_ref())?;
             slot.awaiting_approval = false;
             let limits = RunLimits {
                 signal: CancellationToken::new(),
                 deadline: state.deadline_ms().map(instant_at),
+                context,
             };
             slot.slot.claim(limits.clone());
             slot.view.messages = state.transcript().to_vec();
@@ -593,7 +665,7 @@ impl Agent {
     ) -> Option<RunState> {
         let Prompt(prompts) = prompt.into();
         let (limits, mut state) = self
-            .start(AgentError::BusyPrompting, |_, messages| {
+            .start(AgentError::BusyPrompting, None, |_, messages| {
                 Ok((messages, prompts, false))
             })
             .ok()?;

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::approval::{AgentPolicy, Approval, ApprovalRequest};
 use crate::message::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage, Usage};
 use crate::stream::{Context, LanguageModel, ThinkingLevel, ToolChoice};
-use crate::tool::{ConversationTools, ToolError, ToolResult};
+use crate::tool::{ConversationTools, RunContext, ToolError, ToolResult};
 
 /// What `before_tool_call` sees: a call whose arguments passed validation.
 #[derive(Debug, Clone)]
@@ -29,6 +29,8 @@ pub struct BeforeToolCall {
     pub messages: Arc<[Message]>,
     /// The run's cancellation signal.
     pub signal: CancellationToken,
+    /// The run's context, if it supplies one (see [`Ctx`](crate::Ctx)).
+    pub context: Option<RunContext>,
 }
 
 /// The answer of `before_tool_call`.
@@ -85,6 +87,8 @@ pub struct AfterToolCall {
     pub messages: Arc<[Message]>,
     /// The run's cancellation signal.
     pub signal: CancellationToken,
+    /// The run's context, if it supplies one (see [`Ctx`](crate::Ctx)).
+    pub context: Option<RunContext>,
 }
 
 /// Field-by-field changes to a result: each `Some` replaces the field as a

@@ -39,6 +39,15 @@ pub enum RunEnd {
         /// The provider's error text.
         message: String,
     },
+    /// A tool's calls failed more often than its retry budget allows
+    /// ([`ToolPolicy::retries`](crate::tool::ToolPolicy::retries)): the run ended after the
+    /// turn of the failure that went past it, whose result is the last tool result.
+    RetriesExhausted {
+        /// The tool's name.
+        tool: String,
+        /// Its budget: the failed calls one run allows.
+        retries: u32,
+    },
     /// The run paused before a batch with calls that need approval (see
     /// [`approval`](super::approval)): keep [`RunOutcome::paused_state`] and resume it with
     /// [`Agent::resume_with`](super::Agent::resume_with).

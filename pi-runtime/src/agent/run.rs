@@ -14,6 +14,7 @@ use super::dispatch::{
 };
 use super::failure::REQUEST_ABORTED;
 use super::hooks::{FinishedTurn, RequestPlan, TurnControl};
+use super::outcome::RunEnd;
 use super::run_state::{Effect, RunState};
 use super::telemetry;
 use super::turn_tools::TurnTools;
@@ -74,12 +75,12 @@ pub(crate) async fn run(
                 state.responded(response);
             }
             Effect::RunBatch(response) => match driver.run_batch(state, response).await {
-                BatchRun::Finished(batch) => state.batch_finished(batch),
+                BatchRun::Finished(batch) => driver.batch_finished(state, batch),
                 BatchRun::Held(calls) => state.batch_held(calls),
             },
             Effect::ResumeBatch(response, calls) => {
                 let batch = driver.resume_batch(state, response, calls).await;
-                state.batch_finished(batch);
+                driver.batch_finished(state, batch);
             }
             Effect::Pause => {
                 telemetry::record_pause(state.pending_approvals());
@@ -340,6 +341,34 @@ impl Driver<'_> {
         }
     }
 
+    /// Record a finished batch, and end the run after this turn when a tool's calls failed
+    /// more often than its retry budget allows. The budget is counted over the run's result
+    /// messages, so a run resumed from a saved state keeps counting where it stopped.
+    fn batch_finished(&mut self, state: &mut RunState, batch: BatchOutcome) {
+        let mut retried: Vec<String> = (batch.results.iter().zip(&batch.records))
+            .filter(|(_, record)| record.failure.is_some_and(|f| f.counts_as_retry()))
+            .map(|(result, _)| result.tool_name.clone())
+            .collect();
+        retried.dedup();
+        state.batch_finished(batch);
+        let turn = self.turn();
+        for name in retried {
+            let Some(tool) = turn.tools.get_nested(&name) else {
+                continue;
+            };
+            let Some(retries) = turn.config.policies.of(tool.as_ref()).retries else {
+                continue;
+            };
+            if state.retry_failures(&name) > retries as usize {
+                state.end_after_turn(RunEnd::RetriesExhausted {
+                    tool: name,
+                    retries,
+                });
+                return;
+            }
+        }
+    }
+
     /// The dispatcher of the current turn's batch.
     fn dispatcher(&mut self) -> Dispatcher {
         let limits = Arc::clone(&self.limits);
@@ -353,6 +382,7 @@ impl Driver<'_> {
             turn.config.capture_content,
         )
         .with_switch(Arc::clone(shared) as Arc<dyn ToolSwitch>)
+        .with_policies(Arc::clone(&turn.config.policies))
     }
 
     async fn run_batch(&mut self, state: &RunState, response: Arc<AssistantMessage>) -> BatchRun {

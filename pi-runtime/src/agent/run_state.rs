@@ -56,6 +56,9 @@ pub struct RunState {
     terminated: bool,
     /// Why the run ended, once it did.
     end: Option<RunEnd>,
+    /// How the run ends once the current turn is over (a tool's retry budget ran out).
+    #[serde(default)]
+    end_after_turn: Option<RunEnd>,
     /// The thinking level a `prepare_request` hook chose for the rest of the run.
     thinking_level: Option<ThinkingLevel>,
     /// When the run's time limit ends it, in milliseconds since the Unix epoch.
@@ -231,6 +234,7 @@ impl RunState {
             max_turns: limits.max_turns,
             terminated: false,
             end: None,
+            end_after_turn: None,
             thinking_level: None,
             deadline_ms: limits.deadline_ms,
             time_left_ms: None,
@@ -502,6 +506,24 @@ impl RunState {
         };
     }
 
+    /// How many calls of `tool` failed in this run in a way its retry budget counts
+    /// ([`CallFailure::counts_as_retry`](crate::agent::failure::CallFailure::counts_as_retry)).
+    pub(crate) fn retry_failures(&self, tool: &str) -> usize {
+        let results = self.added().iter().filter_map(Message::as_tool_result);
+        results
+            .zip(&self.calls)
+            .filter(|(result, record)| {
+                result.tool_name == tool && record.failure.is_some_and(|f| f.counts_as_retry())
+            })
+            .count()
+    }
+
+    /// End the run with `end` when the current turn is over (its `turn_end` first; the
+    /// `finish_turn` hook cannot keep it going).
+    pub(crate) fn end_after_turn(&mut self, end: RunEnd) {
+        self.end_after_turn.get_or_insert(end);
+    }
+
     /// The batch holds calls that need approval; nothing in it executed. The run pauses
     /// after announcing it, and its time limit stops counting.
     pub(crate) fn batch_held(&mut self, calls: Vec<HeldCall>) {
@@ -569,7 +591,7 @@ impl RunState {
         };
         self.ended_turn = Some((response, results));
         self.outbox.push_back(Announce::TurnEnd);
-        if let Some(end) = failed {
+        if let Some(end) = failed.or_else(|| self.end_after_turn.take()) {
             return self.finish(end);
         }
         match control {

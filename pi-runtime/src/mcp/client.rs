@@ -22,6 +22,7 @@ use super::tool::McpTool;
 use super::{McpError, errors};
 use crate::agent::Agent;
 use crate::process::tree::{MARKER_VAR, Tree};
+use crate::tool::ToolPolicy;
 use crate::tool::{Exposure, RegistryError, ToolDefinition, ToolSet, ToolSetExt};
 
 /// How long a call may go without an answer or a progress notification, by default.
@@ -59,6 +60,7 @@ pub struct McpClientBuilder {
     max_call_time: Duration,
     taken: Vec<String>,
     saver: Arc<dyn OutputSaver>,
+    policy: ToolPolicy,
     http: Option<reqwest::Client>,
 }
 
@@ -105,6 +107,14 @@ impl McpClientBuilder {
     /// files in the system's temporary directory).
     pub fn output_saver(mut self, saver: impl OutputSaver + 'static) -> Self {
         self.saver = Arc::new(saver);
+        self
+    }
+
+    /// The execution policy of every tool of the server (see [`ToolPolicy`]): a timeout,
+    /// a retry budget, a named concurrency limit, an output cap. Unset fields take the
+    /// agent's defaults.
+    pub fn tool_policy(mut self, policy: ToolPolicy) -> Self {
+        self.policy = policy;
         self
     }
 
@@ -217,7 +227,7 @@ impl McpClientBuilder {
         child: Option<ChildGuard>,
     ) -> Result<McpClient, McpError> {
         shared.set_taken(self.taken);
-        let inner = Arc::new(ClientInner::new(
+        let mut inner = ClientInner::new(
             self.server,
             service,
             shared,
@@ -225,7 +235,9 @@ impl McpClientBuilder {
             self.max_call_time,
             self.saver,
             child,
-        ));
+        );
+        inner.policy = self.policy;
+        let inner = Arc::new(inner);
         let listed = tokio::time::timeout(inner.timeout, inner.list())
             .await
             .map_err(|_| {
@@ -269,7 +281,8 @@ impl McpClient {
             timeout: DEFAULT_TIMEOUT,
             max_call_time: DEFAULT_MAX_CALL_TIME,
             taken: Vec::new(),
-            saver: Arc::new(TempFileSaver::new()),
+            saver: Arc::new(TempFileSaver::new().with_prefix("pi-mcp-")),
+            policy: ToolPolicy::new(),
             http: None,
         }
     }

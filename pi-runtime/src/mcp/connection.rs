@@ -20,6 +20,7 @@ use super::schema::{ListedTool, tool_definitions};
 use super::{McpError, errors};
 use crate::process::tree::Tree;
 use crate::tool::Tool;
+use crate::tool::ToolPolicy;
 
 /// A stdio server's process: every process it started, `setsid` ones included, is killed on
 /// drop (see [`tree`](crate::process::tree)).
@@ -77,6 +78,8 @@ pub(super) struct ClientInner {
     /// The most one call may take in all, progress or not.
     pub(super) max_call_time: Duration,
     pub(super) saver: Arc<dyn OutputSaver>,
+    /// The execution policy of every tool of the server.
+    pub(super) policy: ToolPolicy,
     pub(super) readable_resources: bool,
     // Dropped last: the service, then the child.
     service: Mutex<Option<RunningService<RoleClient, Handler>>>,
@@ -105,6 +108,7 @@ impl ClientInner {
             timeout,
             max_call_time,
             saver,
+            policy: ToolPolicy::new(),
             readable_resources,
             service: Mutex::new(Some(service)),
             child: Mutex::new(child),

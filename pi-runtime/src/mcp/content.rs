@@ -2,8 +2,6 @@
 //! error text, the 20 KB output limit and the details, as pi's MCP extension makes them.
 
 use std::fmt;
-use std::io;
-use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
@@ -11,65 +9,12 @@ use super::McpError;
 use crate::js::{js_to_fixed_1, js_trim};
 use crate::message::ContentBlock;
 use crate::tool::ToolResult;
+use crate::tool::output::{cap_text, joined_text};
+pub use crate::tool::{OutputSaver, TempFileSaver};
 
 /// The joined text of a result above this many UTF-8 bytes is cut: its head and tail are
 /// kept, and the full text is saved to a file the model is told about.
 pub const MCP_OUTPUT_MAX_BYTES: usize = 20 * 1024;
-
-/// Where the full text of a cut result and binary resources are written.
-pub trait OutputSaver: Send + Sync {
-    /// Save `bytes`; `extension` is the file's extension with its dot (`.txt`, `.gz`, `.bin`).
-    /// Returns the path the model is told to read.
-    ///
-    /// # Errors
-    /// The file could not be written; the model is told so, with the error's text.
-    fn save(&self, extension: &str, bytes: &[u8]) -> io::Result<PathBuf>;
-}
-
-/// The default [`OutputSaver`]: a new file `pi-mcp-<random><ext>` in a directory (the system's
-/// temporary directory unless told otherwise), kept after the run so the model can read it.
-///
-/// ```
-/// use pi_runtime::mcp::{OutputSaver, TempFileSaver};
-///
-/// let dir = tempfile::tempdir()?;
-/// let path = TempFileSaver::in_dir(dir.path()).save(".txt", b"full output")?;
-/// assert_eq!(std::fs::read_to_string(&path)?, "full output");
-/// assert!(path.starts_with(dir.path()));
-/// # Ok::<(), std::io::Error>(())
-/// ```
-#[derive(Debug, Clone, Default)]
-pub struct TempFileSaver {
-    dir: Option<PathBuf>,
-}
-
-impl TempFileSaver {
-    /// Files go to `std::env::temp_dir()`.
-    pub fn new() -> Self {
-        TempFileSaver::default()
-    }
-
-    /// Files go to `dir`.
-    pub fn in_dir(dir: impl Into<PathBuf>) -> Self {
-        TempFileSaver {
-            dir: Some(dir.into()),
-        }
-    }
-}
-
-impl OutputSaver for TempFileSaver {
-    fn save(&self, extension: &str, bytes: &[u8]) -> io::Result<PathBuf> {
-        let dir = self.dir.clone().unwrap_or_else(std::env::temp_dir);
-        let file = tempfile::Builder::new()
-            .prefix("pi-mcp-")
-            .suffix(extension)
-            .rand_bytes(16)
-            .tempfile_in(dir)?;
-        std::fs::write(file.path(), bytes)?;
-        let (_, path) = file.keep().map_err(|e| e.error)?;
-        Ok(path)
-    }
-}
 
 /// How one result is converted.
 #[derive(Clone, Copy)]
@@ -161,27 +106,11 @@ pub fn convert_result(
     let mut details = Map::new();
     details.insert("server".into(), Value::String(server.to_owned()));
     details.insert("tool".into(), Value::String(tool.to_owned()));
-    let joined = joined_text(&content);
-    if joined.len() > MCP_OUTPUT_MAX_BYTES {
-        let mut text = truncated(&joined);
-        match options.saver.save(".txt", joined.as_bytes()) {
-            Ok(path) => {
-                let path = path.display().to_string();
-                text.push_str(&format!(
-                    "\n\n[Full output: {path} (read it with offset/limit)]"
-                ));
-                details.insert("fullOutputPath".into(), Value::String(path));
-            }
-            Err(error) => {
-                text.push_str(&format!("\n\n[Could not save the full output: {error}]"));
-            }
+    if let Some((cut, path)) = cap_text(&content, MCP_OUTPUT_MAX_BYTES, options.saver) {
+        content = cut;
+        if let Some(path) = path {
+            details.insert("fullOutputPath".into(), Value::String(path));
         }
-        let images = content
-            .into_iter()
-            .filter(|b| matches!(b, ContentBlock::Image(_)));
-        content = std::iter::once(ContentBlock::text(text))
-            .chain(images)
-            .collect();
     }
     Ok(ToolResult {
         content,
@@ -189,16 +118,6 @@ pub fn convert_result(
         is_error,
         ..ToolResult::default()
     })
-}
-
-fn joined_text(content: &[ContentBlock]) -> String {
-    let mut texts = content.iter().filter_map(ContentBlock::as_text);
-    let mut joined = texts.next().unwrap_or_default().to_owned();
-    for text in texts {
-        joined.push('\n');
-        joined.push_str(text);
-    }
-    joined
 }
 
 /// JavaScript truthiness.
@@ -401,28 +320,6 @@ fn js_number(x: f64) -> String {
     } else {
         x.to_string()
     }
-}
-
-/// The text block of a cut result, without the line about the saved file.
-fn truncated(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let half = MCP_OUTPUT_MAX_BYTES / 2;
-    let mut head_end = half;
-    while head_end > 0 && !text.is_char_boundary(head_end) {
-        head_end -= 1;
-    }
-    let mut tail_start = bytes.len() - (MCP_OUTPUT_MAX_BYTES - half);
-    while tail_start < bytes.len() && !text.is_char_boundary(tail_start) {
-        tail_start += 1;
-    }
-    let removed = text[head_end..tail_start].chars().count();
-    let lines = text.split('\n').count() - usize::from(text.ends_with('\n'));
-    format!(
-        "Warning: truncated output (original token count: {})\nTotal output lines: {lines}\n\n{}…{removed} chars truncated…{}",
-        bytes.len().div_ceil(4),
-        &text[..head_end],
-        &text[tail_start..],
-    )
 }
 
 #[cfg(test)]

@@ -330,6 +330,7 @@ impl McpServer {
         let limits = RunLimits {
             signal: context.ct.clone(),
             deadline: None,
+            context: None,
         };
         let dispatcher = Dispatcher::new(
             Arc::clone(&inner.tools),

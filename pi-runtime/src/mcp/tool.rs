@@ -19,7 +19,9 @@ use super::connection::{ClientInner, Listed, Shared};
 use super::content::{ResultOptions, convert_result};
 use super::errors;
 use crate::message::ContentBlock;
-use crate::tool::{AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolHints, ToolResult};
+use crate::tool::{
+    AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolHints, ToolPolicy, ToolResult,
+};
 
 /// The text of a call stopped by the run's cancellation signal, as in the agent loop.
 use crate::agent::failure::OPERATION_ABORTED as ABORTED;
@@ -257,6 +259,10 @@ impl AgentTool for McpTool {
 impl ToolDefinition for McpTool {
     fn hints(&self) -> ToolHints {
         self.hints
+    }
+
+    fn policy(&self) -> ToolPolicy {
+        self.client.policy.clone()
     }
 
     fn output_schema(&self) -> Option<Value> {

@@ -41,6 +41,16 @@ pub trait ToolState: Clone + Send + Sync + 'static {}
 
 impl<S: Clone + Send + Sync + 'static> ToolState for S {}
 
+/// The `T` of a `Ctx<T>` parameter: each call gets a clone of the run's context.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a run context: it must be `Clone + Send + Sync + 'static`",
+    label = "each call gets a clone of the run's context, possibly on another thread",
+    note = "wrap the context in an `Arc`: `Ctx<Arc<MyContext>>`"
+)]
+pub trait RunContextValue: Clone + Send + Sync + 'static {}
+
+impl<T: Clone + Send + Sync + 'static> RunContextValue for T {}
+
 /// The future a tool fn returns runs on a multi-threaded runtime. No custom message: for an
 /// auto trait rustc ignores `on_unimplemented` and says "future cannot be sent between
 /// threads safely", pointing at the value held across the `.await`, which is the better

@@ -7,8 +7,8 @@ mod schema;
 mod shim;
 
 pub use bounds::{
-    DescribeArgument, DeserializeArgument, IntoToolOutcome, NameCheck, NamesTheTool, SendFuture,
-    ToolState,
+    DescribeArgument, DeserializeArgument, IntoToolOutcome, NameCheck, NamesTheTool,
+    RunContextValue, SendFuture, ToolState,
 };
 pub use schema::{OutputSchemaNone, OutputSchemaOf, OutputSchemaProbe, parameters_schema};
 pub use shim::{PrepareFn, prepare, rename_aliases};
@@ -25,8 +25,9 @@ pub use std::sync::LazyLock;
 
 pub use crate::args::deserialize_arguments;
 pub use crate::tool::{
-    AgentTool, Approval, ApprovalPolicy, Args, ConstrainedSampling, ExecutionMode, Exposure, State,
-    Strictness, Tool, ToolContext, ToolDefinition, ToolError, ToolResult,
+    AgentTool, Approval, ApprovalPolicy, Args, ConstrainedSampling, ContextType, Ctx,
+    ExecutionMode, Exposure, State, Strictness, Tool, ToolContext, ToolDefinition, ToolError,
+    ToolPolicy, ToolResult,
 };
 
 /// The doc-comment rule's last step: the `#[doc]` lines were joined with `\n` (one leading
@@ -60,4 +61,19 @@ where
     F: Future<Output = Result<ToolResult, ToolError>> + Send + 'a,
 {
     Box::pin(future)
+}
+
+/// A `Ctx<T>` parameter's value: a clone of the run's context. A run without one, or with
+/// one of another type, is refused before it starts; a call from elsewhere (an MCP client,
+/// a context made by hand) gets this error.
+pub fn run_context<T: Clone + 'static>(ctx: &ToolContext, tool: &str) -> Result<T, ToolError> {
+    ctx.context::<T>().cloned().ok_or_else(|| {
+        let supplied = ctx
+            .run_context()
+            .map_or("none", |context| context.context_type().name());
+        ToolError::new(format!(
+            "Tool \"{tool}\" needs a context of type `{}`, and this call has {supplied}",
+            std::any::type_name::<T>()
+        ))
+    })
 }

@@ -157,6 +157,8 @@ struct Script {
 pub struct FauxModel {
     script: Arc<Mutex<Script>>,
     fallback: Option<FauxResponse>,
+    /// Answers every request once the script runs out, before `fallback`.
+    responder: Option<Responder>,
     chunk_chars: usize,
     chunk_delay: Option<Duration>,
 }
@@ -184,6 +186,7 @@ impl FauxModel {
         FauxModel {
             script: Arc::default(),
             fallback: Some(FauxResponse::text("(done)")),
+            responder: None,
             chunk_chars: DEFAULT_CHUNK_CHARS,
             chunk_delay: None,
         }
@@ -206,6 +209,17 @@ impl FauxModel {
         self.script()
             .steps
             .push_back(Step::Computed(Arc::new(responder)));
+        self
+    }
+
+    /// Answer every request the script does not, from the request itself: a model for a
+    /// server's offline mode, where requests of many conversations arrive in any order.
+    #[must_use]
+    pub fn respond_always<F>(mut self, responder: F) -> Self
+    where
+        F: Fn(&Context) -> FauxResponse + Send + Sync + 'static,
+    {
+        self.responder = Some(Arc::new(responder));
         self
     }
 
@@ -262,12 +276,19 @@ impl FauxModel {
         let response = match script.steps.pop_front() {
             Some(Step::Fixed(response)) => response,
             Some(Step::Computed(responder)) => responder(&context),
-            None => self
-                .fallback
-                .clone()
-                .unwrap_or_else(|| FauxResponse::error("No more faux responses queued")),
+            None => match &self.responder {
+                Some(responder) => responder(&context),
+                None => self
+                    .fallback
+                    .clone()
+                    .unwrap_or_else(|| FauxResponse::error("No more faux responses queued")),
+            },
         };
-        script.requests.push(context);
+        // A model that answers everything serves for as long as a server runs: keeping
+        // every request would grow without bound.
+        if self.responder.is_none() {
+            script.requests.push(context);
+        }
         response
     }
 

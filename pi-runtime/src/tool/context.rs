@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use futures::future::BoxFuture;
 
-use super::{ConversationTools, ToolResult};
+use super::{ConversationTools, RunContext, ToolResult};
 use crate::message::ToolCall;
 
 /// The context of one tool execution.
@@ -38,6 +38,8 @@ pub struct ToolContext {
     updates: Updates,
     /// The pipeline of the call's dispatcher, for the tool's own calls of other tools.
     caller: Option<Arc<dyn ToolCaller>>,
+    /// The run's context, if it supplies one.
+    run_context: Option<RunContext>,
 }
 
 /// Runs a tool's calls of other tools through the pipeline that runs the tool itself.
@@ -63,6 +65,7 @@ impl std::fmt::Debug for ToolContext {
             .field("signal", &self.signal)
             .field("updates", &!matches!(self.updates, Updates::Dropped))
             .field("caller", &self.caller.is_some())
+            .field("run_context", &self.run_context)
             .finish()
     }
 }
@@ -76,7 +79,25 @@ impl ToolContext {
             signal,
             updates: Updates::Dropped,
             caller: None,
+            run_context: None,
         }
+    }
+
+    /// Give the call this run context (what a `Ctx<T>` parameter reads).
+    #[must_use]
+    pub fn with_run_context(mut self, context: RunContext) -> Self {
+        self.run_context = Some(context);
+        self
+    }
+
+    /// The run's context, if the run supplies one (see [`Ctx`](super::Ctx)).
+    pub fn run_context(&self) -> Option<&RunContext> {
+        self.run_context.as_ref()
+    }
+
+    /// The run's context, if the run supplies one of type `T`.
+    pub fn context<T: 'static>(&self) -> Option<&T> {
+        self.run_context.as_ref().and_then(RunContext::get)
     }
 
     /// Send each progress update to `sink`.
@@ -93,12 +114,14 @@ impl ToolContext {
         signal: CancellationToken,
         updates: mpsc::UnboundedSender<ToolResult>,
         caller: Arc<dyn ToolCaller>,
+        run_context: Option<RunContext>,
     ) -> Self {
         ToolContext {
             call_id,
             signal,
             updates: Updates::Channel(updates),
             caller: Some(caller),
+            run_context,
         }
     }
 

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::{
     AgentTool, ApprovalPolicy, ExecutionMode, Exposure, Tool, ToolContext, ToolDefinition,
-    ToolError, ToolHints, ToolResult,
+    ToolError, ToolHints, ToolPolicy, ToolResult,
 };
 
 type ExecuteFn =
@@ -51,6 +51,7 @@ pub struct FnTool {
     output_schema: Option<Value>,
     approval: ApprovalPolicy,
     hints: ToolHints,
+    policy: ToolPolicy,
 }
 
 impl FnTool {
@@ -86,6 +87,7 @@ impl FnTool {
             output_schema: None,
             approval: ApprovalPolicy::Never,
             hints: ToolHints::default(),
+            policy: ToolPolicy::new(),
         }
     }
 
@@ -158,6 +160,27 @@ impl FnTool {
     #[must_use]
     pub fn with_hints(mut self, hints: ToolHints) -> Self {
         self.hints = hints;
+        self
+    }
+
+    /// How the dispatcher runs the tool's calls (see [`ToolPolicy`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use pi_runtime::tool::ToolPolicy;
+    /// use pi_runtime::{FnTool, ToolDefinition, ToolResult};
+    /// use serde_json::json;
+    ///
+    /// let query = FnTool::new("query", "Run a query.", json!({"type": "object"}), |_, _| async {
+    ///     Ok(ToolResult::text("3 rows"))
+    /// })
+    /// .with_policy(ToolPolicy::new().with_timeout(Duration::from_secs(30)).with_concurrency("db", 4));
+    /// assert_eq!(query.policy().timeout, Some(Duration::from_secs(30)));
+    /// ```
+    #[must_use]
+    pub fn with_policy(mut self, policy: ToolPolicy) -> Self {
+        self.policy = policy;
         self
     }
 
@@ -238,5 +261,9 @@ impl ToolDefinition for FnTool {
 
     fn hints(&self) -> ToolHints {
         self.hints
+    }
+
+    fn policy(&self) -> ToolPolicy {
+        self.policy.clone()
     }
 }

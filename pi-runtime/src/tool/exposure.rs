@@ -181,4 +181,10 @@ impl ToolDefinition for WithExposure {
     fn request_loadout(&self, tools: &super::ToolRegistry) -> Option<Arc<super::RequestLoadout>> {
         self.tool.request_loadout(tools)
     }
+    fn policy(&self) -> super::ToolPolicy {
+        self.tool.policy()
+    }
+    fn context_type(&self) -> Option<super::ContextType> {
+        self.tool.context_type()
+    }
 }

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    ApprovalPolicy, Exposure, Tool, ToolContext, ToolError, ToolHints, ToolRegistry, ToolResult,
+    ApprovalPolicy, ContextType, Exposure, Tool, ToolContext, ToolError, ToolHints, ToolPolicy,
+    ToolRegistry, ToolResult,
 };
 
 /// What one tool changes in the declarations of a request, given every registered tool
@@ -138,6 +139,20 @@ pub trait ToolDefinition: AgentTool {
     fn request_loadout(&self, _tools: &ToolRegistry) -> Option<Arc<RequestLoadout>> {
         None
     }
+
+    /// How the dispatcher runs the tool's calls: time limit, retry budget, named
+    /// concurrency limit, output cap (none by default; `#[tool(timeout = "30s", ...)]` sets
+    /// it). Unset fields take the agent's defaults; see [`ToolPolicy`].
+    fn policy(&self) -> ToolPolicy {
+        ToolPolicy::new()
+    }
+
+    /// The type of the run context the tool reads (`#[tool]` sets it for a `Ctx<T>`
+    /// parameter; `None`, the default, reads none). A run whose context is missing or of
+    /// another type does not start; see [`Ctx`](super::Ctx).
+    fn context_type(&self) -> Option<ContextType> {
+        None
+    }
 }
 
 impl<T: AgentTool + ?Sized> AgentTool for Arc<T> {
@@ -190,5 +205,11 @@ impl<T: ToolDefinition + ?Sized> ToolDefinition for Arc<T> {
     }
     fn request_loadout(&self, tools: &ToolRegistry) -> Option<Arc<RequestLoadout>> {
         (**self).request_loadout(tools)
+    }
+    fn policy(&self) -> ToolPolicy {
+        (**self).policy()
+    }
+    fn context_type(&self) -> Option<ContextType> {
+        (**self).context_type()
     }
 }

@@ -16,9 +16,12 @@ mod dynamic;
 mod exposure;
 mod hints;
 mod layers;
+pub(crate) mod output;
 mod params;
+mod policy;
 mod registry;
 mod result;
+mod run_context;
 mod switch;
 
 pub use approval::{Approval, ApprovalPolicy};
@@ -28,10 +31,13 @@ pub use dynamic::FnTool;
 pub use exposure::{Exposed, Exposure, ToolSetExt};
 pub use hints::ToolHints;
 pub use layers::{AgentTool, ExecutionMode, RequestLoadout, ToolDefinition};
-pub use params::{Args, State};
+pub use output::{OutputSaver, TempFileSaver};
+pub use params::{Args, Ctx, State};
+pub use policy::{Concurrency, ConcurrencyConflict, ConcurrencyLimits, ToolPolicy};
 pub use registry::{RegistryError, ToolRegistry, ToolSet};
 pub use result::{
     IntoToolError, IntoToolResult, Json, JsonOutput, ToolError, ToolErrorKind, ToolResult,
 };
+pub use run_context::{ContextType, RunContext};
 pub use switch::ConversationTools;
 pub(crate) use switch::ToolSwitch;

@@ -1,5 +1,6 @@
 //! The two parameter wrappers a `#[tool]` fn may take besides plain arguments: [`Args`]
-//! (every argument as one type) and [`State`] (data the tool value carries).
+//! (every argument as one type), [`State`] (data the tool value carries) and [`Ctx`] (data
+//! the run supplies).
 
 /// All of a tool's arguments as one type, instead of one fn parameter per argument.
 ///
@@ -54,3 +55,34 @@ pub struct Args<T>(pub T);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct State<S>(pub S);
+
+/// Data the *run* supplies, where [`State`] is data the tool value holds: the tenant, the
+/// user, a database transaction of the request being served.
+///
+/// Each call receives a clone of the run's context (so `T` is usually an `Arc` or a cheap
+/// handle); `T` must be `Clone + Send + Sync + 'static`. The run supplies it with
+/// [`Agent::prompt_with`](crate::Agent::prompt_with) or, for every run of one conversation,
+/// [`Agent::set_context`](crate::Agent::set_context). A run that supplies no context, or one
+/// of another type, does not start: `prompt` fails with an error naming the tool and both
+/// types ([`AgentError::MissingContext`](crate::agent::AgentError::MissingContext),
+/// [`AgentError::ContextType`](crate::agent::AgentError::ContextType)), and
+/// [`AgentBuilder::context_type`](crate::agent::AgentBuilder::context_type) moves that check
+/// to `build()`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use pi_runtime::{Ctx, tool};
+///
+/// struct Tenant {
+///     id: u32,
+/// }
+///
+/// /// Which tenant is this?
+/// #[tool]
+/// async fn whoami(Ctx(tenant): Ctx<Arc<Tenant>>) -> String {
+///     format!("tenant {}", tenant.id)
+/// }
+/// # let _ = Whoami;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Ctx<T>(pub T);

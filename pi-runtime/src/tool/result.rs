@@ -130,6 +130,9 @@ pub enum ToolErrorKind {
     Failed,
     /// The arguments did not fit the tool's parameters (the model can correct them).
     InvalidArguments,
+    /// The model should try again differently ([`ToolError::retry`]); counts against the
+    /// tool's retry budget like invalid arguments.
+    Retry,
 }
 
 impl ToolError {
@@ -146,6 +149,24 @@ impl ToolError {
         ToolError {
             message: message.into(),
             kind: ToolErrorKind::InvalidArguments,
+        }
+    }
+
+    /// An error the model is meant to correct by calling again (a query that matched
+    /// nothing, a name that is taken). It counts against the tool's retry budget
+    /// ([`ToolPolicy::retries`](super::ToolPolicy::retries)), as invalid arguments do; an
+    /// error made with [`new`](Self::new) is final and does not.
+    ///
+    /// ```
+    /// use pi_runtime::{ToolError, tool::ToolErrorKind};
+    ///
+    /// let error = ToolError::retry("No user named \"ada\": list the users first");
+    /// assert_eq!(error.kind(), ToolErrorKind::Retry);
+    /// ```
+    pub fn retry(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+            kind: ToolErrorKind::Retry,
         }
     }
 
@@ -354,8 +375,14 @@ pub trait IntoToolError {
     fn into_tool_error(self) -> ToolError;
 }
 
-impl<E: fmt::Display> IntoToolError for E {
+/// A `ToolError` keeps its kind (a retry stays a retry); any other error is final.
+impl<E: fmt::Display + 'static> IntoToolError for E {
     fn into_tool_error(self) -> ToolError {
-        ToolError::new(self.to_string())
+        // Moved out through an `Option`: `Any` downcasts references, not values.
+        let mut slot = Some(self);
+        let own = (&mut slot as &mut dyn std::any::Any)
+            .downcast_mut::<Option<ToolError>>()
+            .and_then(Option::take);
+        own.unwrap_or_else(|| ToolError::new(slot.map_or_else(String::new, |e| e.to_string())))
     }
 }

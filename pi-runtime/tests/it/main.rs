@@ -101,8 +101,10 @@ mod responses_http_errors;
     feature = "google"
 ))]
 mod responses_prompt_cache;
+mod run_context;
 mod schema_tool;
 mod tool_changes;
+mod tool_policy;
 #[cfg(feature = "tools")]
 mod tools_bash;
 #[cfg(feature = "tools")]

@@ -14,12 +14,13 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use serde::{Deserialize, Serialize};
 use tokio::runtime::{Handle, RuntimeFlavor};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::task::JoinSet;
 use tracing::{Instrument, Span};
 
 use super::call::{self, CallScope, Held, Outcome, Preflight, Ready};
 use super::held::{self, HeldCall};
+use super::policy::acquire;
 use crate::agent::AgentEvent;
 use crate::agent::approval::PendingCall;
 use crate::agent::failure::{self, CallFailure};
@@ -323,6 +324,9 @@ async fn run_jobs(
 ) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut jobs = Jobs::for_this_runtime();
+    // The agent's cap on calls of one batch running at once; tokio's semaphore is fair, so
+    // waiting calls start in source order.
+    let batch_permits = (scope.policies.batch_concurrency).map(|max| Arc::new(Semaphore::new(max)));
     let mut previous_started: Option<oneshot::Receiver<()>> = None;
     // A job finds its call in the shared assistant message rather than in a copy.
     let blocks: Vec<usize> = (assistant.content.iter().enumerate())
@@ -337,10 +341,17 @@ async fn run_jobs(
         let (started, next_may_start) = oneshot::channel();
         let may_start = previous_started.replace(next_may_start);
         let span = spans[index].clone();
+        let batch_permits = batch_permits.clone();
         let job = async move {
             // Always there; a job that reports nothing ends as "the tool task ended early".
             let Some(call) = assistant.content[block].as_tool_call() else {
                 return;
+            };
+            // Held until the call ends; a call stopped while it waits ends as stopped by
+            // `execute`, which sees the signal.
+            let _batch_permit = match batch_permits {
+                Some(permits) => acquire(permits, scope.signal()).await.ok(),
+                None => None,
             };
             if let Some(mut may_start) = may_start
                 && may_start.try_recv() == Err(oneshot::error::TryRecvError::Empty)

@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::policy::{self, Policies};
 use crate::agent::approval::{self, Approval};
 use crate::agent::failure::{self, BLOCKED, CallFailure, OPERATION_ABORTED};
 use crate::agent::hooks::{AfterToolCall, BeforeToolCall, Hooks, ToolCallDecision};
@@ -28,8 +29,8 @@ use crate::args::ValidationError;
 use crate::message::{AssistantMessage, Message, ToolCall, ToolResultMessage, now_ms};
 use crate::tool::context::ToolCaller;
 use crate::tool::{
-    ConversationTools, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult,
-    ToolSwitch,
+    ConversationTools, RunContext, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind,
+    ToolResult, ToolSwitch,
 };
 
 /// How long a running tool may ignore the run's cancellation before the loop stops waiting
@@ -42,6 +43,8 @@ pub(crate) struct RunLimits {
     pub(crate) signal: CancellationToken,
     /// When the run's time limit cancels the signal, if it has one.
     pub(crate) deadline: Option<Instant>,
+    /// The run's context, handed to every call (nested ones too) and hook.
+    pub(crate) context: Option<RunContext>,
 }
 
 /// What every call of one batch shares, in one `Arc` that each spawned job and each
@@ -57,6 +60,8 @@ pub(super) struct CallScope {
     pub(super) capture_content: bool,
     /// The conversation's tool set, for the tools that change it.
     pub(super) switch: Option<Arc<dyn ToolSwitch>>,
+    /// The tools' execution policies and what enforces them.
+    pub(super) policies: Arc<Policies>,
 }
 
 /// A tool's own calls of other tools ([`ToolContext::call_tool`](crate::ToolContext::call_tool))
@@ -87,7 +92,7 @@ impl ToolCaller for CallScope {
 }
 
 impl CallScope {
-    fn signal(&self) -> &CancellationToken {
+    pub(super) fn signal(&self) -> &CancellationToken {
         &self.limits.signal
     }
 
@@ -214,6 +219,7 @@ async fn prepare_in(call: &ToolCall, scope: &CallScope, nested: bool) -> Preflig
             args: args.clone(),
             messages: Arc::clone(&scope.messages),
             signal: scope.signal().clone(),
+            context: scope.limits.context.clone(),
         };
         let decision = guarded(|| before(context)).await;
         // An abort while the hook ran wins over whatever the hook answered (as in pi).
@@ -304,23 +310,33 @@ where
     if scope.signal().is_cancelled() {
         return Outcome::stopped(scope);
     }
+    let policy = scope.policies.of(tool.as_ref());
+    // Held until the call ends; the time limit starts once the call may run.
+    let Ok(_permit) = scope.policies.permit(&policy, scope.signal()).await else {
+        return Outcome::stopped(scope);
+    };
+    // The call's own signal: the run's, or the tool's time limit.
+    let call_signal = scope.signal().child_token();
     let (tx, mut rx) = mpsc::unbounded();
     let context = ToolContext::dispatched(
         call.id.clone(),
-        scope.signal().clone(),
+        call_signal.clone(),
         tx,
         Arc::clone(scope) as Arc<dyn ToolCaller>,
+        scope.limits.context.clone(),
     );
     // `after_tool_call` needs the arguments too; only then is a copy worth making.
     let kept_args = scope.hooks.after_tool_call.as_ref().map(|_| args.clone());
     let started = Instant::now();
     let mut running = pin!(guarded(|| tool.execute(call.id.clone(), args, context)));
-    let mut given_up = pin!(give_up(scope.signal()));
+    let mut time_limit = pin!(policy::time_limit(policy.timeout, &call_signal));
+    let mut given_up = pin!(give_up(&call_signal));
     let settled = loop {
         tokio::select! {
             biased;
             settled = &mut running => break Some(settled),
             Some(update) = rx.next() => on_update(update).await,
+            () = &mut time_limit => {}
             () = &mut given_up => break None,
         }
     };
@@ -329,14 +345,29 @@ where
         on_update(update).await;
     }
     drop(rx);
+    // The tool's own time limit fired (the run's signal did not): whatever the tool did
+    // after it was told to stop, the model reads that it timed out.
+    if let Some(timeout) = policy.timeout
+        && call_signal.is_cancelled()
+        && !scope.signal().is_cancelled()
+    {
+        let grace = settled.is_none().then_some(STOP_GRACE);
+        return Outcome {
+            result: ToolResult::error(failure::timed_out(&call.name, timeout, grace)),
+            failure: Some(CallFailure::Timeout),
+            duration_ms: Some(duration_ms),
+        };
+    }
     let (result, mut failure) = match settled {
-        Some(Ok(Ok(result))) => {
+        Some(Ok(Ok(mut result))) => {
+            scope.policies.cap(&policy, &mut result);
             let failure = result.is_error.then_some(CallFailure::ToolError);
             (result, failure)
         }
         Some(Ok(Err(error))) => {
             let failure = match error.kind() {
                 ToolErrorKind::InvalidArguments => CallFailure::Validation,
+                ToolErrorKind::Retry => CallFailure::Retry,
                 _ => CallFailure::ToolError,
             };
             (ToolResult::error(error.into_message()), Some(failure))
@@ -362,6 +393,7 @@ where
             result: result.clone(),
             messages: Arc::clone(&scope.messages),
             signal: scope.signal().clone(),
+            context: scope.limits.context.clone(),
         };
         match guarded(|| after(context)).await {
             Ok(Ok(patch)) => {
@@ -389,8 +421,8 @@ where
     }
 }
 
-/// Resolves [`STOP_GRACE`] after the signal fired: the moment to stop waiting for a tool
-/// that ignores it.
+/// Resolves [`STOP_GRACE`] after the call's signal fired (the run's, or the tool's time
+/// limit): the moment to stop waiting for a tool that ignores it.
 async fn give_up(signal: &CancellationToken) {
     signal.cancelled().await;
     tokio::time::sleep(STOP_GRACE).await;

@@ -10,6 +10,7 @@
 mod batch;
 mod call;
 mod held;
+mod policy;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ pub(crate) use batch::{BatchOutcome, BatchRun, CallRecord};
 pub use call::validate_tool_call;
 pub(crate) use call::{Outcome, RunLimits, guarded, panic_message};
 pub(crate) use held::{HeldCall, decide};
+pub(crate) use policy::Policies;
 
 use self::call::{CallScope, Preflight};
 use super::hooks::Hooks;
@@ -46,6 +48,8 @@ pub(crate) struct Dispatcher {
     /// The conversation's tool set, which a tool may change (see
     /// [`ToolContext::tools`](crate::ToolContext::tools)).
     switch: Option<Arc<dyn ToolSwitch>>,
+    /// The tools' execution policies and what enforces them.
+    policies: Arc<Policies>,
 }
 
 impl Dispatcher {
@@ -63,7 +67,14 @@ impl Dispatcher {
             limits,
             capture_content,
             switch: None,
+            policies: Arc::default(),
         }
+    }
+
+    /// Enforce the tools' execution policies with these defaults and limits.
+    pub(crate) fn with_policies(mut self, policies: Arc<Policies>) -> Self {
+        self.policies = policies;
+        self
     }
 
     /// Let the tools change the conversation's tool set through `switch`.
@@ -86,6 +97,7 @@ impl Dispatcher {
             limits: Arc::clone(&self.limits),
             capture_content: self.capture_content,
             switch: self.switch.clone(),
+            policies: Arc::clone(&self.policies),
         })
     }
 

@@ -1,0 +1,120 @@
+//! Each tool's execution policy around one call: its effective policy (the tool's, over the
+//! agent's defaults), the permit of its named concurrency limit, its time limit, and the
+//! cap on its output. The retry budget is counted over a run's results, by the run driver.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use crate::tool::output::cap_text;
+use crate::tool::{
+    ConcurrencyLimits, OutputSaver, TempFileSaver, ToolDefinition, ToolPolicy, ToolResult,
+};
+
+/// What the dispatcher needs to enforce policies: the agent's defaults, the named limits
+/// (shared by every conversation of a definition), where cut output is saved, and the cap on
+/// calls running at once in one batch.
+#[derive(Clone)]
+pub(crate) struct Policies {
+    pub(crate) defaults: ToolPolicy,
+    pub(crate) limits: ConcurrencyLimits,
+    pub(crate) saver: Arc<dyn OutputSaver>,
+    /// At most this many calls of one batch execute at once.
+    pub(crate) batch_concurrency: Option<usize>,
+}
+
+impl Default for Policies {
+    fn default() -> Self {
+        Policies {
+            defaults: ToolPolicy::new(),
+            limits: ConcurrencyLimits::new(),
+            saver: Arc::new(TempFileSaver::new()),
+            batch_concurrency: None,
+        }
+    }
+}
+
+impl fmt::Debug for Policies {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Policies")
+            .field("defaults", &self.defaults)
+            .field("limits", &self.limits)
+            .field("batch_concurrency", &self.batch_concurrency)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Policies {
+    /// The policy the dispatcher applies to `tool`'s calls.
+    pub(crate) fn of(&self, tool: &dyn ToolDefinition) -> ToolPolicy {
+        tool.policy().or(&self.defaults)
+    }
+
+    /// Wait for the permit of `policy`'s named limit, unless `signal` fires first (`Err`).
+    /// `Ok(None)` when the policy names no limit.
+    pub(crate) async fn permit(
+        &self,
+        policy: &ToolPolicy,
+        signal: &CancellationToken,
+    ) -> Result<Option<OwnedSemaphorePermit>, Stopped> {
+        let Some(limit) = &policy.concurrency else {
+            return Ok(None);
+        };
+        acquire(self.limits.semaphore(limit), signal)
+            .await
+            .map(Some)
+    }
+
+    /// Cut `result`'s text to `policy.max_output`, saving the full text; the saved file's
+    /// path goes into an object `details` as `fullOutputPath`.
+    pub(crate) fn cap(&self, policy: &ToolPolicy, result: &mut ToolResult) {
+        let Some(max) = policy.max_output else { return };
+        let Some((content, path)) = cap_text(&result.content, max, self.saver.as_ref()) else {
+            return;
+        };
+        result.content = content;
+        if let Some(path) = path {
+            match &mut result.details {
+                Some(Value::Object(details)) => {
+                    details.insert("fullOutputPath".into(), Value::String(path));
+                }
+                None => {
+                    result.details = Some(serde_json::json!({ "fullOutputPath": path }));
+                }
+                // Details of another shape are the tool's own; the text names the file.
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+/// The signal fired while a call waited for a permit.
+#[derive(Debug)]
+pub(crate) struct Stopped;
+
+/// A permit of `semaphore`, unless `signal` fires first.
+pub(crate) async fn acquire(
+    semaphore: Arc<Semaphore>,
+    signal: &CancellationToken,
+) -> Result<OwnedSemaphorePermit, Stopped> {
+    tokio::select! {
+        biased;
+        () = signal.cancelled() => Err(Stopped),
+        // The semaphore is never closed.
+        permit = semaphore.acquire_owned() => permit.map_err(|_| Stopped),
+    }
+}
+
+/// The per-call time limit: fires `call_signal` once `timeout` passed. Never resolves, so
+/// a `select!` loop may keep polling it.
+pub(crate) async fn time_limit(timeout: Option<Duration>, call_signal: &CancellationToken) {
+    if let Some(timeout) = timeout {
+        tokio::time::sleep(timeout).await;
+        call_signal.cancel();
+    }
+    std::future::pending::<()>().await;
+}

@@ -1,0 +1,368 @@
+//! Execution policy declared on a tool (`#[tool(timeout, retries, concurrency, max_output)]`,
+//! `FnTool::with_policy`) and defaulted on the agent, enforced by the dispatcher: a timeout
+//! with a tool that ignores its signal, a retry budget run out, a concurrency cap measured,
+//! an output over the cap saved in full.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use pi_runtime::agent::{Agent, BuildError, RunEnd};
+use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+use pi_runtime::tool::{TempFileSaver, ToolPolicy};
+use pi_runtime::{FnTool, Message, ToolContext, ToolDefinition, ToolError, ToolResult, tool};
+use serde_json::json;
+
+/// `(toolCallId, isError, text)` of every tool result.
+fn results(messages: &[Message]) -> Vec<(String, bool, String)> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) => Some((r.tool_call_id.clone(), r.is_error, r.text())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn error(id: &str, text: &str) -> (String, bool, String) {
+    (id.to_owned(), true, text.to_owned())
+}
+
+static STUBBORN_SAW_SIGNAL: AtomicBool = AtomicBool::new(false);
+
+/// Never finishes, whatever its signal says.
+#[tool(timeout = "50ms")]
+async fn stubborn(ctx: ToolContext) -> String {
+    loop {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        if ctx.is_cancelled() {
+            STUBBORN_SAW_SIGNAL.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Stops as soon as it is told to.
+#[tool(timeout = "50ms")]
+async fn polite(ctx: ToolContext) -> String {
+    ctx.signal().cancelled().await;
+    "stopped early".to_owned()
+}
+
+#[test]
+fn the_macro_declares_the_policy() {
+    assert_eq!(
+        Stubborn.policy(),
+        ToolPolicy::new().with_timeout(Duration::from_millis(50))
+    );
+    assert_eq!(Query.policy(), ToolPolicy::new().with_concurrency("db", 3));
+    assert_eq!(Lookup.policy(), ToolPolicy::new().with_retries(2));
+    assert_eq!(Dump.policy(), ToolPolicy::new().with_max_output(1024));
+}
+
+#[tokio::test]
+async fn a_tool_that_ignores_its_signal_times_out_after_the_grace_period() {
+    let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "stubborn", json!({})));
+    let agent = Agent::builder()
+        .model(model.clone())
+        .tools(Stubborn)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let run = agent.prompt("go").await.unwrap();
+    let elapsed = started.elapsed();
+    assert_eq!(
+        results(&run),
+        [error(
+            "c1",
+            "Tool \"stubborn\" timed out after 50ms, and it did not finish within 1s of being told to stop"
+        )]
+    );
+    assert!(
+        STUBBORN_SAW_SIGNAL.load(Ordering::SeqCst),
+        "the call's signal was cancelled"
+    );
+    // 50 ms, then the one-second grace period; the run goes on with the error result.
+    assert!(
+        elapsed >= Duration::from_millis(1_050) && elapsed < Duration::from_secs(3),
+        "{elapsed:?}"
+    );
+    assert_eq!(run.end, RunEnd::Completed);
+    assert_eq!(model.request_count(), 2);
+}
+
+#[tokio::test]
+async fn a_tool_that_stops_when_told_still_reads_as_timed_out() {
+    let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "polite", json!({})));
+    let agent = Agent::builder().model(model).tools(Polite).build().unwrap();
+    let started = Instant::now();
+    let run = agent.prompt("go").await.unwrap();
+    assert_eq!(
+        results(&run),
+        [error("c1", "Tool \"polite\" timed out after 50ms")]
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn the_agent_default_timeout_applies_to_a_tool_without_one() {
+    let idle = FnTool::new("idle", "Waits.", json!({"type": "object"}), |_, _| async {
+        std::future::pending::<()>().await;
+        Ok::<_, ToolError>(ToolResult::text("never"))
+    });
+    let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "idle", json!({})));
+    let agent = Agent::builder()
+        .model(model)
+        .tools(idle)
+        .tool_policy(ToolPolicy::new().with_timeout(Duration::from_millis(20)))
+        .build()
+        .unwrap();
+    let run = agent.prompt("go").await.unwrap();
+    assert_eq!(
+        results(&run),
+        [error(
+            "c1",
+            "Tool \"idle\" timed out after 20ms, and it did not finish within 1s of being told to stop"
+        )]
+    );
+}
+
+/// Look up a record.
+#[tool(retries = 2)]
+async fn lookup(id: u32) -> Result<String, ToolError> {
+    match id {
+        0 => Err(ToolError::retry("No record 0: ids start at 1")),
+        1 => Err(ToolError::new("The database is down")),
+        id => Ok(format!("record {id}")),
+    }
+}
+
+fn call_lookup(id: &str, args: serde_json::Value) -> FauxResponse {
+    FauxResponse::tool_call(id, "lookup", args)
+}
+
+const NOT_A_NUMBER: &str = "Validation failed for tool \"lookup\":\n  - id: expected integer, got string\n\nReceived arguments:\n{\n  \"id\": \"abc\"\n}";
+
+#[tokio::test]
+async fn validation_errors_past_the_retry_budget_end_the_run() {
+    let model = FauxModel::new()
+        .respond(call_lookup("c1", json!({"id": "abc"})))
+        .respond(call_lookup("c2", json!({"id": "abc"})))
+        .respond(call_lookup("c3", json!({"id": "abc"})))
+        .respond(FauxResponse::text("never asked"));
+    let agent = Agent::builder()
+        .model(model.clone())
+        .tools(Lookup)
+        .build()
+        .unwrap();
+    let run = agent.prompt("go").await.unwrap();
+    assert_eq!(
+        run.end,
+        RunEnd::RetriesExhausted {
+            tool: "lookup".to_owned(),
+            retries: 2
+        }
+    );
+    assert_eq!(
+        results(&run),
+        [
+            error("c1", NOT_A_NUMBER),
+            error("c2", NOT_A_NUMBER),
+            error("c3", NOT_A_NUMBER)
+        ]
+    );
+    assert_eq!(
+        model.request_count(),
+        3,
+        "no request after the third failure"
+    );
+    assert!(matches!(run.last(), Some(Message::ToolResult(_))));
+}
+
+#[tokio::test]
+async fn explicit_retries_count_and_final_errors_do_not() {
+    // Two retries, then a final error twice: still within the budget of two.
+    let model = FauxModel::new()
+        .respond(call_lookup("c1", json!({"id": 0})))
+        .respond(call_lookup("c2", json!({"id": 0})))
+        .respond(call_lookup("c3", json!({"id": 1})))
+        .respond(call_lookup("c4", json!({"id": 1})))
+        .respond(call_lookup("c5", json!({"id": 7})));
+    let agent = Agent::builder()
+        .model(model.clone())
+        .tools(Lookup)
+        .build()
+        .unwrap();
+    let run = agent.prompt("go").await.unwrap();
+    assert_eq!(run.end, RunEnd::Completed);
+    assert_eq!(
+        results(&run),
+        [
+            error("c1", "No record 0: ids start at 1"),
+            error("c2", "No record 0: ids start at 1"),
+            error("c3", "The database is down"),
+            error("c4", "The database is down"),
+            ("c5".to_owned(), false, "record 7".to_owned()),
+        ]
+    );
+    // One more retry is past the budget.
+    model.push(call_lookup("c6", json!({"id": 0})));
+    model.push(call_lookup("c7", json!({"id": 0})));
+    model.push(call_lookup("c8", json!({"id": 0})));
+    let run = agent.prompt("again").await.unwrap();
+    assert_eq!(
+        run.end,
+        RunEnd::RetriesExhausted {
+            tool: "lookup".to_owned(),
+            retries: 2
+        },
+        "each run has its own budget: the third failure of this run ends it: {:?}",
+        results(&run)
+    );
+    assert_eq!(results(&run).len(), 3);
+}
+
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+static MOST: AtomicUsize = AtomicUsize::new(0);
+
+async fn hold_a_connection() -> String {
+    let now = RUNNING.fetch_add(1, Ordering::SeqCst) + 1;
+    MOST.fetch_max(now, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    RUNNING.fetch_sub(1, Ordering::SeqCst);
+    "ok".to_owned()
+}
+
+/// Query the database.
+#[tool(concurrency = "db:3")]
+async fn query() -> String {
+    hold_a_connection().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_limit_caps_every_tool_naming_it() {
+    // Another tool naming the same limit shares its three permits.
+    let migrate = FnTool::new(
+        "migrate",
+        "Migrate.",
+        json!({"type": "object"}),
+        |_, _| async { Ok::<_, ToolError>(ToolResult::text(hold_a_connection().await)) },
+    )
+    .with_policy(ToolPolicy::new().with_concurrency("db", 3));
+    let mut response = FauxResponse::new(Vec::new());
+    for i in 0..12 {
+        let name = if i % 2 == 0 { "query" } else { "migrate" };
+        response = response.and_tool_call(format!("c{i}"), name, json!({}));
+    }
+    let model = FauxModel::new().respond(response);
+    let agent = Agent::builder()
+        .model(model)
+        .tools((Query, migrate))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let run = agent.prompt("go").await.unwrap();
+    let elapsed = started.elapsed();
+    assert!(
+        results(&run)
+            .iter()
+            .all(|(_, is_error, text)| !is_error && text == "ok")
+    );
+    assert_eq!(
+        MOST.load(Ordering::SeqCst),
+        3,
+        "at most three calls held the limit at once"
+    );
+    // Twelve calls of 30 ms, three at a time: four rounds.
+    assert!(elapsed >= Duration::from_millis(120), "{elapsed:?}");
+}
+
+#[test]
+fn two_tools_naming_one_limit_with_other_permits_do_not_build() {
+    let other = FnTool::new("other", "Other.", json!({"type": "object"}), |_, _| async {
+        Ok::<_, ToolError>(ToolResult::text("ok"))
+    })
+    .with_policy(ToolPolicy::new().with_concurrency("db", 5));
+    let error = Agent::builder()
+        .model(FauxModel::new())
+        .tools((Query, other))
+        .build()
+        .unwrap_err();
+    assert!(matches!(error, BuildError::Concurrency(_)));
+    assert_eq!(
+        error.to_string(),
+        "tool \"other\" declares concurrency \"db:5\", but the limit \"db\" already has 3 permits: give every tool naming a limit the same permits"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_batch_cap_limits_calls_running_at_once() {
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let (r, m) = (Arc::clone(&running), Arc::clone(&most));
+    let work = FnTool::new("work", "Work.", json!({"type": "object"}), move |_, _| {
+        let (running, most) = (Arc::clone(&r), Arc::clone(&m));
+        async move {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            running.fetch_sub(1, Ordering::SeqCst);
+            Ok::<_, ToolError>(ToolResult::text("done"))
+        }
+    });
+    let mut response = FauxResponse::new(Vec::new());
+    for i in 0..8 {
+        response = response.and_tool_call(format!("c{i}"), "work", json!({}));
+    }
+    let agent = Agent::builder()
+        .model(FauxModel::new().respond(response))
+        .tools(work)
+        .max_parallel_tool_calls(2)
+        .build()
+        .unwrap();
+    let run = agent.prompt("go").await.unwrap();
+    assert_eq!(results(&run).len(), 8);
+    assert_eq!(most.load(Ordering::SeqCst), 2);
+}
+
+/// Dump the log.
+#[tool(max_output = "1KiB")]
+async fn dump() -> String {
+    (0..500).map(|i| format!("line {i:04}\n")).collect()
+}
+
+#[tokio::test]
+async fn output_over_the_cap_is_cut_and_saved_in_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "dump", json!({})));
+    let agent = Agent::builder()
+        .model(model)
+        .tools(Dump)
+        .output_saver(TempFileSaver::in_dir(dir.path()))
+        .build()
+        .unwrap();
+    let run = agent.prompt("go").await.unwrap();
+    let Some(Message::ToolResult(result)) = run.get(2) else {
+        panic!("a tool result: {run:?}");
+    };
+    let full: String = (0..500).map(|i| format!("line {i:04}\n")).collect();
+    let path = result
+        .details
+        .as_ref()
+        .and_then(|d| d["fullOutputPath"].as_str())
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(path).unwrap(),
+        full,
+        "saved in full"
+    );
+    assert!(std::path::Path::new(path).starts_with(dir.path()));
+    assert_eq!(
+        result.text(),
+        format!(
+            "Warning: truncated output (original token count: 1250)\nTotal output lines: 500\n\n{}…3976 chars truncated…{}\n\n[Full output: {path} (read it with offset/limit)]",
+            &full[..512],
+            &full[4488..],
+        )
+    );
+    assert!(!result.is_error);
+}
