@@ -315,8 +315,13 @@ where
     let Ok(_permit) = scope.policies.permit(&policy, scope.signal()).await else {
         return Outcome::stopped(scope);
     };
-    // The call's own signal: the run's, or the tool's time limit.
-    let call_signal = scope.signal().child_token();
+    // The call's own signal: a child of the run's when the tool's time limit may fire it,
+    // else the run's itself (a child token per call costs a lock on the run's signal, which
+    // every call of a large parallel batch would contend for).
+    let call_signal = match policy.timeout {
+        Some(_) => scope.signal().child_token(),
+        None => scope.signal().clone(),
+    };
     let (tx, mut rx) = mpsc::unbounded();
     let context = ToolContext::dispatched(
         call.id.clone(),
