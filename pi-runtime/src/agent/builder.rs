@@ -20,7 +20,7 @@ use super::telemetry;
 use super::turn_tools::TurnTools;
 use crate::message::Message;
 use crate::prompt::ToolSectionStyle;
-use crate::stream::{LanguageModel, ThinkingLevel};
+use crate::stream::{LanguageModel, ThinkingLevel, ToolChoice};
 use crate::tool::{
     ConcurrencyLimits, ContextType, ExecutionMode, OutputSaver, ToolDefinition, ToolError,
     ToolPolicy, ToolRegistry, ToolSet,
@@ -39,6 +39,9 @@ pub struct AgentBuilder {
     pub(super) hooks: Hooks,
     thinking_level: ThinkingLevel,
     max_tokens: Option<u32>,
+    tool_choice: Option<ToolChoice>,
+    parallel_tool_calls: Option<bool>,
+    max_tool_calls: Option<u32>,
     pub(super) time_limit: Option<Duration>,
     max_turns: Option<usize>,
     capture_content: Option<bool>,
@@ -61,6 +64,9 @@ impl Default for AgentBuilder {
             hooks: Hooks::default(),
             thinking_level: ThinkingLevel::Off,
             max_tokens: None,
+            tool_choice: None,
+            parallel_tool_calls: None,
+            max_tool_calls: None,
             time_limit: None,
             max_turns: None,
             capture_content: None,
@@ -322,6 +328,50 @@ impl AgentBuilder {
         self
     }
 
+    /// The tool choice every request sends (default: none, the provider's default). A
+    /// `prepare_request` hook can change it for one request through
+    /// [`RequestPlan::tool_choice`](super::RequestPlan::tool_choice); the table on
+    /// [`ToolChoice`] shows what each wire API sends.
+    ///
+    /// ```
+    /// use pi_runtime::agent::Agent;
+    /// use pi_runtime::provider::faux::FauxModel;
+    /// use pi_runtime::ToolChoice;
+    ///
+    /// let agent = Agent::builder()
+    ///     .model(FauxModel::new())
+    ///     .tool_choice(ToolChoice::Required)
+    ///     .parallel_tool_calls(false)
+    ///     .max_tool_calls(4)
+    ///     .build();
+    /// assert!(agent.is_ok());
+    /// ```
+    #[must_use]
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
+        self
+    }
+
+    /// Allow (`true`) or forbid (`false`) the model several tool calls in one response, on
+    /// every request (default: the provider's default, which allows them). This is the
+    /// model's side; [`max_parallel_tool_calls`](Self::max_parallel_tool_calls) caps how
+    /// many of one response's calls execute at once. See
+    /// [`StreamOptions::parallel_tool_calls`](crate::StreamOptions::parallel_tool_calls) for
+    /// what each wire API sends.
+    #[must_use]
+    pub fn parallel_tool_calls(mut self, parallel: bool) -> Self {
+        self.parallel_tool_calls = Some(parallel);
+        self
+    }
+
+    /// Let each response make at most this many tool calls (OpenAI Responses'
+    /// `max_tool_calls`; the other wire APIs have no such field and send nothing).
+    #[must_use]
+    pub fn max_tool_calls(mut self, max: u32) -> Self {
+        self.max_tool_calls = Some(max);
+        self
+    }
+
     /// Start from this transcript.
     #[must_use]
     pub fn messages(mut self, messages: Vec<Message>) -> Self {
@@ -393,6 +443,9 @@ impl AgentBuilder {
             hooks: Arc::new(self.hooks),
             thinking_level: self.thinking_level,
             max_tokens: self.max_tokens,
+            tool_choice: self.tool_choice,
+            parallel_tool_calls: self.parallel_tool_calls,
+            max_tool_calls: self.max_tool_calls,
             time_limit: self.time_limit,
             max_turns: self.max_turns,
             capture_content: self

@@ -11,7 +11,7 @@ use super::state::QueueMode;
 use super::turn_tools::TurnTools;
 use crate::message::Message;
 use crate::prompt::{self, ToolSectionStyle};
-use crate::stream::{LanguageModel, ThinkingLevel};
+use crate::stream::{LanguageModel, ThinkingLevel, ToolChoice};
 use crate::tool::{
     ExecutionMode, RegistryError, RunContext, ToolDefinition, ToolRegistry, ToolSwitch,
 };
@@ -31,6 +31,10 @@ pub(crate) struct Config {
     pub(crate) hooks: Arc<Hooks>,
     pub(crate) thinking_level: ThinkingLevel,
     pub(crate) max_tokens: Option<u32>,
+    /// What each request's plan starts with for the provider's tool-call knobs.
+    pub(crate) tool_choice: Option<ToolChoice>,
+    pub(crate) parallel_tool_calls: Option<bool>,
+    pub(crate) max_tool_calls: Option<u32>,
     pub(crate) time_limit: Option<Duration>,
     /// The most model requests one run may make.
     pub(crate) max_turns: Option<usize>,

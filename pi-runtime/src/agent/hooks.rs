@@ -240,6 +240,13 @@ pub struct RequestPlan {
     /// default, which lets the model choose). Each wire API writes it in its own format; a
     /// choice naming a tool the request does not offer is an error on every provider.
     pub tool_choice: Option<ToolChoice>,
+    /// Whether the model may ask for several tool calls in one response, for this request
+    /// only (`None`: the provider's default). See [`StreamOptions::parallel_tool_calls`](crate::StreamOptions::parallel_tool_calls)
+    /// for where each wire API puts it.
+    pub parallel_tool_calls: Option<bool>,
+    /// The most tool calls the response may make, for this request only (OpenAI Responses'
+    /// `max_tool_calls`; the other APIs send nothing).
+    pub max_tool_calls: Option<u32>,
 }
 
 pub(crate) type BeforeHook = Arc<

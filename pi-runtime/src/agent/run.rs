@@ -180,7 +180,9 @@ impl Driver<'_> {
             context,
             model,
             thinking_level,
-            tool_choice: None,
+            tool_choice: config.tool_choice.clone(),
+            parallel_tool_calls: config.parallel_tool_calls,
+            max_tool_calls: config.max_tool_calls,
         };
         let Some(prepare) = &config.hooks.prepare_request else {
             return Ok(with_declarations(plan, state));
@@ -233,12 +235,16 @@ impl Driver<'_> {
             model,
             thinking_level,
             tool_choice,
+            parallel_tool_calls,
+            max_tool_calls,
         } = plan;
         let options = StreamOptions {
             signal: self.limits.signal.clone(),
             reasoning: (thinking_level != ThinkingLevel::Off).then_some(thinking_level),
             max_tokens: config.max_tokens,
             tool_choice,
+            parallel_tool_calls,
+            max_tool_calls,
             ..StreamOptions::default()
         };
         match std::panic::catch_unwind(AssertUnwindSafe(|| model.stream(context, options))) {

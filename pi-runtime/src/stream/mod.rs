@@ -215,6 +215,14 @@ pub struct StreamOptions {
     pub reasoning: Option<ThinkingLevel>,
     /// Which tools the model may or must call; `None` sends no tool choice.
     pub tool_choice: Option<ToolChoice>,
+    /// Whether the model may ask for several tool calls in one response (`None`: the
+    /// provider's default, which allows it). Sent only with tools: Chat Completions' and
+    /// Responses' `parallel_tool_calls`, Anthropic's `tool_choice.disable_parallel_tool_use`
+    /// (`Some(false)` only); Gemini has no such field and sends nothing.
+    pub parallel_tool_calls: Option<bool>,
+    /// The most tool calls one response may make (OpenAI Responses' `max_tool_calls`, which
+    /// counts built-in tools too). The other APIs have no such field and send nothing.
+    pub max_tool_calls: Option<u32>,
     /// Output token limit.
     pub max_tokens: Option<u32>,
     /// Sampling temperature.
@@ -247,6 +255,20 @@ impl StreamOptions {
     #[must_use]
     pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
         self.tool_choice = Some(choice);
+        self
+    }
+
+    /// Allow (`true`) or forbid (`false`) several tool calls in one response.
+    #[must_use]
+    pub fn with_parallel_tool_calls(mut self, parallel: bool) -> Self {
+        self.parallel_tool_calls = Some(parallel);
+        self
+    }
+
+    /// Let one response make at most this many tool calls (OpenAI Responses only).
+    #[must_use]
+    pub fn with_max_tool_calls(mut self, max: u32) -> Self {
+        self.max_tool_calls = Some(max);
         self
     }
 
@@ -287,8 +309,12 @@ impl StreamOptions {
 /// | `Auto` | `"auto"` | `"auto"` | `{"type":"auto"}` | `AUTO` (`VALIDATED` with a strict tool) |
 /// | `None` | `"none"` | `"none"` | `{"type":"none"}` | `NONE` |
 /// | `Required` | `"required"` | `"required"` | `{"type":"any"}` | `ANY` |
-/// | `Tool(name)` | `{"type":"function","function":{"name":name}}` | `{"type":"function","name":name}` | `{"type":"tool","name":name}` | `ANY`: the request names no function, so the model must call some tool |
+/// | `Tool(name)` | `{"type":"function","function":{"name":name}}` | `{"type":"function","name":name}` | `{"type":"tool","name":name}` | `ANY`, with `allowedFunctionNames: [name]` |
 /// | `Raw(json)` | `json` | `json` | a string `s` as `{"type":s}`, an object as is | `"none"` and `"any"` as `NONE` and `ANY`; `null`, `false` and `""` as no choice; anything else as `Auto` |
+///
+/// With [`StreamOptions::parallel_tool_calls`] `Some(false)`, Anthropic's choice also carries
+/// `"disable_parallel_tool_use": true` (except `none` and a `Raw` object, sent as given), and a
+/// request with tools but no choice sends `{"type":"auto","disable_parallel_tool_use":true}`.
 ///
 /// Models that are not HTTP wire APIs (the faux model, your own [`LanguageModel`]) may
 /// ignore it; the faux model does.

@@ -273,9 +273,8 @@ async fn anthropic_without_forcing_sends_no_tool_choice() {
 }
 
 #[tokio::test]
-async fn google_forcing_asks_for_any_call() {
-    // Gemini's request cannot name the function: forcing is mode ANY, a call of some tool,
-    // which is the submit tool when it is the only one.
+async fn google_forcing_names_the_function() {
+    // Gemini names the function through `allowedFunctionNames` under mode ANY.
     let server = Server::start(vec![Reply::Status(
         400,
         r#"{"error": {"code": 400, "message": "stop here", "status": "INVALID_ARGUMENT"}}"#.into(),
@@ -294,6 +293,6 @@ async fn google_forcing_asks_for_any_call() {
     let request = server.only_request();
     assert_eq!(
         request.body["toolConfig"],
-        json!({"functionCallingConfig": {"mode": "ANY"}})
+        json!({"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [TOOL]}})
     );
 }

@@ -79,6 +79,13 @@ mod provider_turns;
     feature = "anthropic",
     feature = "google"
 ))]
+mod request_tool_knobs;
+#[cfg(all(
+    feature = "openai",
+    feature = "openai-responses",
+    feature = "anthropic",
+    feature = "google"
+))]
 mod responses_e2e;
 #[cfg(all(
     feature = "openai",

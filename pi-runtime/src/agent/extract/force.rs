@@ -44,6 +44,8 @@ mod tests {
             model: Arc::new(FauxModel::new()),
             thinking_level: ThinkingLevel::Off,
             tool_choice: None,
+            parallel_tool_calls: None,
+            max_tool_calls: None,
         }
     }
 

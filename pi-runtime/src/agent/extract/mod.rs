@@ -95,10 +95,10 @@
 //! | OpenAI Chat Completions and compatible servers (DeepSeek, vLLM, ...) | `{"type":"function","function":{"name":"<tool>"}}` | the submit tool (if the server honours `tool_choice`) |
 //! | OpenAI Responses | `{"type":"function","name":"<tool>"}` | the submit tool |
 //! | Anthropic Messages | `{"type":"tool","name":"<tool>"}` | the submit tool (not allowed together with extended thinking) |
-//! | Google Gemini | `functionCallingConfig.mode: "ANY"` | some tool: the submit tool only when it is the only one |
+//! | Google Gemini | `functionCallingConfig: {"mode": "ANY", "allowedFunctionNames": ["<tool>"]}` | the submit tool |
 //! | the faux model, your own [`LanguageModel`](crate::LanguageModel) | nothing (the choice is in the request's [`StreamOptions`](crate::StreamOptions) for a model that reads it) | nothing |
 //!
-//! A forced model can call no other tool, so force only when the submit tool is the only one.
+//! A forced model can call no other tool.
 //!
 //! # Watching the partial result
 //!

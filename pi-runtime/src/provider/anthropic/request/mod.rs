@@ -96,6 +96,11 @@ pub(crate) fn build_request(
                 cache_control,
             }]
         });
+    let has_tools = tools.as_ref().is_some_and(|tools| !tools.is_empty());
+    let tool_choice = tool_choice(
+        options.tool_choice.as_ref(),
+        options.parallel_tool_calls == Some(false) && has_tools,
+    );
     let request = MessagesRequest {
         model: &model.id,
         messages,
@@ -105,25 +110,35 @@ pub(crate) fn build_request(
         temperature: options.temperature.filter(|_| requested.is_none()),
         tools,
         thinking,
-        tool_choice: options.tool_choice.as_ref().map(tool_choice),
+        tool_choice,
     };
     serde_json::to_value(&request).map_err(|error| error.to_string())
 }
 
 /// `choice` as the Messages API writes it: a string of the caller's own JSON `s` becomes
-/// `{"type": s}`; an object is sent as it is.
-fn tool_choice(choice: &ToolChoice) -> ToolChoiceParam<'_> {
-    match choice {
-        ToolChoice::Auto => ToolChoiceParam::Kind { r#type: "auto" },
-        ToolChoice::None => ToolChoiceParam::Kind { r#type: "none" },
-        ToolChoice::Required => ToolChoiceParam::Kind { r#type: "any" },
-        ToolChoice::Tool(name) => ToolChoiceParam::Tool {
+/// `{"type": s}`; an object is sent as it is. `serial` (no parallel tool calls) adds
+/// `disable_parallel_tool_use: true` to every choice but `none` and the caller's object, and
+/// without a choice sends `{"type":"auto"}` to carry it.
+fn tool_choice(choice: Option<&ToolChoice>, serial: bool) -> Option<ToolChoiceParam<'_>> {
+    let disable = |kind: &str| (serial && kind != "none").then_some(true);
+    let kind = |r#type| ToolChoiceParam::Kind {
+        r#type,
+        disable_parallel_tool_use: disable(r#type),
+    };
+    Some(match choice {
+        None if serial => kind("auto"),
+        None => return None,
+        Some(ToolChoice::Auto) => kind("auto"),
+        Some(ToolChoice::None) => kind("none"),
+        Some(ToolChoice::Required) => kind("any"),
+        Some(ToolChoice::Tool(name)) => ToolChoiceParam::Tool {
             r#type: "tool",
             name,
+            disable_parallel_tool_use: disable("tool"),
         },
-        ToolChoice::Raw(Value::String(kind)) => ToolChoiceParam::Kind { r#type: kind },
-        ToolChoice::Raw(json) => ToolChoiceParam::Raw(json),
-    }
+        Some(ToolChoice::Raw(Value::String(r#type))) => kind(r#type),
+        Some(ToolChoice::Raw(json)) => ToolChoiceParam::Raw(json),
+    })
 }
 
 /// The `anthropic-beta` header value, when the request needs one: the betas joined with

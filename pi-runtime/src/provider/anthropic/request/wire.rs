@@ -177,9 +177,19 @@ pub(super) struct ThinkingParam {
 #[serde(untagged)]
 pub(super) enum ToolChoiceParam<'a> {
     /// `{"type":"auto"}`, `{"type":"none"}`, `{"type":"any"}`, or the caller's string.
-    Kind { r#type: &'a str },
+    Kind {
+        r#type: &'a str,
+        /// `true`: at most one tool call in the response (not sent with `none`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        disable_parallel_tool_use: Option<bool>,
+    },
     /// `{"type":"tool","name":...}`.
-    Tool { r#type: &'static str, name: &'a str },
+    Tool {
+        r#type: &'static str,
+        name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        disable_parallel_tool_use: Option<bool>,
+    },
     /// Forwarded verbatim.
     Raw(&'a Value),
 }

@@ -94,7 +94,10 @@ fn convert<'a>(
         let (declarations, any_strict) = convert_tools(tools, supports_strict)?;
         let mode = function_calling_mode(options.tool_choice.as_ref(), any_strict);
         let config = mode.map(|mode| ToolConfig {
-            function_calling_config: FunctionCallingConfig { mode },
+            function_calling_config: FunctionCallingConfig {
+                mode,
+                allowed_function_names: allowed_function(options.tool_choice.as_ref(), mode),
+            },
         });
         (Some(declarations), config)
     };
@@ -118,6 +121,15 @@ fn convert<'a>(
     })
 }
 
+/// The one function a named tool choice allows, sent with `ANY` only (the API ignores the
+/// list under the other modes).
+fn allowed_function(choice: Option<&ToolChoice>, mode: &str) -> Option<[String; 1]> {
+    match choice {
+        Some(ToolChoice::Tool(name)) if mode == "ANY" => Some([name.clone()]),
+        _ => None,
+    }
+}
+
 /// `none`/`any` always win; a strict tool needs `VALIDATED`; otherwise the choice, if any.
 fn function_calling_mode(choice: Option<&ToolChoice>, any_strict: bool) -> Option<&'static str> {
     let choice = match choice {
@@ -131,7 +143,7 @@ fn function_calling_mode(choice: Option<&ToolChoice>, any_strict: bool) -> Optio
     };
     match choice {
         Some(ToolChoice::None) => Some("NONE"),
-        // The request has no `allowedFunctionNames`: ANY is as close to one tool as it gets.
+        // A named tool is ANY limited by `allowedFunctionNames` (see `allowed_function`).
         Some(ToolChoice::Required | ToolChoice::Tool(_)) => Some("ANY"),
         _ if any_strict => Some("VALIDATED"),
         Some(_) => Some("AUTO"),

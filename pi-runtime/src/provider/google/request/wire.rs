@@ -137,7 +137,11 @@ pub(super) struct ToolConfig {
 }
 
 #[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub(super) struct FunctionCallingConfig {
     /// `AUTO`, `ANY`, `NONE` or `VALIDATED`.
     pub(super) mode: &'static str,
+    /// With `ANY`: the functions the model may call (the one a named tool choice names).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) allowed_function_names: Option<[String; 1]>,
 }

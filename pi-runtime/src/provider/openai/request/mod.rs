@@ -69,6 +69,7 @@ pub(crate) fn build_request(
         MaxTokensField::MaxTokens => (max_tokens, None),
         MaxTokensField::MaxCompletionTokens => (None, max_tokens),
     };
+    let has_tools = tools.as_ref().is_some_and(|tools| !tools.is_empty());
     let mut request = ChatCompletionRequest {
         model: &model.id,
         messages,
@@ -80,8 +81,8 @@ pub(crate) fn build_request(
         max_tokens,
         max_completion_tokens,
         temperature: options.temperature,
-        tool_stream: (tools.as_ref().is_some_and(|t| !t.is_empty()) && compat.zai_tool_stream)
-            .then_some(true),
+        tool_stream: (has_tools && compat.zai_tool_stream).then_some(true),
+        parallel_tool_calls: options.parallel_tool_calls.filter(|_| has_tools),
         tools,
         tool_choice: options.tool_choice.as_ref().map(|choice| {
             OpenAiToolChoice::new(choice, |name| NamedFunction {

@@ -32,6 +32,9 @@ pub(super) struct ChatCompletionRequest<'a> {
     pub(super) tool_stream: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) tool_choice: Option<OpenAiToolChoice<'a, NamedFunction<'a>>>,
+    /// Sent only with tools: the API rejects it without them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) parallel_tool_calls: Option<bool>,
     /// DeepSeek and Z.ai reasoning switch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) thinking: Option<ThinkingSwitch>,

@@ -81,6 +81,7 @@ pub(crate) fn build_request(
             }),
         }
     };
+    let has_tools = tools.as_ref().is_some_and(|tools| !tools.is_empty());
     let request = ResponsesRequest {
         model: &model.id,
         input,
@@ -98,6 +99,8 @@ pub(crate) fn build_request(
                 name,
             })
         }),
+        parallel_tool_calls: options.parallel_tool_calls.filter(|_| has_tools),
+        max_tool_calls: options.max_tool_calls,
         reasoning,
         include: effort.map(|_| [INCLUDE_REASONING]),
     };

@@ -32,6 +32,12 @@ pub(super) struct ResponsesRequest<'a> {
     pub(super) tools: Option<Vec<FunctionTool<'a>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) tool_choice: Option<OpenAiToolChoice<'a, NamedFunction<'a>>>,
+    /// Sent only with tools, as on Chat Completions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) parallel_tool_calls: Option<bool>,
+    /// The most tool calls (built-in ones included) the response may make.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) max_tool_calls: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) reasoning: Option<Reasoning<'a>>,
     /// `["reasoning.encrypted_content"]` when reasoning is on: the reasoning comes back
