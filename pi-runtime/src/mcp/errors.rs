@@ -12,6 +12,7 @@ use rmcp::transport::DynamicTransportError;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 use crate::error_chain::chain;
+use crate::sse::byte_size;
 
 /// Why the client's `initialize` handshake failed.
 pub(super) fn client_init(error: &ClientInitializeError) -> String {
@@ -66,6 +67,22 @@ pub(super) fn service(error: &ServiceError) -> String {
         }
         other => without_type_names(&other.to_string()),
     }
+}
+
+/// A message from the server over the transport's limit.
+pub(super) fn message_too_large(max: usize) -> String {
+    format!(
+        "the server sent a message larger than {}, the most the connection takes in one message",
+        byte_size(max)
+    )
+}
+
+/// An SSE event from the server over the transport's limit.
+pub(super) fn event_too_large(max: usize) -> String {
+    format!(
+        "the server sent an SSE event larger than {}, the most the connection takes in one message",
+        byte_size(max)
+    )
 }
 
 /// A transport failure: its causes, outermost first, without the transport's type name.

@@ -22,3 +22,16 @@ pub(crate) fn peak_rss() -> u64 {
         .expect("VmHWM in /proc/self/status")
         * 1024
 }
+
+/// The resident memory of this process now, in bytes.
+// Only the MCP tests measure what stays resident after a close.
+#[cfg(feature = "mcp")]
+pub(crate) fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmRSS in /proc/self/status")
+        * 1024
+}

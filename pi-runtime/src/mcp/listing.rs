@@ -1,0 +1,192 @@
+//! Listing a server's tools within bounds: at most so many pages and so many tools a
+//! listing, each page within the connection's timeout, and one refresh at a time however
+//! many `notifications/tools/list_changed` arrive.
+
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::{ClientRequest, ListToolsRequest, PaginatedRequestParams, ServerResult};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::{Peer, RoleClient};
+use serde_json::Value;
+
+use super::connection::{Listed, Shared};
+use super::schema::tool_definitions;
+use super::{McpError, errors};
+use crate::tool::Tool;
+
+/// The most tools taken from one server, by default.
+pub const DEFAULT_MAX_TOOLS: usize = 1_000;
+/// The most `tools/list` pages read for one listing, by default.
+pub const DEFAULT_MAX_PAGES: usize = 100;
+
+/// The bounds of one listing.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    pub(super) max_tools: usize,
+    pub(super) max_pages: usize,
+    /// How long one page may take.
+    pub(super) timeout: Duration,
+}
+
+/// The tools one listing took, and why it took fewer than the server offers, if it did.
+pub(super) struct Listing {
+    tools: Vec<Value>,
+    cut: Option<String>,
+}
+
+impl Listing {
+    fn new(tools: Vec<Value>, cut: Option<String>) -> Self {
+        Listing { tools, cut }
+    }
+}
+
+/// Whether a refresh runs, and whether the list changed again since it began.
+#[derive(Debug, Default)]
+pub(super) struct Refresh {
+    running: bool,
+    pending: bool,
+}
+
+/// The server's tools, page after page, until the last page or a bound: past
+/// [`Limits::max_tools`] or [`Limits::max_pages`] the tools taken so far are kept and the
+/// listing says what was left out. Only the tools kept are converted; the rest of a page is
+/// dropped with it.
+pub(super) async fn list_tools(
+    peer: &Peer<RoleClient>,
+    shared: &Shared,
+) -> Result<Listing, McpError> {
+    let limits = shared.limits;
+    let server = shared.server();
+    let (mut tools, mut cursor, mut pages) = (Vec::new(), None, 0);
+    loop {
+        pages += 1;
+        let request = ListToolsRequest::with_param(
+            PaginatedRequestParams::default().with_cursor(cursor.take()),
+        );
+        let page = match request_page(peer, request, limits.timeout).await {
+            Ok(ServerResult::ListToolsResult(result)) => result,
+            Ok(_) => return Err(McpError::InvalidToolList),
+            Err(error) => {
+                let reason = shared.failure().unwrap_or_else(|| errors::service(&error));
+                return Err(McpError::Connect(format!(
+                    "MCP server {server} did not list its tools: {reason}"
+                )));
+            }
+        };
+        let room = limits.max_tools - tools.len();
+        if page.tools.len() > room {
+            let cut = format!(
+                "MCP server {server} lists more than {} tools; only the first {} are taken",
+                limits.max_tools, limits.max_tools
+            );
+            tools.extend(convert(&page.tools[..room])?);
+            return Ok(Listing::new(tools, Some(cut)));
+        }
+        tools.extend(convert(&page.tools)?);
+        match page.next_cursor.filter(|next| !next.is_empty()) {
+            None => return Ok(Listing::new(tools, None)),
+            Some(_) if pages == limits.max_pages => {
+                let cut = format!(
+                    "MCP server {server} lists its tools on more than {} pages; only those of \
+                     the first {} are taken",
+                    limits.max_pages, limits.max_pages
+                );
+                return Ok(Listing::new(tools, Some(cut)));
+            }
+            Some(next) => cursor = Some(next),
+        }
+    }
+}
+
+/// The tools of a page as the JSON the server sent.
+fn convert(tools: &[rmcp::model::Tool]) -> Result<Vec<Value>, McpError> {
+    tools
+        .iter()
+        .map(|tool| serde_json::to_value(tool).map_err(|_| McpError::InvalidToolList))
+        .collect()
+}
+
+/// One `tools/list` request, answered within `timeout`.
+async fn request_page(
+    peer: &Peer<RoleClient>,
+    request: ListToolsRequest,
+    timeout: Duration,
+) -> Result<ServerResult, ServiceError> {
+    peer.send_request_with_option(
+        ClientRequest::ListToolsRequest(request),
+        PeerRequestOptions::with_timeout(timeout),
+    )
+    .await?
+    .await_response()
+    .await
+}
+
+/// Name the listed tools and keep those whose schema compiles, each with its compiled
+/// definition (every tool made from it shares that one compilation).
+pub(super) fn install(shared: &Shared, listing: Listing) -> Result<(), McpError> {
+    let taken = shared.taken();
+    let definitions = tool_definitions(shared.server(), &listing.tools, |name| {
+        taken.iter().any(|t| t == name)
+    })?;
+    drop(listing.tools);
+    let mut kept = Vec::with_capacity(definitions.len());
+    let mut rejected = Vec::new();
+    for definition in definitions {
+        let tool = Tool::new(
+            definition.name.clone(),
+            definition.description.clone(),
+            definition.parameters.clone(),
+        );
+        match tool.compiled_schema() {
+            Ok(_) => kept.push(Listed { definition, tool }),
+            Err(error) => rejected.push((definition.name, error.to_string())),
+        }
+    }
+    if let Some(cut) = &listing.cut {
+        tracing::warn!(server = %shared.server(), "{cut}");
+    }
+    shared.set_tools(kept, rejected, listing.cut);
+    Ok(())
+}
+
+/// The server said its tool list changed: list it again in the background. A refresh that
+/// runs already takes the news with it: it lists once more when it ends, so a storm of
+/// notifications costs two listings, not one each.
+pub(super) fn refresh(shared: &Arc<Shared>, peer: Peer<RoleClient>) {
+    {
+        let mut refresh = shared
+            .refresh
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        refresh.pending = true;
+        if refresh.running {
+            return;
+        }
+        refresh.running = true;
+    }
+    let shared = Arc::clone(shared);
+    // Listing is a request to the same peer: it cannot be awaited inside its own
+    // notification handler.
+    tokio::spawn(async move {
+        loop {
+            shared
+                .refresh
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pending = false;
+            let listed = list_tools(&peer, &shared).await;
+            if let Err(error) = listed.and_then(|listing| install(&shared, listing)) {
+                tracing::warn!(server = %shared.server(), %error, "the server's new tool list was not read");
+            }
+            let mut refresh = shared
+                .refresh
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if !refresh.pending || peer.is_transport_closed() {
+                refresh.running = false;
+                return;
+            }
+        }
+    });
+}

@@ -1,0 +1,360 @@
+//! MCP servers that send too much: 50,000 tools, a 100 MB description, endless pages after a
+//! storm of `list_changed`, a 200 MB SSE event. Each runs a real Python server (stdio, or
+//! HTTP on loopback) under a time bound and a peak-memory bound.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pi_runtime::mcp::{DEFAULT_MAX_TOOLS, McpClient};
+use pi_runtime::{ToolContext, ToolDefinition, ToolResult};
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+
+use crate::memory_support::{measured, peak_rss, rss};
+
+const MB: u64 = 1 << 20;
+
+/// A stdio MCP server in Python; its first argument picks how it misbehaves:
+/// - `many`: one page of 50,000 tools;
+/// - `huge`: one tool whose description is 100 MB;
+/// - `endless`: one tool, until `tools/call` of `storm` sends 10,000 `list_changed`; from
+///   then on every listing pages forever, 10 tools a page.
+///
+/// Any other call answers `{"listings": …, "pages": …}`: the listings (requests without a
+/// cursor) and pages it has served.
+const PYTHON_SERVER: &str = r#"
+import json, sys
+mode = sys.argv[1]
+listings = pages = 0
+stormed = False
+
+def tool(name, description="Does one thing."):
+    return {"name": name, "description": description, "inputSchema": {
+        "type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}},
+        "required": ["path"]}}
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message or "method" not in message:
+        continue
+    method, params = message["method"], message.get("params") or {}
+    if method == "initialize":
+        result = {"protocolVersion": params["protocolVersion"],
+                  "capabilities": {"tools": {"listChanged": True}},
+                  "serverInfo": {"name": "py", "version": "0"}}
+    elif method == "tools/list":
+        cursor = params.get("cursor")
+        pages += 1
+        listings += cursor is None
+        if mode == "many":
+            result = {"tools": [tool("tool_%d" % i) for i in range(50000)]}
+        elif mode == "huge":
+            head = json.dumps({"jsonrpc": "2.0", "id": message["id"],
+                               "result": {"tools": [tool("big", "")]}})
+            start, end = head.split('"description": ""')
+            sys.stdout.write(start + '"description": "')
+            for _ in range(100):
+                sys.stdout.write("x" * (1 << 20))
+            sys.stdout.write('"' + end + "\n")
+            sys.stdout.flush()
+            continue
+        elif stormed:
+            page = int(cursor or 0)
+            result = {"tools": [tool("tool_%d" % (page * 10 + i)) for i in range(10)],
+                      "nextCursor": str(page + 1)}
+        else:
+            result = {"tools": [tool("storm")]}
+    elif method == "tools/call":
+        if params["name"] == "storm" and not stormed:
+            stormed = True
+            for _ in range(10000):
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            text = "stormed"
+        else:
+            text = json.dumps({"listings": listings, "pages": pages})
+        result = {"content": [{"type": "text", "text": text}]}
+    else:
+        result = {}
+    send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+"#;
+
+fn python(mode: &str) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new("python3");
+    command.arg("-c").arg(PYTHON_SERVER).arg(mode);
+    command
+}
+
+/// Run `tool` with `arguments`, within `limit`.
+async fn run(tool: &dyn ToolDefinition, arguments: Value, limit: Duration) -> ToolResult {
+    tokio::time::timeout(
+        limit,
+        tool.execute("c1".into(), arguments, ToolContext::detached("c1")),
+    )
+    .await
+    .expect("the call ends in time")
+    .expect("a result")
+}
+
+/// Connect to the server of 50,000 tools and close; the tools taken, their warning, and
+/// the peak and lasting growth of this process.
+async fn connect_to_fifty_thousand_tools() -> (usize, Option<String>, Duration, u64, u64) {
+    let (peak, before, started) = (peak_rss(), rss(), Instant::now());
+    let client = McpClient::builder("many")
+        .timeout(Duration::from_secs(60))
+        .stdio(python("many"))
+        .await
+        .expect("the client connects");
+    let took = started.elapsed();
+    let grown = peak_rss().saturating_sub(peak);
+    let (tools, warning) = (client.tool_names().len(), client.list_warning());
+    client.close().await;
+    assert_eq!(
+        client.tool_names(),
+        Vec::<String>::new(),
+        "closing drops the tools"
+    );
+    let held = rss().saturating_sub(before);
+    (tools, warning, took, grown, held)
+}
+
+#[tokio::test]
+async fn fifty_thousand_tools_are_capped_and_closing_releases_them() {
+    let _alone = measured().await;
+    let (tools, warning, took, grown, held) = connect_to_fifty_thousand_tools().await;
+    eprintln!(
+        "50,000 tools: {tools} taken in {took:?}, peak +{} MB, +{} MB resident after close",
+        grown / MB,
+        held / MB
+    );
+    // What stays resident after the first close is the allocator's: rmcp's parse of the one
+    // 9 MB page, freed but not given back. A second client reuses it; a client that kept
+    // its tools would add to it.
+    let again = connect_to_fifty_thousand_tools().await;
+    let kept = again.4.saturating_sub(held);
+    eprintln!(
+        "the second connection: +{} MB resident after close",
+        kept / MB
+    );
+    assert_eq!(tools, DEFAULT_MAX_TOOLS);
+    assert_eq!(
+        warning.as_deref(),
+        Some("MCP server many lists more than 1000 tools; only the first 1000 are taken")
+    );
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    // rmcp's parse of the page is most of it; it is bounded by the message size limit.
+    assert!(grown < 300 * MB, "peak memory grew by {} MB", grown / MB);
+    assert!(
+        kept < 16 * MB,
+        "{} MB more held after a second close",
+        kept / MB
+    );
+}
+
+#[tokio::test]
+async fn a_tool_list_over_the_message_limit_fails_at_once_and_says_why() {
+    let _alone = measured().await;
+    let (peak, started) = (peak_rss(), Instant::now());
+    let error = McpClient::builder("huge")
+        .stdio(python("huge"))
+        .await
+        .expect_err("the list is over the limit");
+    let took = started.elapsed();
+    let grown = peak_rss().saturating_sub(peak);
+    eprintln!(
+        "100 MB description: failed after {took:?}, peak +{} MB: {error}",
+        grown / MB
+    );
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(grown < 64 * MB, "peak memory grew by {} MB", grown / MB);
+    assert!(
+        error.to_string().contains("larger than"),
+        "the cause is named: {error}"
+    );
+}
+
+/// The server's `{"listings": …, "pages": …}` count, through `counter`.
+async fn counts(counter: &dyn ToolDefinition) -> (u64, u64) {
+    let result = run(counter, json!({}), Duration::from_secs(60)).await;
+    let counts: Value = serde_json::from_str(&result.text_content()).expect("counts");
+    let count = |key: &str| counts[key].as_u64().expect("a count");
+    (count("listings"), count("pages"))
+}
+
+#[tokio::test]
+async fn a_list_changed_storm_with_endless_pages_lists_a_bounded_few_times() {
+    let _alone = measured().await;
+    let client = McpClient::builder("endless")
+        .timeout(Duration::from_secs(60))
+        .max_pages(50)
+        .stdio(python("endless"))
+        .await
+        .expect("the client connects");
+    let storm = client.tools().pop().expect("the storm tool");
+    let (peak, started) = (peak_rss(), Instant::now());
+    let stormed = run(storm.as_ref(), json!({}), Duration::from_secs(60)).await;
+    assert_eq!(stormed.text_content(), "stormed");
+    // Wait until the server has stopped serving pages, or 10 s.
+    let counter = Arc::clone(&storm);
+    let mut last = counts(counter.as_ref()).await;
+    let settle = Instant::now();
+    while settle.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = counts(counter.as_ref()).await;
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    let took = started.elapsed();
+    let grown = peak_rss().saturating_sub(peak);
+    let (listings, pages) = last;
+    let tools = client.tool_names().len();
+    eprintln!(
+        "10,000 list_changed: {listings} listings, {pages} pages in {took:?}, peak +{} MB, {tools} tools",
+        grown / MB,
+    );
+    let warning = client.list_warning();
+    client.close().await;
+    assert_eq!(tools, 500);
+    assert_eq!(
+        warning.as_deref(),
+        Some(
+            "MCP server endless lists its tools on more than 50 pages; only those of the first \
+             50 are taken"
+        )
+    );
+    // The first listing, one at the first notification, one for all the others; maybe one
+    // more for those that came in after that one began.
+    assert!(listings <= 4, "{listings} listings");
+    assert!(pages <= 1 + 3 * 50, "{pages} pages");
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+    assert!(grown < 64 * MB, "peak memory grew by {} MB", grown / MB);
+}
+
+/// A streamable HTTP MCP server in Python with one tool, `echo`, whose answer to
+/// `{"size": n}` is `n` bytes of text in one SSE event, sent a megabyte at a time. Prints its
+/// port.
+const PYTHON_HTTP_SERVER: &str = r#"
+import json
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, body=None, headers=()):
+        data = b"" if body is None else json.dumps(body).encode()
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        if body is not None:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self.reply(405)
+
+    def do_DELETE(self):
+        self.reply(200)
+
+    def do_POST(self):
+        message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if "id" not in message:
+            return self.reply(202)
+        method, params = message["method"], message.get("params") or {}
+        answer = lambda result: {"jsonrpc": "2.0", "id": message["id"], "result": result}
+        if method == "initialize":
+            result = {"protocolVersion": params["protocolVersion"], "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "py", "version": "0"}}
+            return self.reply(200, answer(result), [("Mcp-Session-Id", "s1")])
+        if method == "tools/list":
+            return self.reply(200, answer({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}))
+        if method != "tools/call":
+            return self.reply(200, answer({}))
+        size = params["arguments"]["size"]
+        head, tail = json.dumps(answer({"content": [{"type": "text", "text": ""}]})).split('""')
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            self.wfile.write(("event: message\ndata: " + head + '"').encode())
+            for _ in range(size >> 20):
+                self.wfile.write(b"x" * (1 << 20))
+            self.wfile.write(b"x" * (size & ((1 << 20) - 1)))
+            self.wfile.write(('"' + tail + "\n\n").encode())
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+#[tokio::test]
+async fn an_sse_event_over_the_limit_is_named_and_the_next_call_reconnects() {
+    let _alone = measured().await;
+    let mut server = tokio::process::Command::new("python3")
+        .arg("-c")
+        .arg(PYTHON_HTTP_SERVER)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python3 starts");
+    let stdout = server.stdout.take().expect("its stdout");
+    let mut port = String::new();
+    tokio::io::BufReader::new(stdout)
+        .read_line(&mut port)
+        .await
+        .expect("the port");
+    let client = McpClient::builder("remote")
+        .timeout(Duration::from_secs(30))
+        .http(format!("http://127.0.0.1:{}/mcp", port.trim()))
+        .await
+        .expect("the client connects");
+    let echo = client.tools().pop().expect("echo");
+
+    let (peak, started) = (peak_rss(), Instant::now());
+    let huge = run(
+        echo.as_ref(),
+        json!({"size": 200 << 20}),
+        Duration::from_secs(60),
+    )
+    .await;
+    let took = started.elapsed();
+    let grown = peak_rss().saturating_sub(peak);
+    let next = run(echo.as_ref(), json!({"size": 5}), Duration::from_secs(60)).await;
+    let then = run(echo.as_ref(), json!({"size": 3}), Duration::from_secs(60)).await;
+    eprintln!(
+        "200 MB event: {:?} after {took:?}, peak +{} MB; then {:?}, {:?}; connected: {}",
+        huge.text_content(),
+        grown / MB,
+        next.text_content(),
+        then.text_content(),
+        client.is_connected()
+    );
+    client.close().await;
+    let _ = server.kill().await;
+    assert!(huge.is_error);
+    assert!(
+        huge.text_content().contains("larger than"),
+        "{}",
+        huge.text_content()
+    );
+    assert_eq!(
+        (next.is_error, next.text_content()),
+        (false, "xxxxx".to_owned())
+    );
+    assert_eq!(then.text_content(), "xxx");
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    assert!(grown < 100 * MB, "peak memory grew by {} MB", grown / MB);
+}
