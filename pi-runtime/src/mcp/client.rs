@@ -18,7 +18,7 @@ use tokio::io::AsyncReadExt;
 use super::connection::{ChildGuard, ClientInner, Handler, Shared};
 use super::content::{OutputSaver, TempFileSaver};
 use super::http::HttpBackend;
-use super::listing::{DEFAULT_MAX_PAGES, DEFAULT_MAX_TOOLS, Limits};
+use super::listing::{DEFAULT_MAX_PAGES, DEFAULT_MAX_TOOL_SIZE, DEFAULT_MAX_TOOLS, Limits};
 use super::schema::ListedTool;
 use super::stdio::BoundedLines;
 use super::tool::McpTool;
@@ -65,6 +65,7 @@ pub struct McpClientBuilder {
     max_call_time: Duration,
     max_tools: usize,
     max_pages: usize,
+    max_tool_size: usize,
     max_message_size: usize,
     taken: Vec<String>,
     saver: Arc<dyn OutputSaver>,
@@ -79,6 +80,7 @@ impl fmt::Debug for McpClientBuilder {
             .field("max_call_time", &self.max_call_time)
             .field("max_tools", &self.max_tools)
             .field("max_pages", &self.max_pages)
+            .field("max_tool_size", &self.max_tool_size)
             .field("max_message_size", &self.max_message_size)
             .field("taken", &self.taken)
             .finish_non_exhaustive()
@@ -115,6 +117,15 @@ impl McpClientBuilder {
     /// [`McpClient::list_warning`] says the list was cut. Default [`DEFAULT_MAX_PAGES`].
     pub fn max_pages(mut self, max_pages: usize) -> Self {
         self.max_pages = max_pages.max(1);
+        self
+    }
+
+    /// The largest definition of one tool taken, in bytes (its `tools/list` entry as JSON:
+    /// name, description, schemas, annotations). A larger one is left out and listed in
+    /// [`McpClient::rejected_tools`] with its size; it counts toward
+    /// [`max_tools`](Self::max_tools). Default [`DEFAULT_MAX_TOOL_SIZE`].
+    pub fn max_tool_size(mut self, bytes: usize) -> Self {
+        self.max_tool_size = bytes;
         self
     }
 
@@ -259,6 +270,7 @@ impl McpClientBuilder {
         Limits {
             max_tools: self.max_tools,
             max_pages: self.max_pages,
+            max_tool_size: self.max_tool_size,
             timeout: self.timeout,
         }
     }
@@ -324,6 +336,7 @@ impl McpClient {
             max_call_time: DEFAULT_MAX_CALL_TIME,
             max_tools: DEFAULT_MAX_TOOLS,
             max_pages: DEFAULT_MAX_PAGES,
+            max_tool_size: DEFAULT_MAX_TOOL_SIZE,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             taken: Vec::new(),
             saver: Arc::new(TempFileSaver::new()),
@@ -358,7 +371,8 @@ impl McpClient {
             .collect()
     }
 
-    /// Tools the server listed whose input schema does not compile, with the reason; they
+    /// Tools the server listed whose input schema does not compile, or whose definition is
+    /// larger than [`max_tool_size`](McpClientBuilder::max_tool_size), with the reason; they
     /// are not offered to the model.
     pub fn rejected_tools(&self) -> Vec<(String, String)> {
         self.inner.shared.state().rejected.clone()

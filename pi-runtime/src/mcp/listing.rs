@@ -2,6 +2,7 @@
 //! listing, each page within the connection's timeout, and one refresh at a time however
 //! many `notifications/tools/list_changed` arrive.
 
+use std::io;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -11,33 +12,83 @@ use rmcp::{Peer, RoleClient};
 use serde_json::Value;
 
 use super::connection::{Listed, Shared};
+use super::naming::tool_name;
 use super::schema::tool_definitions;
 use super::{McpError, errors};
+use crate::sse::byte_size;
 use crate::tool::Tool;
 
 /// The most tools taken from one server, by default.
 pub const DEFAULT_MAX_TOOLS: usize = 1_000;
 /// The most `tools/list` pages read for one listing, by default.
 pub const DEFAULT_MAX_PAGES: usize = 100;
+/// The largest definition of one tool (its `tools/list` entry as JSON) taken, by default:
+/// ten times a large real one, and some 16,000 tokens of the model's context.
+pub const DEFAULT_MAX_TOOL_SIZE: usize = 64 << 10;
 
 /// The bounds of one listing.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Limits {
     pub(super) max_tools: usize,
     pub(super) max_pages: usize,
+    pub(super) max_tool_size: usize,
     /// How long one page may take.
     pub(super) timeout: Duration,
 }
 
-/// The tools one listing took, and why it took fewer than the server offers, if it did.
+/// The tools one listing took, those too large to take (named, with the reason), and why
+/// it took fewer than the server offers, if it did.
+#[derive(Default)]
 pub(super) struct Listing {
     tools: Vec<Value>,
+    too_large: Vec<(String, String)>,
     cut: Option<String>,
 }
 
 impl Listing {
-    fn new(tools: Vec<Value>, cut: Option<String>) -> Self {
-        Listing { tools, cut }
+    /// Take `tools` of one page; those over `limits.max_tool_size` are named and left out.
+    fn take(
+        &mut self,
+        server: &str,
+        tools: &[rmcp::model::Tool],
+        limits: Limits,
+    ) -> Result<(), McpError> {
+        for tool in tools {
+            let mut size = ByteCount(0);
+            serde_json::to_writer(&mut size, tool).map_err(|_| McpError::InvalidToolList)?;
+            if size.0 > limits.max_tool_size {
+                let reason = format!(
+                    "its definition takes {}, more than the {} one tool may take",
+                    byte_size(size.0),
+                    byte_size(limits.max_tool_size)
+                );
+                self.too_large
+                    .push((tool_name(server, &tool.name, |_| false), reason));
+            } else {
+                self.tools
+                    .push(serde_json::to_value(tool).map_err(|_| McpError::InvalidToolList)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// How many tools the listing has taken or left out for their size.
+    fn len(&self) -> usize {
+        self.tools.len() + self.too_large.len()
+    }
+}
+
+/// Counts the bytes written to it: the size of a tool's JSON, without the JSON.
+struct ByteCount(usize);
+
+impl io::Write for ByteCount {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -58,7 +109,7 @@ pub(super) async fn list_tools(
 ) -> Result<Listing, McpError> {
     let limits = shared.limits;
     let server = shared.server();
-    let (mut tools, mut cursor, mut pages) = (Vec::new(), None, 0);
+    let (mut listing, mut cursor, mut pages) = (Listing::default(), None, 0);
     loop {
         pages += 1;
         let request = ListToolsRequest::with_param(
@@ -74,37 +125,29 @@ pub(super) async fn list_tools(
                 )));
             }
         };
-        let room = limits.max_tools - tools.len();
+        let room = limits.max_tools - listing.len();
         if page.tools.len() > room {
-            let cut = format!(
+            listing.take(server, &page.tools[..room], limits)?;
+            listing.cut = Some(format!(
                 "MCP server {server} lists more than {} tools; only the first {} are taken",
                 limits.max_tools, limits.max_tools
-            );
-            tools.extend(convert(&page.tools[..room])?);
-            return Ok(Listing::new(tools, Some(cut)));
+            ));
+            return Ok(listing);
         }
-        tools.extend(convert(&page.tools)?);
+        listing.take(server, &page.tools, limits)?;
         match page.next_cursor.filter(|next| !next.is_empty()) {
-            None => return Ok(Listing::new(tools, None)),
+            None => return Ok(listing),
             Some(_) if pages == limits.max_pages => {
-                let cut = format!(
+                listing.cut = Some(format!(
                     "MCP server {server} lists its tools on more than {} pages; only those of \
                      the first {} are taken",
                     limits.max_pages, limits.max_pages
-                );
-                return Ok(Listing::new(tools, Some(cut)));
+                ));
+                return Ok(listing);
             }
             Some(next) => cursor = Some(next),
         }
     }
-}
-
-/// The tools of a page as the JSON the server sent.
-fn convert(tools: &[rmcp::model::Tool]) -> Result<Vec<Value>, McpError> {
-    tools
-        .iter()
-        .map(|tool| serde_json::to_value(tool).map_err(|_| McpError::InvalidToolList))
-        .collect()
 }
 
 /// One `tools/list` request, answered within `timeout`.
@@ -131,7 +174,7 @@ pub(super) fn install(shared: &Shared, listing: Listing) -> Result<(), McpError>
     })?;
     drop(listing.tools);
     let mut kept = Vec::with_capacity(definitions.len());
-    let mut rejected = Vec::new();
+    let mut rejected = listing.too_large;
     for definition in definitions {
         let tool = Tool::new(
             definition.name.clone(),

@@ -13,8 +13,8 @@
 //!   HTTP and turns each of its tools into an [`AgentTool`](crate::AgentTool) exactly as pi's
 //!   MCP extension does: [`tool_definitions`] for the definitions,
 //!   [`convert_result`] for what the model sees of a result. What one server can make it
-//!   hold is bounded: [`DEFAULT_MAX_TOOLS`] tools read from at most [`DEFAULT_MAX_PAGES`]
-//!   pages a listing, one listing at a time however often the list changes, and messages of
+//!   hold is bounded: [`DEFAULT_MAX_TOOLS`] tools of at most [`DEFAULT_MAX_TOOL_SIZE`] bytes
+//!   each, read from at most [`DEFAULT_MAX_PAGES`] pages a listing, one listing at a time however often the list changes, and messages of
 //!   at most [`DEFAULT_MAX_MESSAGE_SIZE`] bytes (each configurable on [`McpClientBuilder`]).
 //!
 //! Both ways at once: a `#[tool]` served over streamable HTTP on loopback, and an agent that
@@ -94,7 +94,7 @@ pub use client::{
 pub use content::{
     MCP_OUTPUT_MAX_BYTES, OutputSaver, ResultOptions, TempFileSaver, convert_result,
 };
-pub use listing::{DEFAULT_MAX_PAGES, DEFAULT_MAX_TOOLS};
+pub use listing::{DEFAULT_MAX_PAGES, DEFAULT_MAX_TOOL_SIZE, DEFAULT_MAX_TOOLS};
 pub use schema::{ListedTool, tool_definitions};
 pub use server::{McpHttpServer, McpServer};
 

@@ -17,6 +17,7 @@ const MB: u64 = 1 << 20;
 /// A stdio MCP server in Python; its first argument picks how it misbehaves:
 /// - `many`: one page of 50,000 tools;
 /// - `huge`: one tool whose description is 100 MB;
+/// - `fat`: 100 pages, each of a tool with a 1 MB description and a small one;
 /// - `endless`: one tool, until `tools/call` of `storm` sends 10,000 `list_changed`; from
 ///   then on every listing pages forever, 10 tools a page.
 ///
@@ -62,6 +63,11 @@ for line in sys.stdin:
             sys.stdout.write('"' + end + "\n")
             sys.stdout.flush()
             continue
+        elif mode == "fat":
+            page = int(cursor or 0)
+            result = {"tools": [tool("fat_%d" % page, "x" * (1 << 20)), tool("slim_%d" % page)]}
+            if page + 1 < 100:
+                result["nextCursor"] = str(page + 1)
         elif stormed:
             page = int(cursor or 0)
             result = {"tools": [tool("tool_%d" % (page * 10 + i)) for i in range(10)],
@@ -152,6 +158,41 @@ async fn fifty_thousand_tools_are_capped_and_closing_releases_them() {
         "{} MB more held after a second close",
         kept / MB
     );
+}
+
+#[tokio::test]
+async fn tools_over_the_size_limit_are_left_out_and_named() {
+    let _alone = measured().await;
+    let (peak, before, started) = (peak_rss(), rss(), Instant::now());
+    let client = McpClient::builder("fat")
+        .timeout(Duration::from_secs(60))
+        .stdio(python("fat"))
+        .await
+        .expect("the client connects");
+    let took = started.elapsed();
+    let grown = peak_rss().saturating_sub(peak);
+    let held = rss().saturating_sub(before);
+    let (tools, rejected) = (client.tool_names(), client.rejected_tools());
+    client.close().await;
+    eprintln!(
+        "100 tools of 1 MB: {} taken, {} left out in {took:?}, peak +{} MB, +{} MB resident",
+        tools.len(),
+        rejected.len(),
+        grown / MB,
+        held / MB
+    );
+    assert_eq!(tools.len(), 100);
+    assert_eq!(rejected.len(), 100);
+    assert_eq!(
+        rejected[0],
+        (
+            "mcp__fat__fat_0".to_owned(),
+            "its definition takes 1048728 bytes, more than the 64 KiB one tool may take".to_owned()
+        )
+    );
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    assert!(grown < 64 * MB, "peak memory grew by {} MB", grown / MB);
+    assert!(held < 32 * MB, "{} MB resident", held / MB);
 }
 
 #[tokio::test]
