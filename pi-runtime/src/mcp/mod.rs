@@ -80,6 +80,7 @@ mod naming;
 mod parse_error;
 mod schema;
 mod server;
+mod sessions;
 mod stdio;
 mod tool;
 
@@ -97,6 +98,7 @@ pub use content::{
 pub use listing::{DEFAULT_MAX_PAGES, DEFAULT_MAX_TOOL_SIZE, DEFAULT_MAX_TOOLS};
 pub use schema::{ListedTool, tool_definitions};
 pub use server::{McpHttpServer, McpServer};
+pub use sessions::SessionLimits;
 
 /// Everything that can go wrong between us and an MCP peer.
 #[derive(Debug, Error)]

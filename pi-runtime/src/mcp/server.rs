@@ -13,7 +13,6 @@ use rmcp::model::{
     ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
@@ -21,6 +20,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::sessions::{self, SessionLimits, Sessions};
 use super::{McpError, ToolHints, errors, parse_error};
 use crate::agent::Hooks;
 use crate::agent::dispatch::{Dispatcher, Lane, RunLimits};
@@ -72,6 +72,8 @@ struct ServerInner {
     instructions: Option<String>,
     /// Tools per `tools/list` page; all in one page when `None`.
     page_size: Option<usize>,
+    /// Sessions over streamable HTTP.
+    session_limits: SessionLimits,
     /// Sequential tools run alone across every connection.
     lane: Lane,
 }
@@ -106,6 +108,7 @@ impl McpServer {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 instructions: None,
                 page_size: None,
+                session_limits: SessionLimits::default(),
                 lane: Lane::default(),
             }),
         })
@@ -146,6 +149,14 @@ impl McpServer {
         self
     }
 
+    /// How many sessions streamable HTTP keeps open, in total and per client address, and
+    /// how long an idle one lives (default [`SessionLimits::default`]).
+    #[must_use]
+    pub fn with_session_limits(mut self, limits: SessionLimits) -> Self {
+        self.inner_mut().session_limits = limits;
+        self
+    }
+
     /// Behaviour hints for the tool named `tool` (ignored when there is none).
     #[must_use]
     pub fn with_hints(mut self, tool: &str, hints: ToolHints) -> Self {
@@ -173,6 +184,7 @@ impl McpServer {
                 version: old.version.clone(),
                 instructions: old.instructions.clone(),
                 page_size: old.page_size,
+                session_limits: old.session_limits,
                 lane: Lane::default(),
             });
         }
@@ -241,14 +253,20 @@ impl McpServer {
     fn router_with(&self, path: &str, config: StreamableHttpServerConfig) -> axum::Router {
         let server = self.clone();
         let max_body = config.max_request_body_bytes;
-        let service = StreamableHttpService::new(
-            move || Ok(server.clone()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
-        axum::Router::new().route_service(path, service).layer(
-            axum::middleware::from_fn_with_state(max_body, parse_error::check_body),
-        )
+        let sessions = Sessions::new(self.inner.session_limits);
+        let service =
+            StreamableHttpService::new(move || Ok(server.clone()), sessions.manager(), config);
+        // The last layer added runs first: the body check, then the sessions.
+        axum::Router::new()
+            .route_service(path, service)
+            .layer(axum::middleware::from_fn_with_state(
+                sessions,
+                sessions::guard,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                max_body,
+                parse_error::check_body,
+            ))
     }
 
     /// Serve streamable HTTP at `http://<addr>/mcp` in a background task. Bind a loopback
@@ -278,7 +296,8 @@ impl McpServer {
         let router = self.router_with("/mcp", config);
         let stopped = stop.clone();
         let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, router)
+            let service = router.into_make_service_with_connect_info::<SocketAddr>();
+            let _ = axum::serve(listener, service)
                 .with_graceful_shutdown(async move { stopped.cancelled().await })
                 .await;
         });

@@ -48,6 +48,8 @@ mod mcp;
 mod mcp_hostile;
 #[cfg(feature = "mcp")]
 mod mcp_hostile_limits;
+#[cfg(feature = "mcp")]
+mod mcp_hostile_server;
 mod partial_json_malformed;
 mod partial_json_props;
 mod partial_json_spec;
