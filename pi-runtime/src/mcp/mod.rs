@@ -72,6 +72,7 @@
 
 mod client;
 mod connection;
+mod connections;
 mod content;
 mod errors;
 mod http;

@@ -20,6 +20,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::connections::{self, Limited, Peer};
 use super::sessions::{self, SessionLimits, Sessions};
 use super::{McpError, ToolHints, errors, parse_error};
 use crate::agent::Hooks;
@@ -74,6 +75,8 @@ struct ServerInner {
     page_size: Option<usize>,
     /// Sessions over streamable HTTP.
     session_limits: SessionLimits,
+    /// Connections [`McpServer::serve_http`] keeps open; by default, from the descriptor limit.
+    max_connections: Option<usize>,
     /// Sequential tools run alone across every connection.
     lane: Lane,
 }
@@ -109,6 +112,7 @@ impl McpServer {
                 instructions: None,
                 page_size: None,
                 session_limits: SessionLimits::default(),
+                max_connections: None,
                 lane: Lane::default(),
             }),
         })
@@ -157,6 +161,17 @@ impl McpServer {
         self
     }
 
+    /// The most connections [`serve_http`](Self::serve_http) keeps open at once. When full,
+    /// a new connection takes the place of one whose request has not arrived (a slow client,
+    /// oldest first), else of the one idle longest; one whose request is being answered is
+    /// never closed for it. Default: the process's soft limit of open files, less an eighth
+    /// of it (at least 64) kept for everything else.
+    #[must_use]
+    pub fn with_max_connections(mut self, max: usize) -> Self {
+        self.inner_mut().max_connections = Some(max);
+        self
+    }
+
     /// Behaviour hints for the tool named `tool` (ignored when there is none).
     #[must_use]
     pub fn with_hints(mut self, tool: &str, hints: ToolHints) -> Self {
@@ -185,6 +200,7 @@ impl McpServer {
                 instructions: old.instructions.clone(),
                 page_size: old.page_size,
                 session_limits: old.session_limits,
+                max_connections: old.max_connections,
                 lane: Lane::default(),
             });
         }
@@ -256,13 +272,15 @@ impl McpServer {
         let sessions = Sessions::new(self.inner.session_limits);
         let service =
             StreamableHttpService::new(move || Ok(server.clone()), sessions.manager(), config);
-        // The last layer added runs first: the body check, then the sessions.
+        // The last layer added runs first: the body check, the connection's activity, then
+        // the sessions.
         axum::Router::new()
             .route_service(path, service)
             .layer(axum::middleware::from_fn_with_state(
                 sessions,
                 sessions::guard,
             ))
+            .layer(axum::middleware::from_fn(connections::track))
             .layer(axum::middleware::from_fn_with_state(
                 max_body,
                 parse_error::check_body,
@@ -272,6 +290,11 @@ impl McpServer {
     /// Serve streamable HTTP at `http://<addr>/mcp` in a background task. Bind a loopback
     /// address (`127.0.0.1:0` picks a free port) unless the server must be reachable from
     /// other machines.
+    ///
+    /// Connections are capped below the process's descriptor limit
+    /// ([`with_max_connections`](Self::with_max_connections)), sessions in total and per
+    /// client address ([`with_session_limits`](Self::with_session_limits)), and a client that
+    /// hangs up in the middle of a call has the call cancelled.
     ///
     /// # Errors
     /// The address cannot be bound.
@@ -294,9 +317,14 @@ impl McpServer {
             config.disable_allowed_hosts()
         };
         let router = self.router_with("/mcp", config);
+        let max = self
+            .inner
+            .max_connections
+            .unwrap_or_else(connections::default_max_connections);
+        let listener = Limited::new(listener, max);
         let stopped = stop.clone();
         let task = tokio::spawn(async move {
-            let service = router.into_make_service_with_connect_info::<SocketAddr>();
+            let service = router.into_make_service_with_connect_info::<Peer>();
             let _ = axum::serve(listener, service)
                 .with_graceful_shutdown(async move { stopped.cancelled().await })
                 .await;

@@ -10,14 +10,14 @@
 //! response was dropped unfinished.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, BodyDataStream, Bytes};
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -30,6 +30,8 @@ use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
+
+use super::connections::client_ip;
 
 /// How many sessions the server keeps open, in total and for one client address, and how
 /// long an idle one lives ([`McpServer::with_session_limits`](super::McpServer::with_session_limits)).
@@ -268,10 +270,7 @@ pub(super) async fn guard(
                 id,
             },
         ) => {
-            let client = request
-                .extensions()
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|ConnectInfo(addr)| addr.ip());
+            let client = client_ip(&request);
             let slot = match sessions.reserve(client, id.as_ref()).await {
                 Ok(slot) => slot,
                 Err(refused) => return refused,

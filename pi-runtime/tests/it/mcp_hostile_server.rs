@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use pi_runtime::mcp::{McpHttpServer, McpServer, SessionLimits};
 use pi_runtime::{State, ToolContext, tool};
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 
 use crate::memory_support::{measured, peak_rss};
 
@@ -187,4 +188,152 @@ async fn a_client_that_drops_its_connection_cancels_its_call() {
         "cancelled after {waited:?}"
     );
     assert!(grown < 16 * MB, "peak memory grew by {grown} bytes");
+}
+
+/// A slowloris in Python: holds `n` connections to `port`, each a request whose headers never
+/// end (a header line every half second), and opens a new one for each that is closed.
+/// Prints `open` once all are connected.
+const PYTHON_SLOWLORIS: &str = r#"
+import resource, socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+_, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+def connect():
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    s.setblocking(False)
+    return s
+
+held = [connect() for _ in range(n)]
+print("open", flush=True)
+while True:
+    time.sleep(0.5)
+    for i, s in enumerate(held):
+        try:
+            s.send(b"X-Slow: 1\r\n")
+            if s.recv(1) == b"":
+                raise OSError
+        except BlockingIOError:
+            pass
+        except OSError:
+            s.close()
+            try:
+                held[i] = connect()
+            except OSError:
+                pass
+"#;
+
+/// The descriptor limit the server runs under in [`slow_connections_cannot_lock_out_a_client`]
+/// (the soft one: the slowloris raises its own to the hard one).
+const FD_LIMIT: u32 = 256;
+/// Set in the environment of the process that runs the server under that limit.
+const FD_CHILD: &str = "PI_TEST_FD_LIMITED_SERVER";
+
+/// The number after `what` on the next line of `lines` that starts with it.
+async fn said(
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    what: &str,
+) -> u64 {
+    while let Some(line) = lines.next_line().await.expect("its output") {
+        if let Some(value) = line.strip_prefix(what) {
+            return value.parse().expect("a number");
+        }
+    }
+    panic!("the server did not say {what}");
+}
+
+#[tokio::test]
+async fn slow_connections_cannot_lock_out_a_client() {
+    let _alone = measured().await;
+    let exe = std::env::current_exe().expect("this test binary");
+    let mut server = tokio::process::Command::new("prlimit")
+        .arg(format!("--nofile={FD_LIMIT}:"))
+        .arg(exe)
+        .args([
+            "mcp_hostile_server::fd_limited_server",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(FD_CHILD, "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("prlimit starts");
+    let mut lines = tokio::io::BufReader::new(server.stdout.take().expect("its stdout")).lines();
+    let port = tokio::time::timeout(Duration::from_secs(60), said(&mut lines, "port "))
+        .await
+        .expect("the server starts");
+
+    let mut slowloris = tokio::process::Command::new("python3")
+        .arg("-c")
+        .arg(PYTHON_SLOWLORIS)
+        .arg(port.to_string())
+        .arg("300")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python3 starts");
+    let mut open = String::new();
+    tokio::io::BufReader::new(slowloris.stdout.take().expect("its stdout"))
+        .read_line(&mut open)
+        .await
+        .expect("the slowloris's output");
+    assert_eq!(open, "open\n", "the slowloris is connected");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let started = Instant::now();
+    let connected = tokio::time::timeout(
+        Duration::from_secs(30),
+        pi_runtime::mcp::McpClient::builder("legit")
+            .timeout(Duration::from_secs(30))
+            .http(format!("http://127.0.0.1:{port}/mcp")),
+    )
+    .await;
+    let took = started.elapsed();
+    let outcome = match &connected {
+        Ok(Ok(client)) => format!("connected, {} tools", client.tool_names().len()),
+        Ok(Err(error)) => error.to_string(),
+        Err(_) => "no answer in 30 s".to_owned(),
+    };
+    drop(connected);
+    let _ = slowloris.kill().await;
+    drop(server.stdin.take());
+    let grown = tokio::time::timeout(Duration::from_secs(30), said(&mut lines, "peak grew "))
+        .await
+        .expect("the server ends");
+    let _ = server.wait().await;
+    eprintln!(
+        "300 slow connections against {FD_LIMIT} descriptors: {outcome} after {took:?}; the \
+         server's peak +{} KB",
+        grown >> 10
+    );
+    assert!(outcome.starts_with("connected"), "{outcome}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(
+        grown < 32 * MB,
+        "the server's peak memory grew by {} MB",
+        grown / MB
+    );
+}
+
+/// Run by [`slow_connections_cannot_lock_out_a_client`] in a process of its own, under
+/// [`FD_LIMIT`] descriptors: a server with default settings on a loopback port it prints,
+/// until its standard input closes; then how much its peak memory grew.
+#[tokio::test]
+#[ignore = "run in its own process, under a descriptor limit"]
+async fn fd_limited_server() {
+    if std::env::var_os(FD_CHILD).is_none() {
+        return;
+    }
+    let peak = peak_rss();
+    let http = serve(McpServer::new((Wait::new(Arc::default()),)).expect("tools register")).await;
+    println!("port {}", http.local_addr().port());
+    let mut rest = Vec::new();
+    let _ = tokio::io::stdin().read_to_end(&mut rest).await;
+    http.shutdown().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    println!("peak grew {}", peak_rss().saturating_sub(peak));
 }
