@@ -58,9 +58,10 @@ pub(super) fn server_init(error: &ServerInitializeError) -> String {
 /// Why a request failed, for the variants that do not describe themselves already.
 pub(super) fn service(error: &ServiceError) -> String {
     match error {
-        ServiceError::TransportSend(error) => {
-            format!("cannot send the request: {}", transport(error))
-        }
+        ServiceError::TransportSend(error) => match response_too_large(error) {
+            Some(max) => message_too_large(max),
+            None => format!("cannot send the request: {}", transport(error)),
+        },
         ServiceError::TransportClosed => "the server closed the connection".to_owned(),
         ServiceError::UnexpectedResponse => {
             "the server answered with a result of another kind".to_owned()
@@ -96,6 +97,18 @@ fn transport(error: &DynamicTransportError) -> String {
         return causes(client);
     }
     causes(inner)
+}
+
+/// The limit a JSON response passed, when that is why the request failed: rmcp reports it as
+/// a failure to send.
+fn response_too_large(error: &DynamicTransportError) -> Option<usize> {
+    match error
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()?
+    {
+        StreamableHttpError::ResponseBodyTooLarge { max_size } => Some(*max_size),
+        _ => None,
+    }
 }
 
 /// `error: its source: …`, without type names.
