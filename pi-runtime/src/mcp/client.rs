@@ -462,7 +462,8 @@ impl McpClient {
     }
 
     /// Close the connection now; a stdio server's processes are killed and reaped. Its
-    /// tools answer with an error from then on.
+    /// tools answer with an error from then on, and the client lists none (their
+    /// definitions are released; a refresh under way brings none back).
     pub async fn close(&self) {
         self.inner.close().await;
     }

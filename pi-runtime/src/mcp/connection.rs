@@ -167,8 +167,8 @@ impl ClientInner {
             child.kill_and_wait().await;
         }
         self.shared.fail("the connection was closed".into());
-        // The tools answer with an error from now on; their definitions would only hold memory.
-        self.shared.set_tools(Vec::new(), Vec::new(), None);
+        // The tools answer with an error from now on.
+        self.shared.clear_tools();
     }
 }
 
@@ -251,19 +251,32 @@ impl Shared {
             .clone()
     }
 
-    /// Make `listed` the server's tools, and tell whoever follows the changes.
+    /// Make `listed` the server's tools, and tell whoever follows the changes; not once the
+    /// connection has failed (a refresh that ends after `close` brings nothing back).
     pub(super) fn set_tools(
         &self,
         listed: Vec<Listed>,
         rejected: Vec<(String, String)>,
         cut: Option<String>,
     ) {
-        *self.tools.write().unwrap_or_else(PoisonError::into_inner) = ToolsState {
+        let mut tools = self.tools.write().unwrap_or_else(PoisonError::into_inner);
+        // Checked under the lock that `clear_tools` takes after the failure is set.
+        if self.failure().is_some() {
+            return;
+        }
+        *tools = ToolsState {
             listed,
             rejected,
             cut,
         };
+        drop(tools);
         self.listings.send_modify(|count| *count += 1);
+    }
+
+    /// Forget the tools: the connection is closed, and they would only hold memory. Whoever
+    /// follows the changes is not told: the tools it has answer with an error, as before.
+    fn clear_tools(&self) {
+        *self.tools.write().unwrap_or_else(PoisonError::into_inner) = ToolsState::default();
     }
 
     pub(super) fn state(&self) -> std::sync::RwLockReadGuard<'_, ToolsState> {

@@ -6,7 +6,9 @@ use std::io;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use rmcp::model::{ClientRequest, ListToolsRequest, PaginatedRequestParams, ServerResult};
+use rmcp::model::{
+    ClientRequest, ListToolsRequest, PaginatedRequestParams, ServerResult, Tool as Entry,
+};
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
@@ -47,12 +49,7 @@ pub(super) struct Listing {
 
 impl Listing {
     /// Take `tools` of one page; those over `limits.max_tool_size` are named and left out.
-    fn take(
-        &mut self,
-        server: &str,
-        tools: &[rmcp::model::Tool],
-        limits: Limits,
-    ) -> Result<(), McpError> {
+    fn take(&mut self, server: &str, tools: &[Entry], limits: Limits) -> Result<(), McpError> {
         for tool in tools {
             let mut size = ByteCount(0);
             serde_json::to_writer(&mut size, tool).map_err(|_| McpError::InvalidToolList)?;
