@@ -64,3 +64,52 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
         Poll::Ready(Ok(()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::io::AsyncReadExt;
+
+    use super::*;
+    use crate::mcp::listing::Limits;
+
+    /// Read all of `input` through a limit of `max` bytes a line, `chunk` bytes at a time;
+    /// the error's text if the limit is passed.
+    async fn read(input: &[u8], max: usize, chunk: usize) -> Result<(), String> {
+        let limits = Limits {
+            max_tools: 1,
+            max_pages: 1,
+            max_tool_size: 1,
+            timeout: Duration::from_secs(1),
+        };
+        let shared = Shared::new("s".to_owned(), limits, None);
+        let mut lines = BoundedLines::new(input, max, shared);
+        let mut buffer = vec![0; chunk];
+        loop {
+            match lines.read(&mut buffer).await {
+                Ok(0) => return Ok(()),
+                Ok(_) => {}
+                Err(error) => return Err(error.to_string()),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_line_may_take_the_limit_with_its_newline_and_no_more() {
+        for chunk in [1, 3, 64] {
+            assert_eq!(read(b"12345678\n123456789\n1", 10, chunk).await, Ok(()));
+            assert_eq!(
+                read(b"1\n1234567890\n1", 10, chunk).await,
+                Err(
+                    "the server sent a message larger than 10 bytes, the most the connection \
+                     takes in one message"
+                        .to_owned()
+                ),
+                "{chunk} bytes a read"
+            );
+            // A line without its newline yet counts as far as it goes.
+            assert!(read(b"12345678901", 10, chunk).await.is_err());
+        }
+    }
+}
