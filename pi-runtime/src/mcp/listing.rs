@@ -215,7 +215,16 @@ pub(super) fn refresh(shared: &Arc<Shared>, peer: Peer<RoleClient>) {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .pending = false;
-            let listed = list_tools(&peer, &shared).await;
+            // Within the timeout as a whole, as at connection, however many pages.
+            let listed = tokio::time::timeout(shared.limits.timeout, list_tools(&peer, &shared))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(McpError::Connect(format!(
+                        "MCP server {} did not list its tools within {:?}",
+                        shared.server(),
+                        shared.limits.timeout
+                    )))
+                });
             if let Err(error) = listed.and_then(|listing| install(&shared, listing)) {
                 tracing::warn!(server = %shared.server(), %error, "the server's new tool list was not read");
             }
