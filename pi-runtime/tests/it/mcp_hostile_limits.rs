@@ -268,10 +268,11 @@ async fn a_list_changed_storm_with_endless_pages_lists_a_bounded_few_times() {
              50 are taken"
         )
     );
-    // The first listing, one at the first notification, one for all the others; maybe one
-    // more for those that came in after that one began.
-    assert!(listings <= 4, "{listings} listings");
-    assert!(pages <= 1 + 3 * 50, "{pages} pages");
+    // The first listing, one at the first notification, one for all that came in while it
+    // ran (3 here), and maybe a few more on a loaded machine, where the notifications take
+    // as long to read as a listing: never one each. Each refresh reads 50 pages at most.
+    assert!(listings <= 8, "{listings} listings");
+    assert!(pages <= 1 + (listings - 1) * 50, "{pages} pages");
     assert!(took < Duration::from_secs(30), "took {took:?}");
     assert!(grown < 64 * MB, "peak memory grew by {} MB", grown / MB);
 }
