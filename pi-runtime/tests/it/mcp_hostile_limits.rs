@@ -279,10 +279,13 @@ async fn a_list_changed_storm_with_endless_pages_lists_a_bounded_few_times() {
 
 /// A streamable HTTP MCP server in Python with one tool, `echo`, whose answer to
 /// `{"size": n}` is `n` bytes of text in one SSE event (in a JSON body with `"json": true`),
-/// sent a megabyte at a time. Prints its port.
+/// sent a megabyte at a time. It serves the port given (0 picks one), prints it, and knows
+/// only the sessions it opened itself.
 const PYTHON_HTTP_SERVER: &str = r#"
-import json
+import json, sys, uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sessions = set()
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -309,14 +312,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        method, params = message.get("method"), message.get("params") or {}
+        if method != "initialize" and self.headers.get("Mcp-Session-Id") not in sessions:
+            return self.reply(404)
         if "id" not in message:
             return self.reply(202)
-        method, params = message["method"], message.get("params") or {}
         answer = lambda result: {"jsonrpc": "2.0", "id": message["id"], "result": result}
         if method == "initialize":
             result = {"protocolVersion": params["protocolVersion"], "capabilities": {"tools": {}},
                       "serverInfo": {"name": "py", "version": "0"}}
-            return self.reply(200, answer(result), [("Mcp-Session-Id", "s1")])
+            session = uuid.uuid4().hex
+            sessions.add(session)
+            return self.reply(200, answer(result), [("Mcp-Session-Id", session)])
         if method == "tools/list":
             return self.reply(200, answer({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}))
         if method != "tools/call":
@@ -351,33 +358,40 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
 print(server.server_address[1], flush=True)
 server.serve_forever()
 "#;
+
+/// [`PYTHON_HTTP_SERVER`] on `port` (0 picks one), and the port.
+async fn python_http_server(port: u16) -> (tokio::process::Child, u16) {
+    let mut server = tokio::process::Command::new("python3")
+        .arg("-c")
+        .arg(PYTHON_HTTP_SERVER)
+        .arg(port.to_string())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python3 starts");
+    let mut line = String::new();
+    tokio::io::BufReader::new(server.stdout.take().expect("its stdout"))
+        .read_line(&mut line)
+        .await
+        .expect("the port");
+    (server, line.trim().parse().expect("a port"))
+}
 
 /// How long one call of the HTTP test may take, however loaded the machine.
 const LIMIT: Duration = Duration::from_secs(60);
 
 #[tokio::test]
-async fn a_message_over_the_limit_over_http_is_named_and_the_next_call_goes_through() {
+async fn a_message_over_the_limit_over_http_is_named_and_the_next_call_goes_through_even_after_a_restart()
+ {
     let _alone = measured().await;
-    let mut server = tokio::process::Command::new("python3")
-        .arg("-c")
-        .arg(PYTHON_HTTP_SERVER)
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("python3 starts");
-    let stdout = server.stdout.take().expect("its stdout");
-    let mut port = String::new();
-    tokio::io::BufReader::new(stdout)
-        .read_line(&mut port)
-        .await
-        .expect("the port");
+    let (mut server, port) = python_http_server(0).await;
     let client = McpClient::builder("remote")
         .timeout(Duration::from_secs(30))
-        .http(format!("http://127.0.0.1:{}/mcp", port.trim()))
+        .http(format!("http://127.0.0.1:{port}/mcp"))
         .await
         .expect("the client connects");
     let echo = client.tools().pop().expect("echo");
@@ -396,6 +410,11 @@ async fn a_message_over_the_limit_over_http_is_named_and_the_next_call_goes_thro
     let body_took = started.elapsed();
     let after_body = run(echo.as_ref(), json!({"size": 3}), LIMIT).await;
     let grown = peak_rss().saturating_sub(peak);
+    // The server restarts, its sessions forgotten: the next call opens a new one.
+    let _ = server.kill().await;
+    let down = run(echo.as_ref(), json!({"size": 1}), LIMIT).await;
+    let (mut server, _) = python_http_server(port).await;
+    let after_restart = run(echo.as_ref(), json!({"size": 4}), LIMIT).await;
     eprintln!(
         "200 MB SSE event: {:?} after {event_took:?}; 200 MB JSON body: {:?} after \
          {body_took:?}; peak +{} MB; connected: {}",
@@ -404,6 +423,8 @@ async fn a_message_over_the_limit_over_http_is_named_and_the_next_call_goes_thro
         grown / MB,
         client.is_connected()
     );
+    eprintln!("server down: {:?}", down.text_content());
+    let connected = client.is_connected();
     client.close().await;
     let _ = server.kill().await;
     let failed = |result: &ToolResult| (result.is_error, result.text_content());
@@ -417,6 +438,9 @@ async fn a_message_over_the_limit_over_http_is_named_and_the_next_call_goes_thro
     assert_eq!(failed(&after_event), (false, "xxxxx".to_owned()));
     assert_eq!(failed(&body), (true, too_large("a message")));
     assert_eq!(failed(&after_body), (false, "xxx".to_owned()));
+    assert!(down.is_error, "{}", down.text_content());
+    assert_eq!(failed(&after_restart), (false, "xxxx".to_owned()));
+    assert!(connected);
     assert!(event_took < Duration::from_secs(20), "took {event_took:?}");
     assert!(body_took < Duration::from_secs(20), "took {body_took:?}");
     assert!(grown < 100 * MB, "peak memory grew by {} MB", grown / MB);
