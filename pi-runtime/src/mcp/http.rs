@@ -435,7 +435,7 @@ where
         };
         match answering {
             Some((failures, id)) => failures.record(id, reason),
-            None => tracing::warn!("an MCP server's event stream broke: {reason}"),
+            None => tracing::debug!("an MCP server's event stream broke: {reason}"),
         }
         Some((Err(failure), None))
     })

@@ -249,6 +249,11 @@ impl McpServer {
     /// to merge into an application's own router. Only loopback `Host`s are accepted, which
     /// protects a local server from DNS rebinding; use [`router_for_hosts`](Self::router_for_hosts)
     /// behind a real host name.
+    ///
+    /// Sessions are capped as [`with_session_limits`](Self::with_session_limits) says (per
+    /// client only when served with `into_make_service_with_connect_info::<SocketAddr>()`),
+    /// and a client that hangs up in the middle of a call has the call cancelled. The cap on
+    /// connections is [`serve_http`](Self::serve_http)'s own.
     pub fn router(&self, path: &str) -> axum::Router {
         self.router_with(path, StreamableHttpServerConfig::default())
     }
