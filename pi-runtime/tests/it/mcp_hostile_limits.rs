@@ -10,7 +10,7 @@ use pi_runtime::{ToolContext, ToolDefinition, ToolResult};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
-use crate::memory_support::{measured, peak_rss, rss};
+use crate::memory_support::{ALONE, alone, measured, peak_rss, rss};
 
 const MB: u64 = 1 << 20;
 
@@ -130,6 +130,17 @@ async fn connect_to_fifty_thousand_tools() -> (usize, Option<String>, Duration, 
 #[tokio::test]
 async fn fifty_thousand_tools_are_capped_and_closing_releases_them() {
     let _alone = measured().await;
+    alone("mcp_hostile_limits::fifty_thousand_tools_alone").await;
+}
+
+/// Run by [`fifty_thousand_tools_are_capped_and_closing_releases_them`] in a process of its
+/// own.
+#[tokio::test]
+#[ignore = "run in a process of its own"]
+async fn fifty_thousand_tools_alone() {
+    if std::env::var_os(ALONE).is_none() {
+        return;
+    }
     let (tools, warning, took, grown, held) = connect_to_fifty_thousand_tools().await;
     eprintln!(
         "50,000 tools: {tools} taken in {took:?}, peak +{} MB, +{} MB resident after close",

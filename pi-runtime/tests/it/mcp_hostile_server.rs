@@ -11,7 +11,7 @@ use pi_runtime::{State, ToolContext, tool};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 
-use crate::memory_support::{measured, peak_rss, rss};
+use crate::memory_support::{ALONE, alone, measured, peak_rss, rss};
 
 const MB: u64 = 1 << 20;
 
@@ -156,6 +156,16 @@ async fn sessions_deleted_or_expired_free_their_place_and_memory() {
 #[tokio::test]
 async fn expired_sessions_give_their_memory_back() {
     let _alone = measured().await;
+    alone("mcp_hostile_server::expired_sessions_alone").await;
+}
+
+/// Run by [`expired_sessions_give_their_memory_back`] in a process of its own.
+#[tokio::test]
+#[ignore = "run in a process of its own"]
+async fn expired_sessions_alone() {
+    if std::env::var_os(ALONE).is_none() {
+        return;
+    }
     let limits = SessionLimits::default()
         .with_max_sessions_per_client(1_000)
         .with_idle_timeout(Duration::from_millis(500));
