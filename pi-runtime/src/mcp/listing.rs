@@ -25,7 +25,8 @@ pub const DEFAULT_MAX_TOOLS: usize = 1_000;
 /// The most `tools/list` pages read for one listing, by default.
 pub const DEFAULT_MAX_PAGES: usize = 100;
 /// The largest definition of one tool (its `tools/list` entry as JSON) taken, by default:
-/// ten times a large real one, and some 16,000 tokens of the model's context.
+/// far above the few kilobytes real tools take, and some 16,000 tokens of the model's
+/// context.
 pub const DEFAULT_MAX_TOOL_SIZE: usize = 64 << 10;
 
 /// The bounds of one listing.
