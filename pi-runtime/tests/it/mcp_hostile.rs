@@ -15,8 +15,9 @@ use tokio::io::AsyncWriteExt;
 use crate::memory_support::{measured, peak_rss};
 
 /// The most a test here may grow the peak memory of the process: a client, a server and a
-/// few messages, however long the call runs.
-const SMALL_PEAK: u64 = 16 << 20;
+/// few messages, however long the call runs. Started cold, in a process of their own, they
+/// take 18 to 28 MB (the HTTP client's TLS roots among them).
+const SMALL_PEAK: u64 = 64 << 20;
 
 /// How long a killed process may take to disappear, however loaded the machine.
 const GONE_WITHIN: Duration = Duration::from_secs(5);

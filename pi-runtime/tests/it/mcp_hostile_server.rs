@@ -150,7 +150,7 @@ async fn sessions_deleted_or_expired_free_their_place_and_memory() {
     );
     http.shutdown().await;
     assert!(took < Duration::from_secs(40), "took {took:?}");
-    assert!(grown < 16 * MB, "peak memory grew by {} MB", grown / MB);
+    assert!(grown < 32 * MB, "peak memory grew by {} MB", grown / MB);
 }
 
 #[tokio::test]
@@ -239,7 +239,7 @@ async fn a_client_that_drops_its_connection_cancels_its_call() {
         waited < Duration::from_secs(5),
         "cancelled after {waited:?}"
     );
-    assert!(grown < 16 * MB, "peak memory grew by {grown} bytes");
+    assert!(grown < 32 * MB, "peak memory grew by {grown} bytes");
 }
 
 /// A slowloris in Python: holds `n` connections to `port`, each a request whose headers never
