@@ -11,13 +11,16 @@ use rmcp::RoleClient;
 use rmcp::ServiceExt;
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::{AsyncRwTransport, DEFAULT_MAX_LINE_LENGTH};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::io::AsyncReadExt;
 
 use super::connection::{ChildGuard, ClientInner, Handler, Shared};
 use super::content::{OutputSaver, TempFileSaver};
 use super::http::HttpBackend;
+use super::listing::{DEFAULT_MAX_PAGES, DEFAULT_MAX_TOOL_SIZE, DEFAULT_MAX_TOOLS, Limits};
 use super::schema::ListedTool;
+use super::stdio::BoundedLines;
 use super::tool::McpTool;
 use super::{McpError, errors};
 use crate::agent::Agent;
@@ -29,6 +32,9 @@ use crate::tool::{Exposure, RegistryError, ToolDefinition, ToolSet, ToolSetExt};
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// The most one call may take in all, by default, however often the server reports progress.
 pub const DEFAULT_MAX_CALL_TIME: Duration = Duration::from_secs(10 * 60);
+/// The largest message taken from a server by default: one line over stdio, one SSE event or
+/// JSON body over HTTP. rmcp's own default, the same both ways.
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = DEFAULT_MAX_LINE_LENGTH;
 /// Bytes of a child's standard error kept for error messages.
 const STDERR_TAIL: usize = 4096;
 
@@ -58,6 +64,10 @@ pub struct McpClientBuilder {
     server: String,
     timeout: Duration,
     max_call_time: Duration,
+    max_tools: usize,
+    max_pages: usize,
+    max_tool_size: usize,
+    max_message_size: usize,
     taken: Vec<String>,
     saver: Arc<dyn OutputSaver>,
     policy: ToolPolicy,
@@ -70,6 +80,10 @@ impl fmt::Debug for McpClientBuilder {
             .field("server", &self.server)
             .field("timeout", &self.timeout)
             .field("max_call_time", &self.max_call_time)
+            .field("max_tools", &self.max_tools)
+            .field("max_pages", &self.max_pages)
+            .field("max_tool_size", &self.max_tool_size)
+            .field("max_message_size", &self.max_message_size)
             .field("taken", &self.taken)
             .finish_non_exhaustive()
     }
@@ -88,6 +102,42 @@ impl McpClientBuilder {
     /// exceeded its total time limit. Default [`DEFAULT_MAX_CALL_TIME`].
     pub fn max_call_time(mut self, limit: Duration) -> Self {
         self.max_call_time = limit;
+        self
+    }
+
+    /// The most tools taken from the server. A server that lists more gets its first
+    /// `max_tools` taken, in its order; [`McpClient::list_warning`] (and a `tracing` warning)
+    /// says so. Each tool taken holds its definition and compiled schema for as long as the
+    /// client lives. Default [`DEFAULT_MAX_TOOLS`].
+    pub fn max_tools(mut self, max_tools: usize) -> Self {
+        self.max_tools = max_tools;
+        self
+    }
+
+    /// The most `tools/list` pages read for one listing (at connection, and each time the
+    /// server says its list changed); the tools of those pages are taken, and
+    /// [`McpClient::list_warning`] says the list was cut. Default [`DEFAULT_MAX_PAGES`].
+    pub fn max_pages(mut self, max_pages: usize) -> Self {
+        self.max_pages = max_pages.max(1);
+        self
+    }
+
+    /// The largest definition of one tool taken, in bytes (its `tools/list` entry as JSON:
+    /// name, description, schemas, annotations). A larger one is left out and listed in
+    /// [`McpClient::rejected_tools`] with its size; it counts toward
+    /// [`max_tools`](Self::max_tools). Default [`DEFAULT_MAX_TOOL_SIZE`].
+    pub fn max_tool_size(mut self, bytes: usize) -> Self {
+        self.max_tool_size = bytes;
+        self
+    }
+
+    /// The largest message taken from the server, in bytes: a line over stdio, an SSE event
+    /// or a JSON body over HTTP. A stdio server that sends a larger one is disconnected at
+    /// once, the reason saying so (what it answered cannot be told from a message never
+    /// read); over HTTP, the call it answered fails with that reason and the connection
+    /// stays. Default [`DEFAULT_MAX_MESSAGE_SIZE`].
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes;
         self
     }
 
@@ -165,9 +215,12 @@ impl McpClientBuilder {
             return Err(McpError::Connect("the child's pipes are missing".into()));
         };
         let guard = ChildGuard::new(child, &token);
-        let shared = Shared::new(self.server.clone(), Some(stderr));
+        let shared = Shared::new(self.server.clone(), self.limits(), Some(stderr));
         let handler = Handler::new(Arc::clone(&shared));
-        let connect = handler.serve((stdout, stdin));
+        let stdout = BoundedLines::new(stdout, self.max_message_size, Arc::clone(&shared));
+        let transport =
+            AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(self.max_message_size);
+        let connect = handler.serve(transport);
         let service = match tokio::time::timeout(self.timeout, connect).await {
             Ok(Ok(service)) => service,
             Ok(Err(error)) => {
@@ -195,11 +248,14 @@ impl McpClientBuilder {
     pub async fn http(self, url: impl Into<String>) -> Result<McpClient, McpError> {
         let url = url.into();
         let client = self.http.clone().unwrap_or_default();
+        let shared = Shared::new(self.server.clone(), self.limits(), None);
+        let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
+            .max_sse_event_size(self.max_message_size)
+            .max_json_response_size(self.max_message_size);
         let transport = StreamableHttpClientTransport::with_client(
-            HttpBackend::new(client),
-            StreamableHttpClientTransportConfig::with_uri(url.clone()),
+            HttpBackend::new(client, Arc::clone(&shared.stream_failures)),
+            config,
         );
-        let shared = Shared::new(self.server.clone(), None);
         let handler = Handler::new(Arc::clone(&shared));
         let service = match tokio::time::timeout(self.timeout, handler.serve(transport)).await {
             Ok(Ok(service)) => service,
@@ -220,6 +276,15 @@ impl McpClientBuilder {
         self.finish(service, shared, None).await
     }
 
+    fn limits(&self) -> Limits {
+        Limits {
+            max_tools: self.max_tools,
+            max_pages: self.max_pages,
+            max_tool_size: self.max_tool_size,
+            timeout: self.timeout,
+        }
+    }
+
     async fn finish(
         self,
         service: RunningService<RoleClient, Handler>,
@@ -238,15 +303,16 @@ impl McpClientBuilder {
         );
         inner.policy = self.policy;
         let inner = Arc::new(inner);
-        let listed = tokio::time::timeout(inner.timeout, inner.list())
+        // Each page has the timeout; so does the whole listing, however many pages it reads.
+        let listing = tokio::time::timeout(inner.timeout, inner.list())
             .await
             .map_err(|_| {
                 McpError::Connect(format!(
-                    "MCP server {} did not list its tools",
-                    inner.server
+                    "MCP server {} did not list its tools within {:?}",
+                    inner.server, inner.timeout
                 ))
             })??;
-        inner.install(listed)?;
+        inner.install(listing)?;
         Ok(McpClient { inner })
     }
 }
@@ -280,6 +346,10 @@ impl McpClient {
             server: server.into(),
             timeout: DEFAULT_TIMEOUT,
             max_call_time: DEFAULT_MAX_CALL_TIME,
+            max_tools: DEFAULT_MAX_TOOLS,
+            max_pages: DEFAULT_MAX_PAGES,
+            max_tool_size: DEFAULT_MAX_TOOL_SIZE,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             taken: Vec::new(),
             saver: Arc::new(TempFileSaver::new().with_prefix("pi-mcp-")),
             policy: ToolPolicy::new(),
@@ -314,10 +384,18 @@ impl McpClient {
             .collect()
     }
 
-    /// Tools the server listed whose input schema does not compile, with the reason; they
+    /// Tools the server listed whose input schema does not compile, or whose definition is
+    /// larger than [`max_tool_size`](McpClientBuilder::max_tool_size), with the reason; they
     /// are not offered to the model.
     pub fn rejected_tools(&self) -> Vec<(String, String)> {
         self.inner.shared.state().rejected.clone()
+    }
+
+    /// Why the current tool list holds fewer tools than the server offers, if it does: the
+    /// server listed more than [`max_tools`](McpClientBuilder::max_tools), or on more than
+    /// [`max_pages`](McpClientBuilder::max_pages) pages.
+    pub fn list_warning(&self) -> Option<String> {
+        self.inner.shared.state().cut.clone()
     }
 
     /// The server's tools as agent tools.
@@ -397,7 +475,8 @@ impl McpClient {
     }
 
     /// Close the connection now; a stdio server's processes are killed and reaped. Its
-    /// tools answer with an error from then on.
+    /// tools answer with an error from then on, and the client lists none (their
+    /// definitions are released; a refresh under way brings none back).
     pub async fn close(&self) {
         self.inner.close().await;
     }

@@ -7,17 +7,17 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ClientRequest, Implementation, ListToolsRequest,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerResult,
+    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, Peer, RoleClient};
-use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::McpError;
 use super::content::OutputSaver;
-use super::schema::{ListedTool, tool_definitions};
-use super::{McpError, errors};
+use super::http::StreamFailures;
+use super::listing::{self, Limits, Listing, Refresh};
+use super::schema::ListedTool;
 use crate::process::tree::Tree;
 use crate::tool::Tool;
 use crate::tool::ToolPolicy;
@@ -81,13 +81,16 @@ pub(super) struct ClientInner {
     /// The execution policy of every tool of the server.
     pub(super) policy: ToolPolicy,
     pub(super) readable_resources: bool,
+    /// Over streamable HTTP, where a call's response stream can break and the connection stay.
+    pub(super) over_http: bool,
     // Dropped last: the service, then the child.
     service: Mutex<Option<RunningService<RoleClient, Handler>>>,
     child: Mutex<Option<ChildGuard>>,
 }
 
 impl ClientInner {
-    /// A connection over `service`, whose handler shares `shared`.
+    /// A connection over `service`, whose handler shares `shared`; `child` is a stdio
+    /// server's process (without one, the connection is over HTTP).
     pub(super) fn new(
         server: String,
         service: RunningService<RoleClient, Handler>,
@@ -103,6 +106,7 @@ impl ClientInner {
             .is_some_and(|info| info.capabilities.resources.is_some());
         ClientInner {
             server,
+            over_http: child.is_none(),
             peer,
             shared,
             timeout,
@@ -127,14 +131,14 @@ impl ClientInner {
         None
     }
 
-    /// Every page of `tools/list`, as the JSON the server sent.
-    pub(super) async fn list(&self) -> Result<Vec<Value>, McpError> {
-        list_tools(&self.peer, &self.server).await
+    /// The server's tools, within the bounds of [`Limits`](super::listing::Limits).
+    pub(super) async fn list(&self) -> Result<Listing, McpError> {
+        listing::list_tools(&self.peer, &self.shared).await
     }
 
     /// Name the listed tools and keep those whose schema compiles.
-    pub(super) fn install(&self, listed: Vec<Value>) -> Result<(), McpError> {
-        install(&self.shared, &listed)
+    pub(super) fn install(&self, listing: Listing) -> Result<(), McpError> {
+        listing::install(&self.shared, listing)
     }
 
     /// The process id of a stdio server, while it runs.
@@ -167,72 +171,9 @@ impl ClientInner {
             child.kill_and_wait().await;
         }
         self.shared.fail("the connection was closed".into());
+        // The tools answer with an error from now on.
+        self.shared.clear_tools();
     }
-}
-
-async fn list_tools(peer: &Peer<RoleClient>, server: &str) -> Result<Vec<Value>, McpError> {
-    let mut tools = Vec::new();
-    let mut cursor = None;
-    loop {
-        let request = ListToolsRequest {
-            method: Default::default(),
-            params: Some(PaginatedRequestParams::default().with_cursor(cursor)),
-            extensions: Default::default(),
-        };
-        let page = match peer
-            .send_request(ClientRequest::ListToolsRequest(request))
-            .await
-        {
-            Ok(ServerResult::ListToolsResult(page)) => page,
-            Ok(_) => return Err(McpError::InvalidToolList),
-            Err(error) => {
-                return Err(McpError::Connect(format!(
-                    "MCP server {server} did not list its tools: {}",
-                    errors::service(&error)
-                )));
-            }
-        };
-        for tool in &page.tools {
-            tools.push(serde_json::to_value(tool).map_err(|_| McpError::InvalidToolList)?);
-        }
-        match page.next_cursor {
-            Some(next) if !next.is_empty() => cursor = Some(next),
-            _ => return Ok(tools),
-        }
-    }
-}
-
-/// Name the listed tools and keep those whose schema compiles, each with its compiled
-/// definition (every tool made from it shares that one compilation).
-fn install(shared: &Shared, listed: &[Value]) -> Result<(), McpError> {
-    let taken = shared
-        .taken
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clone();
-    let definitions = tool_definitions(&shared.server, listed, |name| {
-        taken.iter().any(|t| t == name)
-    })?;
-    let mut kept = Vec::with_capacity(definitions.len());
-    let mut rejected = Vec::new();
-    for definition in definitions {
-        let tool = Tool::new(
-            definition.name.clone(),
-            definition.description.clone(),
-            definition.parameters.clone(),
-        );
-        match tool.compiled_schema() {
-            Ok(_) => kept.push(Listed { definition, tool }),
-            Err(error) => rejected.push((definition.name, error.to_string())),
-        }
-    }
-    {
-        let mut state = shared.tools.write().unwrap_or_else(PoisonError::into_inner);
-        state.listed = kept;
-        state.rejected = rejected;
-    }
-    shared.listings.send_modify(|count| *count += 1);
-    Ok(())
 }
 
 /// A listed tool whose schema compiled.
@@ -248,12 +189,18 @@ pub(super) struct ToolsState {
     pub(super) listed: Vec<Listed>,
     /// The tools whose schema does not compile, with the reason.
     pub(super) rejected: Vec<(String, String)>,
+    /// Why the list holds fewer tools than the server offers, if it does.
+    pub(super) cut: Option<String>,
 }
 
 /// What the connection's handler and the tools share.
 pub(super) struct Shared {
     server: String,
+    pub(super) limits: Limits,
     tools: RwLock<ToolsState>,
+    pub(super) refresh: Mutex<Refresh>,
+    /// Why an HTTP response stream broke, for the call it was to answer.
+    pub(super) stream_failures: Arc<StreamFailures>,
     pub(super) progress:
         Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<ProgressNotificationParam>>>,
     failure: Mutex<Option<String>>,
@@ -265,16 +212,28 @@ pub(super) struct Shared {
 
 impl Shared {
     /// The state of a new connection to `server`; `stderr` is a stdio server's tail.
-    pub(super) fn new(server: String, stderr: Option<Arc<Mutex<VecDeque<u8>>>>) -> Arc<Self> {
+    pub(super) fn new(
+        server: String,
+        limits: Limits,
+        stderr: Option<Arc<Mutex<VecDeque<u8>>>>,
+    ) -> Arc<Self> {
         Arc::new(Shared {
             server,
+            limits,
             tools: RwLock::default(),
+            refresh: Mutex::default(),
+            stream_failures: Arc::default(),
             progress: Mutex::default(),
             failure: Mutex::default(),
             stderr,
             taken: Mutex::default(),
             listings: tokio::sync::watch::Sender::new(0),
         })
+    }
+
+    /// The server's name in the configuration.
+    pub(super) fn server(&self) -> &str {
+        &self.server
     }
 
     /// A receiver that sees every new tool list from now on.
@@ -286,6 +245,42 @@ impl Shared {
     /// gets a hashed one.
     pub(super) fn set_taken(&self, taken: Vec<String>) {
         *self.taken.lock().unwrap_or_else(PoisonError::into_inner) = taken;
+    }
+
+    /// The names other tools own already.
+    pub(super) fn taken(&self) -> Vec<String> {
+        self.taken
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Make `listed` the server's tools, and tell whoever follows the changes; not once the
+    /// connection has failed (a refresh that ends after `close` brings nothing back).
+    pub(super) fn set_tools(
+        &self,
+        listed: Vec<Listed>,
+        rejected: Vec<(String, String)>,
+        cut: Option<String>,
+    ) {
+        let mut tools = self.tools.write().unwrap_or_else(PoisonError::into_inner);
+        // Checked under the lock that `clear_tools` takes after the failure is set.
+        if self.failure().is_some() {
+            return;
+        }
+        *tools = ToolsState {
+            listed,
+            rejected,
+            cut,
+        };
+        drop(tools);
+        self.listings.send_modify(|count| *count += 1);
+    }
+
+    /// Forget the tools: the connection is closed, and they would only hold memory. Whoever
+    /// follows the changes is not told: the tools it has answer with an error, as before.
+    fn clear_tools(&self) {
+        *self.tools.write().unwrap_or_else(PoisonError::into_inner) = ToolsState::default();
     }
 
     pub(super) fn state(&self) -> std::sync::RwLockReadGuard<'_, ToolsState> {
@@ -371,14 +366,6 @@ impl ClientHandler for Handler {
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
-        let shared = Arc::clone(&self.shared);
-        let peer = context.peer;
-        // Listing is a request to the same peer: it cannot be awaited inside its own
-        // notification handler.
-        tokio::spawn(async move {
-            if let Ok(listed) = list_tools(&peer, &shared.server).await {
-                let _ = install(&shared, &listed);
-            }
-        });
+        listing::refresh(&self.shared, context.peer);
     }
 }

@@ -12,6 +12,7 @@ use rmcp::transport::DynamicTransportError;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 use crate::error_chain::chain;
+use crate::sse::byte_size;
 
 /// Why the client's `initialize` handshake failed.
 pub(super) fn client_init(error: &ClientInitializeError) -> String {
@@ -57,15 +58,32 @@ pub(super) fn server_init(error: &ServerInitializeError) -> String {
 /// Why a request failed, for the variants that do not describe themselves already.
 pub(super) fn service(error: &ServiceError) -> String {
     match error {
-        ServiceError::TransportSend(error) => {
-            format!("cannot send the request: {}", transport(error))
-        }
+        ServiceError::TransportSend(error) => match response_too_large(error) {
+            Some(max) => message_too_large(max),
+            None => format!("cannot send the request: {}", transport(error)),
+        },
         ServiceError::TransportClosed => "the server closed the connection".to_owned(),
         ServiceError::UnexpectedResponse => {
             "the server answered with a result of another kind".to_owned()
         }
         other => without_type_names(&other.to_string()),
     }
+}
+
+/// A message from the server over the transport's limit.
+pub(super) fn message_too_large(max: usize) -> String {
+    format!(
+        "the server sent a message larger than {}, the most the connection takes in one message",
+        byte_size(max)
+    )
+}
+
+/// An SSE event from the server over the transport's limit.
+pub(super) fn event_too_large(max: usize) -> String {
+    format!(
+        "the server sent an SSE event larger than {}, the most the connection takes in one message",
+        byte_size(max)
+    )
 }
 
 /// A transport failure: its causes, outermost first, without the transport's type name.
@@ -79,6 +97,18 @@ fn transport(error: &DynamicTransportError) -> String {
         return causes(client);
     }
     causes(inner)
+}
+
+/// The limit a JSON response passed, when that is why the request failed: rmcp reports it as
+/// a failure to send.
+fn response_too_large(error: &DynamicTransportError) -> Option<usize> {
+    match error
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()?
+    {
+        StreamableHttpError::ResponseBodyTooLarge { max_size } => Some(*max_size),
+        _ => None,
+    }
 }
 
 /// `error: its source: …`, without type names.

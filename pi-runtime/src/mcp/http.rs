@@ -6,8 +6,8 @@
 //! `202 Accepted`, one JSON message, or an SSE stream; GET a stream; DELETE a session.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use futures::stream::{BoxStream, Stream, StreamExt};
@@ -15,7 +15,7 @@ use reqwest::StatusCode;
 use reqwest::header::{
     ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE,
 };
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::common::http_header::{
     EVENT_STREAM_MIME_TYPE, HEADER_LAST_EVENT_ID, HEADER_SESSION_ID, JSON_MIME_TYPE,
 };
@@ -25,6 +25,8 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
+use super::errors;
+use crate::error_chain::chain;
 use crate::excerpt::excerpt_within;
 use crate::sse::{self, SseDecoder};
 
@@ -32,11 +34,41 @@ use crate::sse::{self, SseDecoder};
 #[derive(Debug, Clone)]
 pub(crate) struct HttpBackend {
     client: reqwest::Client,
+    failures: Arc<StreamFailures>,
 }
 
 impl HttpBackend {
-    pub(crate) fn new(client: reqwest::Client) -> Self {
-        HttpBackend { client }
+    /// A backend that records in `failures` why a response stream broke.
+    pub(crate) fn new(client: reqwest::Client, failures: Arc<StreamFailures>) -> Self {
+        HttpBackend { client, failures }
+    }
+}
+
+/// How many broken streams are remembered: a reason whose call has gone already is not
+/// asked for, and must not be kept for ever.
+const KEPT_FAILURES: usize = 16;
+
+/// Why response streams broke, by the request each was to answer, until its call asks.
+///
+/// rmcp answers the request of a broken stream with "transport closed" and keeps the cause
+/// to its log; the call reads the cause from here instead.
+#[derive(Debug, Default)]
+pub(crate) struct StreamFailures(Mutex<VecDeque<(RequestId, String)>>);
+
+impl StreamFailures {
+    fn record(&self, id: RequestId, reason: String) {
+        let mut failures = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if failures.len() == KEPT_FAILURES {
+            failures.pop_front();
+        }
+        failures.push_back((id, reason));
+    }
+
+    /// Why the stream answering `id` broke, if it did.
+    pub(crate) fn take(&self, id: &RequestId) -> Option<String> {
+        let mut failures = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = failures.iter().position(|(failed, _)| failed == id)?;
+        failures.remove(at).map(|(_, reason)| reason)
     }
 }
 
@@ -234,7 +266,17 @@ impl StreamableHttpClient for HttpBackend {
             )));
         }
         if is_sse {
-            let stream = bounded_sse(response.bytes_stream(), limits.max_sse_event_size);
+            let answering = match &message {
+                ClientJsonRpcMessage::Request(request) => {
+                    Some((Arc::clone(&self.failures), request.id.clone()))
+                }
+                _ => None,
+            };
+            let stream = bounded_sse(
+                response.bytes_stream(),
+                limits.max_sse_event_size,
+                answering,
+            );
             return Ok(StreamableHttpPostResponse::Sse(stream, session));
         }
         if is_json {
@@ -332,7 +374,11 @@ impl StreamableHttpClient for HttpBackend {
                 content_type.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
             ));
         }
-        Ok(bounded_sse(response.bytes_stream(), max_sse_event_size))
+        Ok(bounded_sse(
+            response.bytes_stream(),
+            max_sse_event_size,
+            None,
+        ))
     }
 }
 
@@ -343,19 +389,23 @@ fn preview(body: &[u8], max: usize) -> String {
 
 /// An SSE event over the size limit.
 #[derive(Debug, thiserror::Error)]
-#[error("an SSE event is larger than {0} bytes")]
+#[error("{}", errors::event_too_large(*.0))]
 struct EventTooLarge(usize);
 
 /// The events of a body, for rmcp, decoded by the crate's one SSE decoder with at most `max`
 /// bytes per event. A failure (the body's, an event too large, a byte that is not UTF-8) is
-/// the stream's last item.
-fn bounded_sse<S>(bytes: S, max: usize) -> BoxStream<'static, Result<Sse, SseError>>
+/// the stream's last item, and is recorded for the request the stream answers, if any.
+fn bounded_sse<S>(
+    bytes: S,
+    max: usize,
+    answering: Option<(Arc<StreamFailures>, RequestId)>,
+) -> BoxStream<'static, Result<Sse, SseError>>
 where
     S: Stream<Item = Result<Bytes, reqwest::Error>> + Send + Unpin + 'static,
 {
-    let state = Some((bytes, SseDecoder::new(max)));
+    let state = Some((bytes, SseDecoder::new(max), answering));
     futures::stream::unfold(state, |state| async move {
-        let (mut bytes, mut decoder) = state?;
+        let (mut bytes, mut decoder, answering) = state?;
         let failure = loop {
             match decoder.next_event() {
                 Ok(Some(event)) => {
@@ -365,7 +415,7 @@ where
                         id: event.id.map(str::to_owned),
                         retry: event.retry,
                     };
-                    return Some((Ok(sse), Some((bytes, decoder))));
+                    return Some((Ok(sse), Some((bytes, decoder, answering))));
                 }
                 Ok(None) => {}
                 Err(error) => break body_error(error),
@@ -379,6 +429,14 @@ where
                 },
             }
         };
+        let reason = match &failure {
+            SseError::Body(cause) => chain(cause.as_ref()),
+            other => chain(other),
+        };
+        match answering {
+            Some((failures, id)) => failures.record(id, reason),
+            None => tracing::debug!("an MCP server's event stream broke: {reason}"),
+        }
         Some((Err(failure), None))
     })
     .boxed()

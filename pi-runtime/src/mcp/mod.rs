@@ -12,7 +12,10 @@
 //! - **Client** ([`McpClient`]): connects to a server over stdio (a child process) or streamable
 //!   HTTP and turns each of its tools into an [`AgentTool`](crate::AgentTool) exactly as pi's
 //!   MCP extension does: [`tool_definitions`] for the definitions,
-//!   [`convert_result`] for what the model sees of a result.
+//!   [`convert_result`] for what the model sees of a result. What one server can make it
+//!   hold is bounded: [`DEFAULT_MAX_TOOLS`] tools of at most [`DEFAULT_MAX_TOOL_SIZE`] bytes
+//!   each, read from at most [`DEFAULT_MAX_PAGES`] pages a listing, one listing at a time however often the list changes, and messages of
+//!   at most [`DEFAULT_MAX_MESSAGE_SIZE`] bytes (each configurable on [`McpClientBuilder`]).
 //!
 //! Both ways at once: a `#[tool]` served over streamable HTTP on loopback, and an agent that
 //! uses it through the client, next to its own tools. The model (a faux one here) calls it
@@ -69,13 +72,17 @@
 
 mod client;
 mod connection;
+mod connections;
 mod content;
 mod errors;
 mod http;
+mod listing;
 mod naming;
 mod parse_error;
 mod schema;
 mod server;
+mod sessions;
+mod stdio;
 mod tool;
 
 use thiserror::Error;
@@ -83,12 +90,16 @@ use thiserror::Error;
 use crate::tool::RegistryError;
 
 pub use crate::tool::ToolHints;
-pub use client::{DEFAULT_MAX_CALL_TIME, DEFAULT_TIMEOUT, McpClient, McpClientBuilder};
+pub use client::{
+    DEFAULT_MAX_CALL_TIME, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_TIMEOUT, McpClient, McpClientBuilder,
+};
 pub use content::{
     MCP_OUTPUT_MAX_BYTES, OutputSaver, ResultOptions, TempFileSaver, convert_result,
 };
+pub use listing::{DEFAULT_MAX_PAGES, DEFAULT_MAX_TOOL_SIZE, DEFAULT_MAX_TOOLS};
 pub use schema::{ListedTool, tool_definitions};
 pub use server::{McpHttpServer, McpServer};
+pub use sessions::SessionLimits;
 
 /// Everything that can go wrong between us and an MCP peer.
 #[derive(Debug, Error)]

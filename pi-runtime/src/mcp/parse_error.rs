@@ -5,15 +5,18 @@
 //! `application/json` to change a header that was right, and it cannot be configured
 //! otherwise. This layer reads the body first and answers what the JSON-RPC spec says: `-32700`
 //! (parse error) for a body that is not JSON, `-32600` (invalid request) for JSON that is not
-//! a message, both with `400 Bad Request`. Anything else goes on to rmcp untouched.
+//! a message, both with `400 Bad Request`. Anything else goes on to rmcp untouched, with what
+//! the session layer needs of it ([`Posted`]).
 
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use serde_json::{Value, json};
+
+use super::sessions::Posted;
 
 /// JSON-RPC's code for a body that is not JSON.
 const PARSE_ERROR: i32 = -32700;
@@ -37,11 +40,27 @@ pub(super) async fn check_body(
         )
             .into_response();
     };
-    if let Some(error) = rejection(&bytes) {
-        return (StatusCode::BAD_REQUEST, axum::Json(error)).into_response();
+    let message = match message(&bytes) {
+        Ok(message) => message,
+        Err(error) => return (StatusCode::BAD_REQUEST, axum::Json(error)).into_response(),
+    };
+    let mut request = Request::from_parts(parts, Body::from(bytes));
+    request.extensions_mut().insert(posted(&message));
+    next.run(request).await
+}
+
+/// What the session layer needs to know of a message.
+fn posted(message: &ClientJsonRpcMessage) -> Posted {
+    match message {
+        ClientJsonRpcMessage::Request(request) => Posted {
+            id: Some(request.id.clone()),
+            initialize: matches!(request.request, ClientRequest::InitializeRequest(_)),
+        },
+        _ => Posted {
+            id: None,
+            initialize: false,
+        },
     }
-    next.run(Request::from_parts(parts, Body::from(bytes)))
-        .await
 }
 
 /// Whether the request says its body is JSON (rmcp's own test: the media type before any `;`).
@@ -56,25 +75,28 @@ fn is_json(request: &Request) -> bool {
         })
 }
 
-/// The JSON-RPC error response for a body rmcp would refuse, or `None` for a message.
-fn rejection(body: &[u8]) -> Option<Value> {
+/// The message in `body`, or the JSON-RPC error response for a body rmcp would refuse.
+fn message(body: &[u8]) -> Result<ClientJsonRpcMessage, Value> {
     let value: Value = match serde_json::from_slice(body) {
         Ok(value) => value,
         Err(error) => {
-            return Some(error_response(
+            return Err(error_response(
                 Value::Null,
                 PARSE_ERROR,
                 &format!("Parse error: {error}"),
             ));
         }
     };
-    let error = serde_json::from_value::<ClientJsonRpcMessage>(value.clone()).err()?;
+    let error = match serde_json::from_value::<ClientJsonRpcMessage>(value.clone()) {
+        Ok(message) => return Ok(message),
+        Err(error) => error,
+    };
     // The request's id when it has a usable one, so the client can match the answer.
     let id = match value.get("id") {
         Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
         _ => Value::Null,
     };
-    Some(error_response(
+    Err(error_response(
         id,
         INVALID_REQUEST,
         &format!("Invalid Request: {error}"),
@@ -92,7 +114,9 @@ mod tests {
     #[test]
     fn bodies_that_are_not_messages_get_json_rpc_errors() {
         let code = |body: &str| {
-            rejection(body.as_bytes()).map(|e| (e["id"].clone(), e["error"]["code"].clone()))
+            message(body.as_bytes())
+                .err()
+                .map(|e| (e["id"].clone(), e["error"]["code"].clone()))
         };
         assert_eq!(code("{not json"), Some((Value::Null, json!(PARSE_ERROR))));
         assert_eq!(code(""), Some((Value::Null, json!(PARSE_ERROR))));

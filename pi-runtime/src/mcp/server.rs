@@ -13,7 +13,6 @@ use rmcp::model::{
     ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
@@ -21,6 +20,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::connections::{self, Limited, Peer};
+use super::sessions::{self, SessionLimits, Sessions};
 use super::{McpError, ToolHints, errors, parse_error};
 use crate::agent::Hooks;
 use crate::agent::dispatch::{Dispatcher, Lane, RunLimits};
@@ -72,6 +73,10 @@ struct ServerInner {
     instructions: Option<String>,
     /// Tools per `tools/list` page; all in one page when `None`.
     page_size: Option<usize>,
+    /// Sessions over streamable HTTP.
+    session_limits: SessionLimits,
+    /// Connections [`McpServer::serve_http`] keeps open; by default, from the descriptor limit.
+    max_connections: Option<usize>,
     /// Sequential tools run alone across every connection.
     lane: Lane,
 }
@@ -106,6 +111,8 @@ impl McpServer {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 instructions: None,
                 page_size: None,
+                session_limits: SessionLimits::default(),
+                max_connections: None,
                 lane: Lane::default(),
             }),
         })
@@ -146,6 +153,25 @@ impl McpServer {
         self
     }
 
+    /// How many sessions streamable HTTP keeps open, in total and per client address, and
+    /// how long an idle one lives (default [`SessionLimits::default`]).
+    #[must_use]
+    pub fn with_session_limits(mut self, limits: SessionLimits) -> Self {
+        self.inner_mut().session_limits = limits;
+        self
+    }
+
+    /// The most connections [`serve_http`](Self::serve_http) keeps open at once. When full,
+    /// a new connection takes the place of one whose request has not arrived (a slow client,
+    /// oldest first), else of the one idle longest; one whose request is being answered is
+    /// never closed for it. Default: the process's soft limit of open files, less an eighth
+    /// of it (at least 64) kept for everything else.
+    #[must_use]
+    pub fn with_max_connections(mut self, max: usize) -> Self {
+        self.inner_mut().max_connections = Some(max);
+        self
+    }
+
     /// Behaviour hints for the tool named `tool` (ignored when there is none).
     #[must_use]
     pub fn with_hints(mut self, tool: &str, hints: ToolHints) -> Self {
@@ -173,6 +199,8 @@ impl McpServer {
                 version: old.version.clone(),
                 instructions: old.instructions.clone(),
                 page_size: old.page_size,
+                session_limits: old.session_limits,
+                max_connections: old.max_connections,
                 lane: Lane::default(),
             });
         }
@@ -221,6 +249,11 @@ impl McpServer {
     /// to merge into an application's own router. Only loopback `Host`s are accepted, which
     /// protects a local server from DNS rebinding; use [`router_for_hosts`](Self::router_for_hosts)
     /// behind a real host name.
+    ///
+    /// Sessions are capped as [`with_session_limits`](Self::with_session_limits) says (per
+    /// client only when served with `into_make_service_with_connect_info::<SocketAddr>()`),
+    /// and a client that hangs up in the middle of a call has the call cancelled. The cap on
+    /// connections is [`serve_http`](Self::serve_http)'s own.
     pub fn router(&self, path: &str) -> axum::Router {
         self.router_with(path, StreamableHttpServerConfig::default())
     }
@@ -241,19 +274,32 @@ impl McpServer {
     fn router_with(&self, path: &str, config: StreamableHttpServerConfig) -> axum::Router {
         let server = self.clone();
         let max_body = config.max_request_body_bytes;
-        let service = StreamableHttpService::new(
-            move || Ok(server.clone()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
-        axum::Router::new().route_service(path, service).layer(
-            axum::middleware::from_fn_with_state(max_body, parse_error::check_body),
-        )
+        let sessions = Sessions::new(self.inner.session_limits);
+        let service =
+            StreamableHttpService::new(move || Ok(server.clone()), sessions.manager(), config);
+        // The last layer added runs first: the body check, the connection's activity, then
+        // the sessions.
+        axum::Router::new()
+            .route_service(path, service)
+            .layer(axum::middleware::from_fn_with_state(
+                sessions,
+                sessions::guard,
+            ))
+            .layer(axum::middleware::from_fn(connections::track))
+            .layer(axum::middleware::from_fn_with_state(
+                max_body,
+                parse_error::check_body,
+            ))
     }
 
     /// Serve streamable HTTP at `http://<addr>/mcp` in a background task. Bind a loopback
     /// address (`127.0.0.1:0` picks a free port) unless the server must be reachable from
     /// other machines.
+    ///
+    /// Connections are capped below the process's descriptor limit
+    /// ([`with_max_connections`](Self::with_max_connections)), sessions in total and per
+    /// client address ([`with_session_limits`](Self::with_session_limits)), and a client that
+    /// hangs up in the middle of a call has the call cancelled.
     ///
     /// # Errors
     /// The address cannot be bound.
@@ -276,9 +322,15 @@ impl McpServer {
             config.disable_allowed_hosts()
         };
         let router = self.router_with("/mcp", config);
+        let max = self
+            .inner
+            .max_connections
+            .unwrap_or_else(connections::default_max_connections);
+        let listener = Limited::new(listener, max);
         let stopped = stop.clone();
         let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, router)
+            let service = router.into_make_service_with_connect_info::<Peer>();
+            let _ = axum::serve(listener, service)
                 .with_graceful_shutdown(async move { stopped.cancelled().await })
                 .await;
         });

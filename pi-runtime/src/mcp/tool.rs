@@ -81,12 +81,13 @@ impl McpTool {
             .await
         {
             Ok(handle) => handle,
-            Err(error) => return self.failed(&error),
+            Err(error) => return self.failed(&error, None),
         };
         let (tx, mut rx) = mpsc::unbounded_channel();
         let token = handle.progress_token.clone();
         let _registration = Registration::new(&client.shared, token, tx);
         let id = handle.id.clone();
+        let request = id.clone();
         let peer = handle.peer.clone();
         let mut response = std::pin::pin!(handle.await_response());
         // Progress restarts rmcp's timer, so a server that reports progress forever would
@@ -119,7 +120,7 @@ impl McpTool {
             Ok(ServerResult::CallToolResult(result)) => serde_json::to_value(result),
             Ok(ServerResult::CustomResult(custom)) => Ok(custom.0),
             Ok(other) => serde_json::to_value(other),
-            Err(error) => return self.failed(&error),
+            Err(error) => return self.failed(&error, Some(&request)),
         };
         let Ok(result) = result else {
             return self.error(format!(
@@ -135,7 +136,8 @@ impl McpTool {
         }
     }
 
-    fn failed(&self, error: &ServiceError) -> ToolResult {
+    /// The result of a call that failed with `error`; `request` is its id once it was sent.
+    fn failed(&self, error: &ServiceError, request: Option<&RequestId>) -> ToolResult {
         let client = &self.client;
         match error {
             ServiceError::Timeout { timeout } => self.error(format!(
@@ -145,6 +147,18 @@ impl McpTool {
             )),
             ServiceError::McpError(error) => {
                 self.error(format!("MCP tool {} failed: {}", self.label, error.message))
+            }
+            // Over HTTP, rmcp says "transport closed" when one call's response stream broke;
+            // the connection and its session stay up, and the next call goes through.
+            ServiceError::TransportClosed
+                if client.over_http && !client.peer.is_transport_closed() =>
+            {
+                let reason = request
+                    .and_then(|id| client.shared.stream_failures.take(id))
+                    .unwrap_or_else(|| {
+                        "the server closed the response stream before answering".to_owned()
+                    });
+                self.error(format!("MCP tool {} failed: {reason}", self.label))
             }
             ServiceError::TransportClosed => {
                 client

@@ -46,6 +46,10 @@ mod macro_tool;
 mod mcp;
 #[cfg(feature = "mcp")]
 mod mcp_hostile;
+#[cfg(feature = "mcp")]
+mod mcp_hostile_limits;
+#[cfg(feature = "mcp")]
+mod mcp_hostile_server;
 mod partial_json_malformed;
 mod partial_json_props;
 mod partial_json_spec;

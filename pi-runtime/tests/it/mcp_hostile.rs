@@ -12,6 +12,13 @@ use pi_runtime::{AgentTool, State, ToolContext, ToolResult, tool};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
+use crate::memory_support::{measured, peak_rss};
+
+/// The most a test here may grow the peak memory of the process: a client, a server and a
+/// few messages, however long the call runs. Started cold, in a process of their own, they
+/// take 18 to 28 MB (the HTTP client's TLS roots among them).
+const SMALL_PEAK: u64 = 64 << 20;
+
 /// How long a killed process may take to disappear, however loaded the machine.
 const GONE_WITHIN: Duration = Duration::from_secs(5);
 
@@ -84,21 +91,33 @@ async fn gone(pid: i32) -> Duration {
 
 #[tokio::test]
 async fn close_kills_a_setsid_child_of_a_stdio_server() {
+    let _alone = measured().await;
+    let peak = peak_rss();
     let dir = tempfile::tempdir().expect("a temp dir");
     let (client, child) = server_with_setsid_child(dir.path()).await;
     let start = Instant::now();
     client.close().await;
     let waited = gone(child).await;
-    eprintln!("close: {:?}, then gone after {waited:?}", start.elapsed());
+    let grown = peak_rss().saturating_sub(peak);
+    eprintln!(
+        "close: {:?}, then gone after {waited:?}; peak +{} KB",
+        start.elapsed(),
+        grown >> 10
+    );
+    assert!(grown < SMALL_PEAK, "peak memory grew by {grown} bytes");
 }
 
 #[tokio::test]
 async fn dropping_the_client_kills_a_setsid_child_of_a_stdio_server() {
+    let _alone = measured().await;
+    let peak = peak_rss();
     let dir = tempfile::tempdir().expect("a temp dir");
     let (client, child) = server_with_setsid_child(dir.path()).await;
     drop(client);
     let waited = gone(child).await;
-    eprintln!("drop: gone after {waited:?}");
+    let grown = peak_rss().saturating_sub(peak);
+    eprintln!("drop: gone after {waited:?}; peak +{} KB", grown >> 10);
+    assert!(grown < SMALL_PEAK, "peak memory grew by {grown} bytes");
 }
 
 /// Reports progress every 50 ms until cancelled.
@@ -121,6 +140,8 @@ async fn endless(State(cancelled): State<Arc<AtomicBool>>, ctx: ToolContext) -> 
 
 #[tokio::test]
 async fn progress_cannot_keep_a_call_past_its_total_time_limit() {
+    let _alone = measured().await;
+    let peak = peak_rss();
     let cancelled = Arc::new(AtomicBool::new(false));
     let server = McpServer::new((Endless::new(Arc::clone(&cancelled)),)).expect("tools register");
     let http = server
@@ -158,8 +179,10 @@ async fn progress_cannot_keep_a_call_past_its_total_time_limit() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(cancelled.load(Ordering::SeqCst), "the server was told");
-    eprintln!("the call ended after {took:?}");
     http.shutdown().await;
+    let grown = peak_rss().saturating_sub(peak);
+    eprintln!("the call ended after {took:?}; peak +{} KB", grown >> 10);
+    assert!(grown < SMALL_PEAK, "peak memory grew by {grown} bytes");
 }
 
 #[tokio::test]

@@ -1,0 +1,365 @@
+//! What one client may hold of the streamable HTTP server: sessions, capped in total and per
+//! client address, and calls, each cancelled when the connection that waits for its answer
+//! goes away.
+//!
+//! rmcp's session manager opens a session for every `initialize` and keeps it until it is
+//! deleted or idle for its keep-alive; nothing bounds how many there are. A call runs until
+//! it ends or its session does, whether or not anyone still waits for the answer. This layer
+//! sits in front of rmcp's service: it refuses an `initialize` over the caps, and sends the
+//! session `notifications/cancelled` (rmcp's own cancellation path) for a request whose
+//! response was dropped unfinished.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, BodyDataStream, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use rmcp::model::{
+    CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification,
+    RequestId,
+};
+use rmcp::transport::common::http_header::HEADER_SESSION_ID;
+use rmcp::transport::streamable_http_server::session::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde_json::json;
+
+use super::connections::client_ip;
+
+/// How many sessions the server keeps open, in total and for one client address, and how
+/// long an idle one lives ([`McpServer::with_session_limits`](super::McpServer::with_session_limits)).
+///
+/// An `initialize` over a cap is refused, before any session is made: `429 Too Many
+/// Requests` over the client's own, `503 Service Unavailable` over the total, each with a
+/// JSON-RPC error saying which. A session deleted or expired frees its place (and its memory)
+/// for the next.
+///
+/// ```
+/// use std::time::Duration;
+/// use pi_runtime::mcp::SessionLimits;
+///
+/// let limits = SessionLimits::default()
+///     .with_max_sessions(200)
+///     .with_max_sessions_per_client(8)
+///     .with_idle_timeout(Duration::from_secs(60));
+/// assert_eq!(limits.max_sessions, 200);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionLimits {
+    /// Sessions open at once, all clients together. Default 1,000.
+    pub max_sessions: usize,
+    /// Sessions open at once from one client address. Default 64. Applies where the
+    /// client's address is known: [`serve_http`](super::McpServer::serve_http), or a router
+    /// served with axum's `into_make_service_with_connect_info::<SocketAddr>()`.
+    pub max_sessions_per_client: usize,
+    /// How long a session lives without a request. Default rmcp's, 5 minutes.
+    pub idle_timeout: Duration,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits {
+            max_sessions: 1_000,
+            max_sessions_per_client: 64,
+            idle_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+impl SessionLimits {
+    /// Set [`max_sessions`](Self::max_sessions).
+    #[must_use]
+    pub fn with_max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max;
+        self
+    }
+
+    /// Set [`max_sessions_per_client`](Self::max_sessions_per_client).
+    #[must_use]
+    pub fn with_max_sessions_per_client(mut self, max: usize) -> Self {
+        self.max_sessions_per_client = max;
+        self
+    }
+
+    /// Set [`idle_timeout`](Self::idle_timeout).
+    #[must_use]
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+}
+
+/// What a POST carries, as the body check read it: its request id, and whether it is
+/// `initialize`.
+#[derive(Debug, Clone)]
+pub(super) struct Posted {
+    pub(super) id: Option<RequestId>,
+    pub(super) initialize: bool,
+}
+
+/// The sessions of one router: rmcp's manager, and who holds which session.
+#[derive(Debug)]
+pub(super) struct Sessions {
+    manager: Arc<LocalSessionManager>,
+    limits: SessionLimits,
+    table: Mutex<Table>,
+}
+
+/// Open sessions by client, and `initialize` requests under way (counted, so concurrent
+/// ones cannot pass a cap together).
+#[derive(Debug, Default)]
+struct Table {
+    sessions: HashMap<Arc<str>, Option<IpAddr>>,
+    pending: usize,
+    by_client: HashMap<IpAddr, usize>,
+}
+
+impl Table {
+    fn release(&mut self, client: Option<IpAddr>) {
+        let Some(client) = client else { return };
+        if let Some(count) = self.by_client.get_mut(&client) {
+            *count -= 1;
+            if *count == 0 {
+                self.by_client.remove(&client);
+            }
+        }
+    }
+}
+
+impl Sessions {
+    /// rmcp's session manager with `limits`' idle timeout, and the caps in front of it.
+    pub(super) fn new(limits: SessionLimits) -> Arc<Self> {
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(limits.idle_timeout);
+        Arc::new(Sessions {
+            manager: Arc::new(manager),
+            limits,
+            table: Mutex::default(),
+        })
+    }
+
+    /// The session manager rmcp's service runs on.
+    pub(super) fn manager(&self) -> Arc<LocalSessionManager> {
+        Arc::clone(&self.manager)
+    }
+
+    /// A place for a new session of `client`, or the response refusing it.
+    async fn reserve(
+        self: &Arc<Self>,
+        client: Option<IpAddr>,
+        id: Option<&RequestId>,
+    ) -> Result<Slot, Response> {
+        // rmcp forgets a session when it is deleted or expires; so does the table, here.
+        let live: Vec<Arc<str>> = self.manager.sessions.read().await.keys().cloned().collect();
+        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        let gone: Vec<(Arc<str>, Option<IpAddr>)> = table
+            .sessions
+            .iter()
+            .filter(|(session, _)| !live.contains(session))
+            .map(|(session, client)| (Arc::clone(session), *client))
+            .collect();
+        for (session, client) in gone {
+            table.sessions.remove(&session);
+            table.release(client);
+        }
+        let limits = &self.limits;
+        if table.sessions.len() + table.pending >= limits.max_sessions {
+            let message = format!(
+                "The server has {} sessions open, the most it keeps; try again later",
+                limits.max_sessions
+            );
+            return Err(refusal(StatusCode::SERVICE_UNAVAILABLE, id, &message));
+        }
+        if let Some(client) = client {
+            let count = table.by_client.entry(client).or_default();
+            if *count >= limits.max_sessions_per_client {
+                let message = format!(
+                    "This client has {} sessions open, the most one client may have; close one \
+                     (DELETE) or let one expire",
+                    limits.max_sessions_per_client
+                );
+                return Err(refusal(StatusCode::TOO_MANY_REQUESTS, id, &message));
+            }
+            *count += 1;
+        }
+        table.pending += 1;
+        Ok(Slot {
+            sessions: Arc::clone(self),
+            client,
+            bound: false,
+        })
+    }
+}
+
+/// A place taken for a session being initialized; given back on drop unless bound.
+struct Slot {
+    sessions: Arc<Sessions>,
+    client: Option<IpAddr>,
+    bound: bool,
+}
+
+impl Slot {
+    fn bind(mut self, session: Arc<str>) {
+        let mut table = self
+            .sessions
+            .table
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        table.pending -= 1;
+        table.sessions.insert(session, self.client);
+        self.bound = true;
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if !self.bound {
+            let mut table = self
+                .sessions
+                .table
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            table.pending -= 1;
+            table.release(self.client);
+        }
+    }
+}
+
+/// A refusal with a JSON-RPC error, and `Retry-After` for the total cap.
+fn refusal(status: StatusCode, id: Option<&RequestId>, message: &str) -> Response {
+    let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": message}});
+    let mut response = (status, axum::Json(error)).into_response();
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    }
+    response
+}
+
+/// The layer, after the body check (which leaves [`Posted`] in the request's extensions).
+pub(super) async fn guard(
+    State(sessions): State<Arc<Sessions>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let posted = (request.method() == Method::POST)
+        .then(|| request.extensions().get::<Posted>().cloned())
+        .flatten();
+    let Some(posted) = posted else {
+        return next.run(request).await;
+    };
+    let session = request
+        .headers()
+        .get(HEADER_SESSION_ID)
+        .and_then(|value| value.to_str().ok())
+        .map(Arc::<str>::from);
+    match (session, posted) {
+        (
+            None,
+            Posted {
+                initialize: true,
+                id,
+            },
+        ) => {
+            let client = client_ip(&request);
+            let slot = match sessions.reserve(client, id.as_ref()).await {
+                Ok(slot) => slot,
+                Err(refused) => return refused,
+            };
+            let response = next.run(request).await;
+            if let Some(session) = response
+                .headers()
+                .get(HEADER_SESSION_ID)
+                .and_then(|value| value.to_str().ok())
+            {
+                slot.bind(Arc::from(session));
+            }
+            response
+        }
+        (Some(session), Posted { id: Some(id), .. }) => {
+            let hang_up = HangUp::new(sessions.manager(), session, id);
+            // The answer comes in the body; dropping this future or the body before its end
+            // means the client hung up.
+            let response = next.run(request).await;
+            response.map(|body| {
+                Body::from_stream(Watched {
+                    body: body.into_data_stream(),
+                    hang_up,
+                })
+            })
+        }
+        _ => next.run(request).await,
+    }
+}
+
+/// Cancels a request in its session when dropped before [`finished`](Self::finished).
+struct HangUp {
+    manager: Arc<LocalSessionManager>,
+    session: Arc<str>,
+    request: Option<RequestId>,
+}
+
+impl HangUp {
+    fn new(manager: Arc<LocalSessionManager>, session: Arc<str>, request: RequestId) -> Self {
+        HangUp {
+            manager,
+            session,
+            request: Some(request),
+        }
+    }
+
+    fn finished(&mut self) {
+        self.request = None;
+    }
+}
+
+impl Drop for HangUp {
+    fn drop(&mut self) {
+        let Some(request) = self.request.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let manager = Arc::clone(&self.manager);
+        let session = Arc::clone(&self.session);
+        runtime.spawn(async move {
+            let cancelled = CancelledNotification::new(CancelledNotificationParam::new(
+                Some(request),
+                Some("the client closed the connection".to_owned()),
+            ));
+            let message = ClientJsonRpcMessage::notification(
+                ClientNotification::CancelledNotification(cancelled),
+            );
+            // A session that is gone has nothing left to cancel.
+            let _ = manager.accept_message(&session, message).await;
+        });
+    }
+}
+
+/// A response body that tells its [`HangUp`] when it was read to the end.
+struct Watched {
+    body: BodyDataStream,
+    hang_up: HangUp,
+}
+
+impl Stream for Watched {
+    type Item = Result<Bytes, axum::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let polled = Pin::new(&mut self.body).poll_next(cx);
+        if let Poll::Ready(None) = polled {
+            self.hang_up.finished();
+        }
+        polled
+    }
+}

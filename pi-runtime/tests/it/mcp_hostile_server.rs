@@ -1,0 +1,391 @@
+//! Clients that abuse our MCP server over streamable HTTP: thousands of sessions never
+//! closed, a connection dropped in the middle of a call. Loopback sockets, raw HTTP from
+//! reqwest, under a time bound and a peak-memory bound.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use pi_runtime::mcp::{McpHttpServer, McpServer, SessionLimits};
+use pi_runtime::{State, ToolContext, tool};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt};
+
+use crate::memory_support::{ALONE, alone, measured, peak_rss, rss};
+
+const MB: u64 = 1 << 20;
+
+/// Waits until cancelled, then says so.
+#[tool]
+async fn wait(State(cancelled): State<Arc<AtomicBool>>, ctx: ToolContext) -> String {
+    ctx.signal().cancelled().await;
+    cancelled.store(true, Ordering::SeqCst);
+    "cancelled".to_owned()
+}
+
+async fn serve(server: McpServer) -> McpHttpServer {
+    server
+        .serve_http("127.0.0.1:0".parse().expect("an address"))
+        .await
+        .expect("a loopback port")
+}
+
+/// POST `message` to `url` in `session` (if any); the response.
+async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    message: Value,
+) -> reqwest::Response {
+    let mut request = client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&message);
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    request.send().await.expect("an answer")
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}})
+}
+
+/// Open a session (initialize, then `notifications/initialized`); its id, or the status of
+/// the refusal.
+async fn open_session(client: &reqwest::Client, url: &str) -> Result<String, reqwest::StatusCode> {
+    let response = post(client, url, None, initialize()).await;
+    let status = response.status();
+    let Some(session) = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+    else {
+        return Err(status);
+    };
+    drop(response.bytes().await);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    drop(post(client, url, Some(&session), initialized).await);
+    Ok(session)
+}
+
+#[tokio::test]
+async fn sessions_never_closed_are_capped() {
+    let _alone = measured().await;
+    let http = serve(McpServer::new((Wait::new(Arc::default()),)).expect("tools register")).await;
+    let client = reqwest::Client::new();
+    let (peak, started) = (peak_rss(), Instant::now());
+    let mut opened = 0;
+    let mut refused = None;
+    for _ in 0..2_000 {
+        match open_session(&client, &http.url()).await {
+            Ok(_) => opened += 1,
+            Err(status) => refused = refused.or(Some(status)),
+        }
+    }
+    let took = started.elapsed();
+    let grown = peak_rss().saturating_sub(peak);
+    eprintln!(
+        "2,000 sessions: {opened} opened in {took:?} (refused with {refused:?}), peak +{} MB",
+        grown / MB
+    );
+    http.shutdown().await;
+    assert!(opened <= 64, "{opened} sessions from one client");
+    assert_eq!(refused, Some(reqwest::StatusCode::TOO_MANY_REQUESTS));
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    assert!(grown < 32 * MB, "peak memory grew by {} MB", grown / MB);
+}
+
+#[tokio::test]
+async fn sessions_deleted_or_expired_free_their_place_and_memory() {
+    let _alone = measured().await;
+    let limits = SessionLimits::default()
+        .with_max_sessions(20)
+        .with_max_sessions_per_client(100)
+        .with_idle_timeout(Duration::from_secs(1));
+    let server = McpServer::new((Wait::new(Arc::default()),))
+        .expect("tools register")
+        .with_session_limits(limits);
+    let http = serve(server).await;
+    let client = reqwest::Client::new();
+    let url = http.url();
+    let (peak, started) = (peak_rss(), Instant::now());
+    for round in 0..5 {
+        let mut sessions = Vec::new();
+        for _ in 0..20 {
+            sessions.push(open_session(&client, &url).await.expect("a place"));
+        }
+        let refused = post(&client, &url, None, initialize()).await;
+        assert_eq!(refused.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            refused.headers().get("retry-after").map(|v| v.as_bytes()),
+            Some(&b"5"[..])
+        );
+        let error: Value = refused.json().await.expect("a JSON-RPC error");
+        assert_eq!(
+            error["error"]["message"],
+            "The server has 20 sessions open, the most it keeps; try again later"
+        );
+        // Deleting one frees its place at once; the others expire.
+        let deleted = client
+            .delete(&url)
+            .header("mcp-session-id", &sessions[0])
+            .send()
+            .await
+            .expect("an answer");
+        assert!(deleted.status().is_success(), "{}", deleted.status());
+        let again = open_session(&client, &url).await.expect("the freed place");
+        assert!(!sessions.contains(&again), "round {round}");
+        tokio::time::sleep(Duration::from_millis(2_500)).await;
+    }
+    let took = started.elapsed();
+    let grown = peak_rss().saturating_sub(peak);
+    eprintln!(
+        "5 rounds of 20 sessions: {took:?}, peak +{} KB",
+        grown >> 10
+    );
+    http.shutdown().await;
+    assert!(took < Duration::from_secs(40), "took {took:?}");
+    assert!(grown < 32 * MB, "peak memory grew by {} MB", grown / MB);
+}
+
+#[tokio::test]
+async fn expired_sessions_give_their_memory_back() {
+    let _alone = measured().await;
+    alone("mcp_hostile_server::expired_sessions_alone").await;
+}
+
+/// Run by [`expired_sessions_give_their_memory_back`] in a process of its own.
+#[tokio::test]
+#[ignore = "run in a process of its own"]
+async fn expired_sessions_alone() {
+    if std::env::var_os(ALONE).is_none() {
+        return;
+    }
+    let limits = SessionLimits::default()
+        .with_max_sessions_per_client(1_000)
+        .with_idle_timeout(Duration::from_millis(500));
+    let server = McpServer::new((Wait::new(Arc::default()),))
+        .expect("tools register")
+        .with_session_limits(limits);
+    let http = serve(server).await;
+    let client = reqwest::Client::new();
+    let url = http.url();
+    let (peak, started) = (peak_rss(), Instant::now());
+    let mut resident = Vec::new();
+    for _ in 0..8 {
+        for _ in 0..500 {
+            open_session(&client, &url).await.expect("a place");
+        }
+        resident.push(rss() / MB);
+        // Every session expires; their places and memory are free for the next round.
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+    }
+    let took = started.elapsed();
+    let grown = peak_rss().saturating_sub(peak);
+    eprintln!(
+        "8 rounds of 500 sessions, each round expired: resident {resident:?} MB, peak +{} MB, \
+         in {took:?}",
+        grown / MB
+    );
+    http.shutdown().await;
+    // The allocator keeps what it was given back, and settles after a few rounds (near
+    // 60 MB from the fourth on); sessions that kept their memory would add some 30 MB a
+    // round, a leak of 2.5 KB a session 5 MB over the last four.
+    let settled = resident[7].saturating_sub(resident[3]);
+    assert!(
+        settled < 5,
+        "resident grew by {settled} MB over the last 4 rounds"
+    );
+    assert!(grown < 64 * MB, "peak memory grew by {} MB", grown / MB);
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+}
+
+#[tokio::test]
+async fn a_client_that_drops_its_connection_cancels_its_call() {
+    let _alone = measured().await;
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let http =
+        serve(McpServer::new((Wait::new(Arc::clone(&cancelled)),)).expect("tools register")).await;
+    let peak = peak_rss();
+    let client = reqwest::Client::new();
+    let session = open_session(&client, &http.url()).await.expect("a session");
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "wait", "arguments": {}}});
+    let response = post(&client, &http.url(), Some(&session), call).await;
+    assert!(response.status().is_success(), "{}", response.status());
+    // Give the call time to start, then hang up.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let hung_up = Instant::now();
+    drop(response);
+    drop(client);
+    while !cancelled.load(Ordering::SeqCst) && hung_up.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let waited = hung_up.elapsed();
+    let grown = peak_rss().saturating_sub(peak);
+    eprintln!(
+        "dropped connection: call cancelled {}, after {waited:?}; peak +{} KB",
+        cancelled.load(Ordering::SeqCst),
+        grown >> 10
+    );
+    http.shutdown().await;
+    assert!(cancelled.load(Ordering::SeqCst), "the call still runs");
+    assert!(
+        waited < Duration::from_secs(5),
+        "cancelled after {waited:?}"
+    );
+    assert!(grown < 32 * MB, "peak memory grew by {grown} bytes");
+}
+
+/// A slowloris in Python: holds `n` connections to `port`, each a request whose headers never
+/// end (a header line every half second), and opens a new one for each that is closed.
+/// Prints `open` once all are connected.
+const PYTHON_SLOWLORIS: &str = r#"
+import resource, socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+_, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+def connect():
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    s.setblocking(False)
+    return s
+
+held = [connect() for _ in range(n)]
+print("open", flush=True)
+while True:
+    time.sleep(0.5)
+    for i, s in enumerate(held):
+        try:
+            s.send(b"X-Slow: 1\r\n")
+            if s.recv(1) == b"":
+                raise OSError
+        except BlockingIOError:
+            pass
+        except OSError:
+            s.close()
+            try:
+                held[i] = connect()
+            except OSError:
+                pass
+"#;
+
+/// The descriptor limit the server runs under in [`slow_connections_cannot_lock_out_a_client`]
+/// (the soft one: the slowloris raises its own to the hard one).
+const FD_LIMIT: u32 = 256;
+/// Set in the environment of the process that runs the server under that limit.
+const FD_CHILD: &str = "PI_TEST_FD_LIMITED_SERVER";
+
+/// The number after `what` on the next line of `lines` that starts with it.
+async fn said(
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    what: &str,
+) -> u64 {
+    while let Some(line) = lines.next_line().await.expect("its output") {
+        if let Some(value) = line.strip_prefix(what) {
+            return value.parse().expect("a number");
+        }
+    }
+    panic!("the server did not say {what}");
+}
+
+#[tokio::test]
+async fn slow_connections_cannot_lock_out_a_client() {
+    let _alone = measured().await;
+    let exe = std::env::current_exe().expect("this test binary");
+    let mut server = tokio::process::Command::new("prlimit")
+        .arg(format!("--nofile={FD_LIMIT}:"))
+        .arg(exe)
+        .args([
+            "mcp_hostile_server::fd_limited_server",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(FD_CHILD, "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("prlimit starts");
+    let mut lines = tokio::io::BufReader::new(server.stdout.take().expect("its stdout")).lines();
+    let port = tokio::time::timeout(Duration::from_secs(60), said(&mut lines, "port "))
+        .await
+        .expect("the server starts");
+
+    let mut slowloris = tokio::process::Command::new("python3")
+        .arg("-c")
+        .arg(PYTHON_SLOWLORIS)
+        .arg(port.to_string())
+        .arg("300")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python3 starts");
+    let mut open = String::new();
+    tokio::io::BufReader::new(slowloris.stdout.take().expect("its stdout"))
+        .read_line(&mut open)
+        .await
+        .expect("the slowloris's output");
+    assert_eq!(open, "open\n", "the slowloris is connected");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let started = Instant::now();
+    let connected = tokio::time::timeout(
+        Duration::from_secs(30),
+        pi_runtime::mcp::McpClient::builder("legit")
+            .timeout(Duration::from_secs(30))
+            .http(format!("http://127.0.0.1:{port}/mcp")),
+    )
+    .await;
+    let took = started.elapsed();
+    let outcome = match &connected {
+        Ok(Ok(client)) => format!("connected, {} tools", client.tool_names().len()),
+        Ok(Err(error)) => error.to_string(),
+        Err(_) => "no answer in 30 s".to_owned(),
+    };
+    drop(connected);
+    let _ = slowloris.kill().await;
+    drop(server.stdin.take());
+    let grown = tokio::time::timeout(Duration::from_secs(30), said(&mut lines, "peak grew "))
+        .await
+        .expect("the server ends");
+    let _ = server.wait().await;
+    eprintln!(
+        "300 slow connections against {FD_LIMIT} descriptors: {outcome} after {took:?}; the \
+         server's peak +{} KB",
+        grown >> 10
+    );
+    assert!(outcome.starts_with("connected"), "{outcome}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(
+        grown < 32 * MB,
+        "the server's peak memory grew by {} MB",
+        grown / MB
+    );
+}
+
+/// Run by [`slow_connections_cannot_lock_out_a_client`] in a process of its own, under
+/// [`FD_LIMIT`] descriptors: a server with default settings on a loopback port it prints,
+/// until its standard input closes; then how much its peak memory grew.
+#[tokio::test]
+#[ignore = "run in its own process, under a descriptor limit"]
+async fn fd_limited_server() {
+    if std::env::var_os(FD_CHILD).is_none() {
+        return;
+    }
+    let peak = peak_rss();
+    let http = serve(McpServer::new((Wait::new(Arc::default()),)).expect("tools register")).await;
+    println!("port {}", http.local_addr().port());
+    let mut rest = Vec::new();
+    let _ = tokio::io::stdin().read_to_end(&mut rest).await;
+    http.shutdown().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    println!("peak grew {}", peak_rss().saturating_sub(peak));
+}
