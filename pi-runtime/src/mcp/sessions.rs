@@ -9,10 +9,10 @@
 //! session `notifications/cancelled` (rmcp's own cancellation path) for a request whose
 //! response was dropped unfinished.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -158,16 +158,17 @@ impl Sessions {
         id: Option<&RequestId>,
     ) -> Result<Slot, Response> {
         // rmcp forgets a session when it is deleted or expires; so does the table, here.
-        let live: Vec<Arc<str>> = self.manager.sessions.read().await.keys().cloned().collect();
-        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
-        let gone: Vec<(Arc<str>, Option<IpAddr>)> = table
-            .sessions
-            .iter()
-            .filter(|(session, _)| !live.contains(session))
-            .map(|(session, client)| (Arc::clone(session), *client))
-            .collect();
-        for (session, client) in gone {
-            table.sessions.remove(&session);
+        let live: HashSet<Arc<str>> = self.manager.sessions.read().await.keys().cloned().collect();
+        let mut table = self.table();
+        let mut gone = Vec::new();
+        table.sessions.retain(|session, client| {
+            let kept = live.contains(session);
+            if !kept {
+                gone.push(*client);
+            }
+            kept
+        });
+        for client in gone {
             table.release(client);
         }
         let limits = &self.limits;
@@ -194,41 +195,38 @@ impl Sessions {
         Ok(Slot {
             sessions: Arc::clone(self),
             client,
-            bound: false,
+            session: None,
         })
+    }
+
+    fn table(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-/// A place taken for a session being initialized; given back on drop unless bound.
+/// A place taken for a session being initialized: on drop, the session it was bound to
+/// joins the table, or, unbound, the place is given back.
 struct Slot {
     sessions: Arc<Sessions>,
     client: Option<IpAddr>,
-    bound: bool,
+    session: Option<Arc<str>>,
 }
 
 impl Slot {
     fn bind(mut self, session: Arc<str>) {
-        let mut table = self
-            .sessions
-            .table
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        table.pending -= 1;
-        table.sessions.insert(session, self.client);
-        self.bound = true;
+        self.session = Some(session);
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        if !self.bound {
-            let mut table = self
-                .sessions
-                .table
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            table.pending -= 1;
-            table.release(self.client);
+        let mut table = self.sessions.table();
+        table.pending -= 1;
+        match self.session.take() {
+            Some(session) => {
+                table.sessions.insert(session, self.client);
+            }
+            None => table.release(self.client),
         }
     }
 }
