@@ -362,9 +362,8 @@ pub(crate) async fn run_script(run: ScriptRun, host: Arc<dyn CallHost>) -> RawRe
                 format!("Execution timed out after {} ms", run.timeout_ms.unwrap_or(0)),
             )),
             () = run.signal.cancelled() => break Err(ScriptError::new(ErrorKind::Aborted, "Execution aborted")),
-            () = tokio::time::sleep_until(progress.due), if progress.changed => {
-                progress.publish(&*host, &result.calls);
-            }
+            // Wakes a quiet script when a snapshot is due; it goes out below.
+            () = tokio::time::sleep_until(progress.due), if progress.changed => {}
         }
         // Start what may start: in order, each call alone when it or the run is sequential.
         while let Some((_, tool, _)) = waiting.front() {
@@ -380,8 +379,8 @@ pub(crate) async fn run_script(run: ScriptRun, host: Arc<dyn CallHost>) -> RawRe
             let call = host.call(tool, number, args);
             running.push(Box::pin(async move { (started, call.await) }));
         }
-        // Also here: a busy script keeps the branches above ready, so the timer alone could
-        // wait behind them.
+        // Here rather than in the timer's branch: a busy script keeps the branches above
+        // ready, and the timer would wait behind them.
         if progress.changed && tokio::time::Instant::now() >= progress.due {
             progress.publish(&*host, &result.calls);
         }
