@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use pi_runtime::agent::{Agent, AgentEvent, validate_tool_call};
 use pi_runtime::mcp::{McpClient, TempFileSaver};
+use pi_runtime::message::SystemMessage;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::{Message, Tool, ToolCall};
 use serde_json::{Value, json};
@@ -691,7 +692,9 @@ fn a_built_agent_follows_the_servers_tool_list() {
 
         let first = agent.prompt("add a tool").await.expect("a run");
         assert_eq!(results(&first)["c1"], (false, "added".to_owned()));
-        // The server's notification reaches the agent while it waits for the next prompt.
+        // The server announces the change before it answers `add_second`, so the new
+        // listing lands either before the first run's next turn or while the agent waits
+        // for the next prompt: the change is declared at whichever comes first.
         let start = Instant::now();
         while agent.tools().get("mcp__changing__second").is_none() {
             assert!(
@@ -703,12 +706,30 @@ fn a_built_agent_follows_the_servers_tool_list() {
         }
 
         let second = agent.prompt("use it").await.expect("a run");
-        let change = second[0]
-            .as_system()
-            .expect("the change, declared before the prompt");
+        let changes: Vec<&SystemMessage> = first
+            .iter()
+            .chain(&second)
+            .filter_map(Message::as_system)
+            .collect();
+        let [change] = changes[..] else {
+            panic!("one declared change, not {changes:?}");
+        };
         let added: Vec<&str> = change.added().iter().map(|t| t.name.as_str()).collect();
         assert_eq!(added, ["mcp__changing__second"]);
         assert!(change.tools_removed.is_none());
+        let declared_at =
+            |messages: &[Message]| messages.iter().position(|m| m.as_system().is_some());
+        match (declared_at(&first), declared_at(&second)) {
+            // Before the turn after the call that made the change...
+            (Some(at), None) => assert!(
+                first[..at]
+                    .iter()
+                    .any(|m| matches!(m, Message::ToolResult(_)))
+            ),
+            // ...or before the next prompt.
+            (None, Some(at)) => assert_eq!(at, 0),
+            other => panic!("the change declared at {other:?}"),
+        }
         assert_eq!(results(&second)["c2"], (false, "second: hi".to_owned()));
         let declared: Vec<String> = requests.requests()[2]
             .current_tools()
