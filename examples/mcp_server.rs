@@ -32,6 +32,20 @@
 //! http://127.0.0.1:8000/mcp`) connects to `http://<addr>/mcp`. A loopback address accepts only
 //! loopback `Host` headers, which keeps web pages from reaching it by DNS rebinding.
 //!
+//! Beyond loopback every request needs a bearer token, checked one of two ways:
+//!
+//! ```text
+//! # fixed tokens, one a line (optionally followed by the scopes it grants)
+//! mcp_server --http 0.0.0.0:8000 --token-file tokens.txt
+//! # JWTs from an authorization server, checked against its key set
+//! mcp_server --http 0.0.0.0:8000 --jwks https://auth.example.com/jwks.json \
+//!     --issuer https://auth.example.com --audience https://tools.example.com/mcp
+//! ```
+//!
+//! Without either, `--http 0.0.0.0:PORT` refuses to start and says why (unless given
+//! `--allow-unauthenticated`). A client without a token gets `401` and the address of the
+//! server's OAuth metadata (`/.well-known/oauth-protected-resource/mcp`).
+//!
 //! The custom tool, `countdown`, reports progress every tenth of a second (MCP
 //! `notifications/progress` when the client sent a progress token) and stops when the client
 //! cancels it (`notifications/cancelled`), saying so on standard error.
@@ -40,11 +54,13 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use pi_runtime::mcp::{McpServer, ToolHints};
+use pi_runtime::mcp::auth::{Authentication, JwksSource, JwtVerifier, StaticTokens};
+use pi_runtime::mcp::{McpError, McpServer, ToolHints};
 use pi_runtime::tools::{Bash, Edit, Read, WorkingDir, Write};
 use pi_runtime::{ToolContext, ToolError, ToolResult, tool};
 
-const USAGE: &str = "usage: mcp_server [--http ADDR:PORT] [--dir DIR]";
+const USAGE: &str = "usage: mcp_server [--http ADDR:PORT [--token-file FILE | --jwks URL \
+                     --issuer ISS --audience URI | --allow-unauthenticated]] [--dir DIR]";
 
 /// Count down from `seconds`, reporting the time left every tenth of a second. Stops early
 /// when the call is cancelled.
@@ -88,9 +104,20 @@ async fn main() -> ExitCode {
 async fn run() -> Result<(), String> {
     let mut http: Option<SocketAddr> = None;
     let mut dir = None;
+    let mut token_file = None;
+    let (mut jwks, mut issuer, mut audience) = (None, None, None);
+    let mut unauthenticated = false;
     let mut args = std::env::args().skip(1);
+    let value = |args: &mut std::iter::Skip<std::env::Args>, flag: &str, what: &str| {
+        args.next().ok_or(format!("{flag} needs {what}\n{USAGE}"))
+    };
     while let Some(flag) = args.next() {
         match flag.as_str() {
+            "--token-file" => token_file = Some(value(&mut args, &flag, "FILE")?),
+            "--jwks" => jwks = Some(value(&mut args, &flag, "URL")?),
+            "--issuer" => issuer = Some(value(&mut args, &flag, "ISS")?),
+            "--audience" => audience = Some(value(&mut args, &flag, "URI")?),
+            "--allow-unauthenticated" => unauthenticated = true,
             "--http" => {
                 let value = args
                     .next()
@@ -131,11 +158,39 @@ async fn run() -> Result<(), String> {
         "countdown",
         ToolHints::new().read_only(true).idempotent(true),
     );
+    let server = match (token_file, jwks, issuer, audience) {
+        (None, None, None, None) if unauthenticated => server.allow_unauthenticated(),
+        (None, None, None, None) => server,
+        (Some(file), None, None, None) => {
+            let tokens =
+                StaticTokens::from_file(&file).map_err(|e| format!("--token-file: {e}"))?;
+            server.with_authentication(Authentication::new(tokens))
+        }
+        (None, Some(jwks), Some(issuer), Some(audience)) => {
+            let verifier = JwtVerifier::new(JwksSource::Url(jwks), &issuer, &audience);
+            server.with_authentication(
+                Authentication::new(verifier)
+                    .with_resource(audience)
+                    .with_authorization_server(issuer),
+            )
+        }
+        _ => {
+            return Err(format!(
+                "use either --token-file, or --jwks with --issuer and --audience\n{USAGE}"
+            ));
+        }
+    };
 
     match http {
         None => server.serve_stdio().await.map_err(|e| e.to_string()),
         Some(addr) => {
-            let running = server.serve_http(addr).await.map_err(|e| e.to_string())?;
+            let running = server.serve_http(addr).await.map_err(|e| match e {
+                McpError::Unprotected(_) => format!(
+                    "{e}.\nHere: --token-file, --jwks (with --issuer and --audience), or \
+                     --allow-unauthenticated"
+                ),
+                other => other.to_string(),
+            })?;
             // Tests and scripts read this line to find the port.
             println!("listening on {}", running.url());
             tokio::signal::ctrl_c()

@@ -206,37 +206,93 @@ fn the_python_sdk_uses_our_server_over_http() {
         return;
     };
     let dir = project_dir();
-    let mut server = Killed(
-        Command::new(server_binary())
-            .args(["--http", "127.0.0.1:0", "--dir"])
-            .arg(dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the server starts"),
-    );
-    let stdout = server.0.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("the server says where it listens");
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
-        .to_owned();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    let (report, _) = python_client(&python, &["http", &url]);
+    let server = HttpServer::start(&dir, &[]);
+    let (report, _) = python_client(&python, &["http", &server.url]);
     check_python_report(&report);
-    let mut stderr_pipe = server.0.stderr.take().expect("stderr");
-    drop(server);
-    let mut stderr = String::new();
-    let _ = stderr_pipe.read_to_string(&mut stderr);
+    let stderr = server.stop();
     assert!(
         stderr.contains("countdown: cancelled after"),
         "stderr: {stderr}"
     );
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK: set PI_MCP_PYTHON (.ci/run installs it)"]
+fn the_python_sdk_uses_our_server_with_a_bearer_token() {
+    let Some(python) = installed("PI_MCP_PYTHON", "the Python MCP SDK") else {
+        return;
+    };
+    let dir = project_dir();
+    let tokens = dir.path().join("tokens.txt");
+    std::fs::write(&tokens, "# the Python client's\nc0ffee-0123456789abcdef\n").expect("written");
+    let token_file = tokens.to_str().expect("a UTF-8 path");
+    let server = HttpServer::start(&dir, &["--token-file", token_file]);
+
+    let (report, _) = python_client(&python, &["http", &server.url, "c0ffee-0123456789abcdef"]);
+    check_python_report(&report);
+
+    // Without the token, or with another, the SDK is refused at `initialize` (it reports
+    // the 401 as an internal error).
+    for args in [
+        vec!["http", &server.url],
+        vec!["http", &server.url, "c0ffee-0123456789abcdeX"],
+    ] {
+        let (report, _) = python_client(&python, &args);
+        assert_eq!(
+            report,
+            json!({"refused": {"type": "MCPError", "code": -32603,
+                               "message": "Server returned an error response"}}),
+            "{args:?}"
+        );
+    }
+    let stderr = server.stop();
+    assert!(
+        stderr.contains("countdown: cancelled after"),
+        "stderr: {stderr}"
+    );
+}
+
+/// `examples/mcp_server` serving streamable HTTP on a loopback port, killed when dropped.
+struct HttpServer {
+    process: Killed,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(dir: &tempfile::TempDir, args: &[&str]) -> HttpServer {
+        let mut process = Killed(
+            Command::new(server_binary())
+                .args(["--http", "127.0.0.1:0", "--dir"])
+                .arg(dir.path())
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("the server starts"),
+        );
+        let stdout = process.0.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("the server says where it listens");
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+            .to_owned();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        HttpServer { process, url }
+    }
+
+    /// Kill the server; what it wrote on standard error.
+    fn stop(mut self) -> String {
+        let mut stderr_pipe = self.process.0.stderr.take().expect("stderr");
+        drop(self.process);
+        let mut stderr = String::new();
+        let _ = stderr_pipe.read_to_string(&mut stderr);
+        stderr
+    }
 }
 
 fn runtime() -> tokio::runtime::Runtime {

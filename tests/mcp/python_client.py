@@ -1,11 +1,12 @@
 """The official MCP Python SDK as the client of examples/mcp_server.rs (tests/mcp_interop.rs).
 
 usage: python_client.py stdio SERVER_BINARY WORKDIR
-       python_client.py http URL
+       python_client.py http URL [BEARER_TOKEN]
 
 Lists the tools, calls `read` and `countdown` with valid arguments, `countdown` with invalid
 ones, cancels a long `countdown` after two progress notifications, calls a tool that does not
-exist, and prints one JSON report on standard output.
+exist, and prints one JSON report on standard output: `{"refused": ...}` when the server
+refuses the connection.
 """
 
 import json
@@ -13,6 +14,8 @@ import sys
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 def content_texts(result):
@@ -20,12 +23,29 @@ def content_texts(result):
 
 
 async def main() -> None:
+    report = {}
+    try:
+        await run(report)
+    except Exception as error:
+        if report:
+            raise
+        # Refused before anything was done (a server that wants a token): say how.
+        while isinstance(error, BaseExceptionGroup):
+            error = error.exceptions[0]
+        report = {"refused": {"type": type(error).__name__, "code": getattr(error, "code", None), "message": str(error)}}
+    print(json.dumps(report))
+
+
+async def run(report) -> None:
     transport, target = sys.argv[1], sys.argv[2]
     if transport == "stdio":
         server = StdioServerParameters(command=target, args=["--dir", sys.argv[3]])
+    elif len(sys.argv) > 3:
+        token = sys.argv[3]
+        http_client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        server = streamable_http_client(target, http_client=http_client)
     else:
         server = target
-    report = {}
     async with Client(server) as client:
         report["protocolVersion"] = client.protocol_version
         listed = await client.list_tools()
@@ -73,7 +93,6 @@ async def main() -> None:
             report["unknown"] = {"raised": False}
         except Exception as error:  # the SDK raises the JSON-RPC error
             report["unknown"] = {"raised": True, "type": type(error).__name__, "message": str(error)}
-    print(json.dumps(report))
 
 
 anyio.run(main)

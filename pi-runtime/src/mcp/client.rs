@@ -72,6 +72,7 @@ pub struct McpClientBuilder {
     saver: Arc<dyn OutputSaver>,
     policy: ToolPolicy,
     http: Option<reqwest::Client>,
+    bearer: Option<String>,
 }
 
 impl fmt::Debug for McpClientBuilder {
@@ -168,6 +169,14 @@ impl McpClientBuilder {
         self
     }
 
+    /// Send `Authorization: Bearer <token>` with every request of [`http`](Self::http), for
+    /// a server that authenticates its clients (such as an [`McpServer`](super::McpServer)
+    /// with [`with_authentication`](super::McpServer::with_authentication)).
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer = Some(token.into());
+        self
+    }
+
     /// The reqwest client for [`http`](Self::http) (default: a new one).
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.http = Some(client);
@@ -249,9 +258,12 @@ impl McpClientBuilder {
         let url = url.into();
         let client = self.http.clone().unwrap_or_default();
         let shared = Shared::new(self.server.clone(), self.limits(), None);
-        let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone())
             .max_sse_event_size(self.max_message_size)
             .max_json_response_size(self.max_message_size);
+        if let Some(token) = &self.bearer {
+            config = config.auth_header(token.clone());
+        }
         let transport = StreamableHttpClientTransport::with_client(
             HttpBackend::new(client, Arc::clone(&shared.stream_failures)),
             config,
@@ -354,6 +366,7 @@ impl McpClient {
             saver: Arc::new(TempFileSaver::new().with_prefix("pi-mcp-")),
             policy: ToolPolicy::new(),
             http: None,
+            bearer: None,
         }
     }
 

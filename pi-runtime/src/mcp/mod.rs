@@ -70,6 +70,7 @@
 //! # }
 //! ```
 
+pub mod auth;
 mod client;
 mod connection;
 mod connections;
@@ -85,6 +86,8 @@ mod sessions;
 mod stdio;
 mod tool;
 
+use std::net::SocketAddr;
+
 use thiserror::Error;
 
 use crate::tool::RegistryError;
@@ -98,7 +101,7 @@ pub use content::{
 };
 pub use listing::{DEFAULT_MAX_PAGES, DEFAULT_MAX_TOOL_SIZE, DEFAULT_MAX_TOOLS};
 pub use schema::{ListedTool, tool_definitions};
-pub use server::{McpHttpServer, McpServer};
+pub use server::{DEFAULT_MAX_REQUEST_BODY, McpHttpServer, McpServer};
 pub use sessions::SessionLimits;
 
 /// Everything that can go wrong between us and an MCP peer.
@@ -119,4 +122,13 @@ pub enum McpError {
     /// initialization handshake).
     #[error("MCP connection failed: {0}")]
     Connect(String),
+    /// [`McpServer::serve_http`] was asked to serve an address other machines can reach with
+    /// nothing to authenticate its clients.
+    #[error(
+        "refusing to serve MCP on {0} without authentication: other machines can reach it, and \
+         anyone who does could call every tool. Give the server a token verifier \
+         (McpServer::with_authentication), bind a loopback address, or opt out with \
+         McpServer::allow_unauthenticated"
+    )]
+    Unprotected(SocketAddr),
 }

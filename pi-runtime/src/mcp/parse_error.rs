@@ -55,10 +55,15 @@ fn posted(message: &ClientJsonRpcMessage) -> Posted {
         ClientJsonRpcMessage::Request(request) => Posted {
             id: Some(request.id.clone()),
             initialize: matches!(request.request, ClientRequest::InitializeRequest(_)),
+            tool: match &request.request {
+                ClientRequest::CallToolRequest(call) => Some(call.params.name.to_string()),
+                _ => None,
+            },
         },
         _ => Posted {
             id: None,
             initialize: false,
+            tool: None,
         },
     }
 }

@@ -20,6 +20,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::auth::{self, Authentication, Gate, Principal};
 use super::connections::{self, Limited, Peer};
 use super::sessions::{self, SessionLimits, Sessions};
 use super::{McpError, ToolHints, errors, parse_error};
@@ -28,6 +29,9 @@ use crate::agent::dispatch::{Dispatcher, Lane, RunLimits};
 use crate::agent::turn_tools::TurnTools;
 use crate::message::{ContentBlock, ToolCall};
 use crate::tool::{ExecutionMode, ToolDefinition, ToolRegistry, ToolResult, ToolSet};
+
+/// The largest POST body streamable HTTP reads, by default: 4 MiB.
+pub const DEFAULT_MAX_REQUEST_BODY: usize = 4 << 20;
 
 /// Serves a [`ToolSet`] to MCP clients: `tools/list` and `tools/call` (with the agent loop's
 /// prepare, coerce, validate and execute steps, and its error texts), over stdio
@@ -77,6 +81,14 @@ struct ServerInner {
     session_limits: SessionLimits,
     /// Connections [`McpServer::serve_http`] keeps open; by default, from the descriptor limit.
     max_connections: Option<usize>,
+    /// How streamable HTTP authenticates its clients; `None`: it does not.
+    auth: Option<Authentication>,
+    /// Whether [`McpServer::serve_http`] may serve beyond loopback without authentication.
+    unauthenticated: bool,
+    /// Browser origins streamable HTTP accepts (none by default).
+    origins: Vec<String>,
+    /// The largest POST body streamable HTTP reads.
+    max_body: usize,
     /// Sequential tools run alone across every connection.
     lane: Lane,
 }
@@ -113,6 +125,10 @@ impl McpServer {
                 page_size: None,
                 session_limits: SessionLimits::default(),
                 max_connections: None,
+                auth: None,
+                unauthenticated: false,
+                origins: Vec::new(),
+                max_body: DEFAULT_MAX_REQUEST_BODY,
                 lane: Lane::default(),
             }),
         })
@@ -172,6 +188,45 @@ impl McpServer {
         self
     }
 
+    /// Authenticate every streamable HTTP request as `auth` says: a bearer token on each, the
+    /// scopes each tool requires, the RFC 9728 metadata ([`auth`](super::auth) tells the
+    /// whole protocol). Stdio is not affected: whoever starts the process owns it.
+    #[must_use]
+    pub fn with_authentication(mut self, auth: Authentication) -> Self {
+        self.inner_mut().auth = Some(auth);
+        self
+    }
+
+    /// Let [`serve_http`](Self::serve_http) serve an address beyond loopback without
+    /// authentication, which it otherwise refuses: anyone who reaches the port can call
+    /// every tool. Each such start is logged as a warning.
+    #[must_use]
+    pub fn allow_unauthenticated(mut self) -> Self {
+        self.inner_mut().unauthenticated = true;
+        self
+    }
+
+    /// Browser origins (`https://app.example.com`, with `:*` for any port) whose pages may
+    /// call the server. A request with any other `Origin` header is refused with `403`;
+    /// by default every browser origin is, while clients that send no `Origin` (SDKs, other
+    /// services) pass.
+    #[must_use]
+    pub fn with_allowed_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.inner_mut().origins = origins.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The largest POST body streamable HTTP reads (default 4 MiB); a larger one gets `413`.
+    #[must_use]
+    pub fn with_max_request_body(mut self, bytes: usize) -> Self {
+        self.inner_mut().max_body = bytes;
+        self
+    }
+
     /// Behaviour hints for the tool named `tool` (ignored when there is none).
     #[must_use]
     pub fn with_hints(mut self, tool: &str, hints: ToolHints) -> Self {
@@ -201,6 +256,10 @@ impl McpServer {
                 page_size: old.page_size,
                 session_limits: old.session_limits,
                 max_connections: old.max_connections,
+                auth: old.auth.clone(),
+                unauthenticated: old.unauthenticated,
+                origins: old.origins.clone(),
+                max_body: old.max_body,
                 lane: Lane::default(),
             });
         }
@@ -255,7 +314,7 @@ impl McpServer {
     /// and a client that hangs up in the middle of a call has the call cancelled. The cap on
     /// connections is [`serve_http`](Self::serve_http)'s own.
     pub fn router(&self, path: &str) -> axum::Router {
-        self.router_with(path, StreamableHttpServerConfig::default())
+        self.router_with(path, StreamableHttpServerConfig::default(), None)
     }
 
     /// Like [`router`](Self::router), accepting requests for these `Host` names (or
@@ -268,28 +327,55 @@ impl McpServer {
         self.router_with(
             path,
             StreamableHttpServerConfig::default().with_allowed_hosts(hosts),
+            None,
         )
     }
 
-    fn router_with(&self, path: &str, config: StreamableHttpServerConfig) -> axum::Router {
+    /// The endpoint at `path`; `bound` is the resource URI of a server bound to a known
+    /// address, used when the authentication settings name none.
+    fn router_with(
+        &self,
+        path: &str,
+        config: StreamableHttpServerConfig,
+        bound: Option<String>,
+    ) -> axum::Router {
+        let inner = &self.inner;
         let server = self.clone();
-        let max_body = config.max_request_body_bytes;
-        let sessions = Sessions::new(self.inner.session_limits);
+        let max_body = inner.max_body;
+        let config = config
+            .with_max_request_body_bytes(max_body)
+            .with_allowed_origins(inner.origins.clone())
+            .enforce_origin_validation();
+        let sessions = Sessions::new(inner.session_limits);
         let service =
             StreamableHttpService::new(move || Ok(server.clone()), sessions.manager(), config);
-        // The last layer added runs first: the body check, the connection's activity, then
-        // the sessions.
-        axum::Router::new()
-            .route_service(path, service)
-            .layer(axum::middleware::from_fn_with_state(
-                sessions,
-                sessions::guard,
-            ))
+        let gate = inner.auth.clone().map(|auth| Gate::new(auth, path, bound));
+        // The last layer added runs first: the token, the body check, the connection's
+        // activity, the token's scopes for the tool called, then the sessions.
+        let mut router = axum::Router::new().route_service(path, service).layer(
+            axum::middleware::from_fn_with_state(sessions, sessions::guard),
+        );
+        if let Some(gate) = &gate {
+            router = router.layer(axum::middleware::from_fn_with_state(
+                Arc::clone(gate),
+                auth::authorize,
+            ));
+        }
+        router = router
             .layer(axum::middleware::from_fn(connections::track))
             .layer(axum::middleware::from_fn_with_state(
                 max_body,
                 parse_error::check_body,
-            ))
+            ));
+        match gate {
+            Some(gate) => router
+                .layer(axum::middleware::from_fn_with_state(
+                    Arc::clone(&gate),
+                    auth::authenticate,
+                ))
+                .merge(auth::metadata_router(gate)),
+            None => router,
+        }
     }
 
     /// Serve streamable HTTP at `http://<addr>/mcp` in a background task. Bind a loopback
@@ -302,8 +388,22 @@ impl McpServer {
     /// hangs up in the middle of a call has the call cancelled.
     ///
     /// # Errors
-    /// The address cannot be bound.
+    /// - [`McpError::Unprotected`]: `addr` is not a loopback address, and the server neither
+    ///   authenticates ([`with_authentication`](Self::with_authentication)) nor was told to
+    ///   serve without ([`allow_unauthenticated`](Self::allow_unauthenticated)).
+    /// - [`McpError::Connect`]: the address cannot be bound.
     pub async fn serve_http(&self, addr: SocketAddr) -> Result<McpHttpServer, McpError> {
+        let remote = !addr.ip().is_loopback();
+        if remote && self.inner.auth.is_none() {
+            if !self.inner.unauthenticated {
+                return Err(McpError::Unprotected(addr));
+            }
+            tracing::warn!(
+                %addr,
+                "serving MCP without authentication on an address other machines can reach: \
+                 anyone who reaches it can call every tool"
+            );
+        }
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| McpError::Connect(format!("cannot listen on {addr}: {e}")))?;
@@ -315,13 +415,15 @@ impl McpServer {
         // below does not wait on an open SSE stream.
         let config =
             StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token());
-        let config = if addr.ip().is_loopback() {
-            config
-        } else {
+        let config = if remote {
             // Bound beyond loopback on purpose: any host name may reach it.
             config.disable_allowed_hosts()
+        } else {
+            config
         };
-        let router = self.router_with("/mcp", config);
+        // A wildcard address is no URI a client reaches.
+        let bound = (!local.ip().is_unspecified()).then(|| format!("http://{local}/mcp"));
+        let router = self.router_with("/mcp", config, bound);
         let max = self
             .inner
             .max_connections
@@ -341,12 +443,30 @@ impl McpServer {
         })
     }
 
-    /// One `tools/list` page and the cursor of the next; the cursor is the index of the page's
-    /// first tool.
-    fn page(&self, cursor: Option<&str>) -> Result<(Vec<McpTool>, Option<String>), ErrorData> {
-        let listed = &self.inner.listed;
+    /// Whether `principal` (the token's, over authenticated HTTP) may see and call `tool`.
+    fn allows(&self, principal: Option<&Principal>, tool: &str) -> bool {
+        match (&self.inner.auth, principal) {
+            (Some(auth), Some(principal)) => auth.allows(principal, tool),
+            _ => true,
+        }
+    }
+
+    /// One `tools/list` page of the tools `principal` may see, and the cursor of the next;
+    /// the cursor is the index of the page's first tool.
+    fn page(
+        &self,
+        cursor: Option<&str>,
+        principal: Option<&Principal>,
+    ) -> Result<(Vec<McpTool>, Option<String>), ErrorData> {
+        let listed: Vec<McpTool> = self
+            .inner
+            .listed
+            .iter()
+            .filter(|tool| self.allows(principal, &tool.name))
+            .cloned()
+            .collect();
         let Some(size) = self.inner.page_size else {
-            return Ok((listed.clone(), None));
+            return Ok((listed, None));
         };
         let start = match cursor {
             None => 0,
@@ -370,6 +490,12 @@ impl McpServer {
     ) -> Result<CallToolResult, ErrorData> {
         let inner = &self.inner;
         let name = request.name.as_ref();
+        if !self.allows(principal(&context).as_deref(), name) {
+            return Err(ErrorData::invalid_request(
+                format!("The token may not call the tool \"{name}\""),
+                None,
+            ));
+        }
         // A `Json<T>` output's `details` are its structured content.
         let structured = inner
             .tools
@@ -483,6 +609,16 @@ impl Progress {
     }
 }
 
+/// The principal of an authenticated HTTP request.
+fn principal(context: &RequestContext<RoleServer>) -> Option<Arc<Principal>> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()?
+        .extensions
+        .get::<Arc<Principal>>()
+        .cloned()
+}
+
 fn request_id(context: &RequestContext<RoleServer>) -> String {
     match serde_json::to_value(&context.id) {
         Ok(Value::String(id)) => id,
@@ -558,9 +694,13 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let (tools, next) = self.page(request.and_then(|r| r.cursor).as_deref())?;
+        let principal = principal(&context);
+        let (tools, next) = self.page(
+            request.and_then(|r| r.cursor).as_deref(),
+            principal.as_deref(),
+        )?;
         let mut page = ListToolsResult::with_all_items(tools);
         page.next_cursor = next;
         Ok(page)
@@ -605,15 +745,15 @@ mod tests {
         let names = |tools: Vec<McpTool>| -> Vec<String> {
             tools.into_iter().map(|t| t.name.into_owned()).collect()
         };
-        let (first, next) = server.page(None).expect("a page");
+        let (first, next) = server.page(None, None).expect("a page");
         assert_eq!(
             (names(first), next.as_deref()),
             (vec!["hello".into(), "bye".into()], Some("2"))
         );
-        let (last, next) = server.page(Some("2")).expect("a page");
+        let (last, next) = server.page(Some("2"), None).expect("a page");
         assert_eq!((names(last), next), (vec!["hello2".to_owned()], None));
-        assert!(server.page(Some("9")).is_err());
-        assert!(server.page(Some("x")).is_err());
+        assert!(server.page(Some("9"), None).is_err());
+        assert!(server.page(Some("x"), None).is_err());
     }
 
     /// Say hello again.

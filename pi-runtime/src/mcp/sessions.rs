@@ -1,6 +1,7 @@
 //! What one client may hold of the streamable HTTP server: sessions, capped in total and per
-//! client address, and calls, each cancelled when the connection that waits for its answer
-//! goes away.
+//! client (the token's subject when the server authenticates, else the client's address),
+//! each usable only by the subject that opened it, and calls, each cancelled when the
+//! connection that waits for its answer goes away.
 //!
 //! rmcp's session manager opens a session for every `initialize` and keeps it until it is
 //! deleted or idle for its keep-alive; nothing bounds how many there are. A call runs until
@@ -31,6 +32,7 @@ use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
 
+use super::auth::Principal;
 use super::connections::client_ip;
 
 /// How many sessions the server keeps open, in total and for one client address, and how
@@ -56,9 +58,11 @@ use super::connections::client_ip;
 pub struct SessionLimits {
     /// Sessions open at once, all clients together. Default 1,000.
     pub max_sessions: usize,
-    /// Sessions open at once from one client address. Default 64. Applies where the
-    /// client's address is known: [`serve_http`](super::McpServer::serve_http), or a router
-    /// served with axum's `into_make_service_with_connect_info::<SocketAddr>()`.
+    /// Sessions open at once for one client. Default 64. A client is the token's subject when
+    /// the server authenticates ([`with_authentication`](super::McpServer::with_authentication)),
+    /// else the client's address where it is known:
+    /// [`serve_http`](super::McpServer::serve_http), or a router served with axum's
+    /// `into_make_service_with_connect_info::<SocketAddr>()`.
     pub max_sessions_per_client: usize,
     /// How long a session lives without a request. Default rmcp's, 5 minutes.
     pub idle_timeout: Duration,
@@ -97,12 +101,13 @@ impl SessionLimits {
     }
 }
 
-/// What a POST carries, as the body check read it: its request id, and whether it is
-/// `initialize`.
+/// What a POST carries, as the body check read it: its request id, whether it is
+/// `initialize`, and the tool it calls if it is `tools/call`.
 #[derive(Debug, Clone)]
 pub(super) struct Posted {
     pub(super) id: Option<RequestId>,
     pub(super) initialize: bool,
+    pub(super) tool: Option<String>,
 }
 
 /// The sessions of one router: rmcp's manager, and who holds which session.
@@ -113,17 +118,34 @@ pub(super) struct Sessions {
     table: Mutex<Table>,
 }
 
+/// Who holds a session: the subject of the token that opened it, or, on a server that does
+/// not authenticate, the client's address.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Holder {
+    Subject(Arc<str>),
+    Address(IpAddr),
+}
+
+impl Holder {
+    fn of(request: &Request) -> Option<Holder> {
+        match request.extensions().get::<Arc<Principal>>() {
+            Some(principal) => Some(Holder::Subject(Arc::from(principal.subject.as_str()))),
+            None => client_ip(request).map(Holder::Address),
+        }
+    }
+}
+
 /// Open sessions by client, and `initialize` requests under way (counted, so concurrent
 /// ones cannot pass a cap together).
 #[derive(Debug, Default)]
 struct Table {
-    sessions: HashMap<Arc<str>, Option<IpAddr>>,
+    sessions: HashMap<Arc<str>, Option<Holder>>,
     pending: usize,
-    by_client: HashMap<IpAddr, usize>,
+    by_client: HashMap<Holder, usize>,
 }
 
 impl Table {
-    fn release(&mut self, client: Option<IpAddr>) {
+    fn release(&mut self, client: Option<Holder>) {
         let Some(client) = client else { return };
         if let Some(count) = self.by_client.get_mut(&client) {
             *count -= 1;
@@ -154,7 +176,7 @@ impl Sessions {
     /// A place for a new session of `client`, or the response refusing it.
     async fn reserve(
         self: &Arc<Self>,
-        client: Option<IpAddr>,
+        client: Option<Holder>,
         id: Option<&RequestId>,
     ) -> Result<Slot, Response> {
         // rmcp forgets a session when it is deleted or expires; so does the table, here.
@@ -164,7 +186,7 @@ impl Sessions {
         table.sessions.retain(|session, client| {
             let kept = live.contains(session);
             if !kept {
-                gone.push(*client);
+                gone.push(client.clone());
             }
             kept
         });
@@ -179,8 +201,8 @@ impl Sessions {
             );
             return Err(refusal(StatusCode::SERVICE_UNAVAILABLE, id, &message));
         }
-        if let Some(client) = client {
-            let count = table.by_client.entry(client).or_default();
+        if let Some(client) = &client {
+            let count = table.by_client.entry(client.clone()).or_default();
             if *count >= limits.max_sessions_per_client {
                 let message = format!(
                     "This client has {} sessions open, the most one client may have; close one \
@@ -199,6 +221,16 @@ impl Sessions {
         })
     }
 
+    /// Whether `subject` may use `session`: a session opened with a token belongs to its
+    /// subject. A session the table does not know is rmcp's to refuse.
+    fn may_use(&self, session: &str, subject: &str) -> bool {
+        match self.table().sessions.get(session) {
+            None => true,
+            Some(Some(Holder::Subject(holder))) => **holder == *subject,
+            Some(_) => false,
+        }
+    }
+
     fn table(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -208,7 +240,7 @@ impl Sessions {
 /// joins the table, or, unbound, the place is given back.
 struct Slot {
     sessions: Arc<Sessions>,
-    client: Option<IpAddr>,
+    client: Option<Holder>,
     session: Option<Arc<str>>,
 }
 
@@ -224,9 +256,9 @@ impl Drop for Slot {
         table.pending -= 1;
         match self.session.take() {
             Some(session) => {
-                table.sessions.insert(session, self.client);
+                table.sessions.insert(session, self.client.take());
             }
-            None => table.release(self.client),
+            None => table.release(self.client.take()),
         }
     }
 }
@@ -249,26 +281,34 @@ pub(super) async fn guard(
     request: Request,
     next: Next,
 ) -> Response {
+    let session = request
+        .headers()
+        .get(HEADER_SESSION_ID)
+        .and_then(|value| value.to_str().ok())
+        .map(Arc::<str>::from);
+    if let (Some(session), Some(principal)) =
+        (&session, request.extensions().get::<Arc<Principal>>())
+        && !sessions.may_use(session, &principal.subject)
+    {
+        // Another subject's session is not found, as a session that does not exist.
+        return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+    }
     let posted = (request.method() == Method::POST)
         .then(|| request.extensions().get::<Posted>().cloned())
         .flatten();
     let Some(posted) = posted else {
         return next.run(request).await;
     };
-    let session = request
-        .headers()
-        .get(HEADER_SESSION_ID)
-        .and_then(|value| value.to_str().ok())
-        .map(Arc::<str>::from);
     match (session, posted) {
         (
             None,
             Posted {
                 initialize: true,
                 id,
+                ..
             },
         ) => {
-            let client = client_ip(&request);
+            let client = Holder::of(&request);
             let slot = match sessions.reserve(client, id.as_ref()).await {
                 Ok(slot) => slot,
                 Err(refused) => return refused,

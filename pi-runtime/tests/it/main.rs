@@ -44,6 +44,8 @@ mod macro_lints;
 mod macro_tool;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "jwt")]
+mod mcp_auth;
 #[cfg(feature = "mcp")]
 mod mcp_hostile;
 #[cfg(feature = "mcp")]
