@@ -8,13 +8,17 @@
 //! (a slow client, oldest first), then the one idle longest between requests; never one
 //! whose request is being answered. When every connection is answering a request, the new
 //! one is closed instead.
+//!
+//! Nor may a connection that is answering nothing stay open for ever: one whose request has
+//! not fully arrived (headers or body sent a byte at a time), or that has sat idle between
+//! requests, is closed once it has been so for the idle timeout.
 
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -73,12 +77,35 @@ pub(super) struct Limited {
 }
 
 impl Limited {
-    pub(super) fn new(inner: TcpListener, max: usize) -> Self {
+    /// The listener, and a task that closes connections answering nothing for `idle`; it
+    /// ends with the listener and its connections.
+    pub(super) fn new(inner: TcpListener, max: usize, idle: Duration) -> Self {
+        let table = Arc::default();
+        tokio::spawn(close_idle(Arc::downgrade(&table), idle));
         Limited {
             inner,
             max: max.max(1),
-            table: Arc::default(),
+            table,
             closed: Arc::default(),
+        }
+    }
+}
+
+/// Every so often (a tenth of `idle`, at least every second), close the connections that
+/// have answered nothing for `idle`.
+async fn close_idle(table: Weak<Mutex<Table>>, idle: Duration) {
+    let period = (idle / 10).clamp(Duration::from_millis(10), Duration::from_secs(1));
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(table) = table.upgrade() else { return };
+        let table = table.lock().unwrap_or_else(PoisonError::into_inner);
+        for conn in table.open.values() {
+            let activity = conn.activity();
+            if activity.busy == 0 && activity.idle_since.elapsed() >= idle {
+                conn.shed();
+            }
         }
     }
 }
@@ -141,7 +168,7 @@ impl Conn {
         if self.shed.load(Ordering::SeqCst) {
             return Err(io::Error::new(
                 io::ErrorKind::ConnectionAborted,
-                "the connection was closed to make room for another",
+                "the server closed the connection: it was idle, or made room for another",
             ));
         }
         Ok(())

@@ -101,7 +101,9 @@ pub use content::{
 };
 pub use listing::{DEFAULT_MAX_PAGES, DEFAULT_MAX_TOOL_SIZE, DEFAULT_MAX_TOOLS};
 pub use schema::{ListedTool, tool_definitions};
-pub use server::{DEFAULT_MAX_REQUEST_BODY, McpHttpServer, McpServer};
+pub use server::{
+    DEFAULT_CONNECTION_IDLE_TIMEOUT, DEFAULT_MAX_REQUEST_BODY, McpHttpServer, McpServer,
+};
 pub use sessions::SessionLimits;
 
 /// Everything that can go wrong between us and an MCP peer.

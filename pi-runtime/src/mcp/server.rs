@@ -33,6 +33,9 @@ use crate::tool::{ExecutionMode, ToolDefinition, ToolRegistry, ToolResult, ToolS
 /// The largest POST body streamable HTTP reads, by default: 4 MiB.
 pub const DEFAULT_MAX_REQUEST_BODY: usize = 4 << 20;
 
+/// How long [`McpServer::serve_http`] keeps a connection that answers nothing, by default.
+pub const DEFAULT_CONNECTION_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Serves a [`ToolSet`] to MCP clients: `tools/list` and `tools/call` (with the agent loop's
 /// prepare, coerce, validate and execute steps, and its error texts), over stdio
 /// ([`serve_stdio`](Self::serve_stdio)) or streamable HTTP ([`serve_http`](Self::serve_http),
@@ -89,6 +92,8 @@ struct ServerInner {
     origins: Vec<String>,
     /// The largest POST body streamable HTTP reads.
     max_body: usize,
+    /// How long [`McpServer::serve_http`] keeps a connection that answers nothing.
+    connection_idle: Duration,
     /// Sequential tools run alone across every connection.
     lane: Lane,
 }
@@ -129,6 +134,7 @@ impl McpServer {
                 unauthenticated: false,
                 origins: Vec::new(),
                 max_body: DEFAULT_MAX_REQUEST_BODY,
+                connection_idle: DEFAULT_CONNECTION_IDLE_TIMEOUT,
                 lane: Lane::default(),
             }),
         })
@@ -227,6 +233,16 @@ impl McpServer {
         self
     }
 
+    /// How long [`serve_http`](Self::serve_http) keeps a connection open that is answering
+    /// nothing: one whose request has not fully arrived (a client sending its headers a byte
+    /// at a time), or idle between requests (default a minute). A connection streaming an
+    /// answer is never closed for it.
+    #[must_use]
+    pub fn with_connection_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.inner_mut().connection_idle = timeout;
+        self
+    }
+
     /// Behaviour hints for the tool named `tool` (ignored when there is none).
     #[must_use]
     pub fn with_hints(mut self, tool: &str, hints: ToolHints) -> Self {
@@ -260,6 +276,7 @@ impl McpServer {
                 unauthenticated: old.unauthenticated,
                 origins: old.origins.clone(),
                 max_body: old.max_body,
+                connection_idle: old.connection_idle,
                 lane: Lane::default(),
             });
         }
@@ -428,7 +445,7 @@ impl McpServer {
             .inner
             .max_connections
             .unwrap_or_else(connections::default_max_connections);
-        let listener = Limited::new(listener, max);
+        let listener = Limited::new(listener, max, self.inner.connection_idle);
         let stopped = stop.clone();
         let task = tokio::spawn(async move {
             let service = router.into_make_service_with_connect_info::<Peer>();

@@ -66,6 +66,11 @@ pub struct SessionLimits {
     pub max_sessions_per_client: usize,
     /// How long a session lives without a request. Default rmcp's, 5 minutes.
     pub idle_timeout: Duration,
+    /// `tools/call` requests running at once, all clients together. Default 256.
+    pub max_calls: usize,
+    /// `tools/call` requests running at once for one client (counted as sessions are).
+    /// Default 32.
+    pub max_calls_per_client: usize,
 }
 
 impl Default for SessionLimits {
@@ -74,6 +79,8 @@ impl Default for SessionLimits {
             max_sessions: 1_000,
             max_sessions_per_client: 64,
             idle_timeout: Duration::from_secs(300),
+            max_calls: 256,
+            max_calls_per_client: 32,
         }
     }
 }
@@ -90,6 +97,20 @@ impl SessionLimits {
     #[must_use]
     pub fn with_max_sessions_per_client(mut self, max: usize) -> Self {
         self.max_sessions_per_client = max;
+        self
+    }
+
+    /// Set [`max_calls`](Self::max_calls).
+    #[must_use]
+    pub fn with_max_calls(mut self, max: usize) -> Self {
+        self.max_calls = max;
+        self
+    }
+
+    /// Set [`max_calls_per_client`](Self::max_calls_per_client).
+    #[must_use]
+    pub fn with_max_calls_per_client(mut self, max: usize) -> Self {
+        self.max_calls_per_client = max;
         self
     }
 
@@ -136,12 +157,14 @@ impl Holder {
 }
 
 /// Open sessions by client, and `initialize` requests under way (counted, so concurrent
-/// ones cannot pass a cap together).
+/// ones cannot pass a cap together); running calls, in total and by client.
 #[derive(Debug, Default)]
 struct Table {
     sessions: HashMap<Arc<str>, Option<Holder>>,
     pending: usize,
     by_client: HashMap<Holder, usize>,
+    calls: usize,
+    calls_by_client: HashMap<Holder, usize>,
 }
 
 impl Table {
@@ -221,6 +244,40 @@ impl Sessions {
         })
     }
 
+    /// A place for a call of `client`, or the response refusing it.
+    fn start_call(
+        self: &Arc<Self>,
+        client: Option<Holder>,
+        id: Option<&RequestId>,
+    ) -> Result<Call, Response> {
+        let limits = &self.limits;
+        let mut table = self.table();
+        if table.calls >= limits.max_calls {
+            let message = format!(
+                "The server is running {} calls, the most it runs at once; try again later",
+                limits.max_calls
+            );
+            return Err(refusal(StatusCode::SERVICE_UNAVAILABLE, id, &message));
+        }
+        if let Some(client) = &client {
+            let count = table.calls_by_client.entry(client.clone()).or_default();
+            if *count >= limits.max_calls_per_client {
+                let message = format!(
+                    "This client has {} calls running, the most one client may run at once; \
+                     wait for one to finish",
+                    limits.max_calls_per_client
+                );
+                return Err(refusal(StatusCode::TOO_MANY_REQUESTS, id, &message));
+            }
+            *count += 1;
+        }
+        table.calls += 1;
+        Ok(Call {
+            sessions: Arc::clone(self),
+            client,
+        })
+    }
+
     /// Whether `subject` may use `session`: a session opened with a token belongs to its
     /// subject. A session the table does not know is rmcp's to refuse.
     fn may_use(&self, session: &str, subject: &str) -> bool {
@@ -263,6 +320,27 @@ impl Drop for Slot {
     }
 }
 
+/// A running call's place, given back on drop (when its answer has been sent or dropped).
+struct Call {
+    sessions: Arc<Sessions>,
+    client: Option<Holder>,
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        let mut table = self.sessions.table();
+        table.calls -= 1;
+        if let Some(client) = &self.client
+            && let Some(count) = table.calls_by_client.get_mut(client)
+        {
+            *count -= 1;
+            if *count == 0 {
+                table.calls_by_client.remove(client);
+            }
+        }
+    }
+}
+
 /// A refusal with a JSON-RPC error, and `Retry-After` for the total cap.
 fn refusal(status: StatusCode, id: Option<&RequestId>, message: &str) -> Response {
     let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": message}});
@@ -299,6 +377,13 @@ pub(super) async fn guard(
     let Some(posted) = posted else {
         return next.run(request).await;
     };
+    let call = match &posted.tool {
+        Some(_) => match sessions.start_call(Holder::of(&request), posted.id.as_ref()) {
+            Ok(call) => Some(call),
+            Err(refused) => return refused,
+        },
+        None => None,
+    };
     match (session, posted) {
         (
             None,
@@ -323,19 +408,24 @@ pub(super) async fn guard(
             }
             response
         }
-        (Some(session), Posted { id: Some(id), .. }) => {
-            let hang_up = HangUp::new(sessions.manager(), session, id);
+        (session, Posted { id, .. }) => {
+            let hang_up = session
+                .zip(id)
+                .map(|(session, id)| HangUp::new(sessions.manager(), session, id));
+            if hang_up.is_none() && call.is_none() {
+                return next.run(request).await;
+            }
             // The answer comes in the body; dropping this future or the body before its end
-            // means the client hung up.
+            // means the client hung up. The call's place is taken until then.
             let response = next.run(request).await;
             response.map(|body| {
                 Body::from_stream(Watched {
                     body: body.into_data_stream(),
                     hang_up,
+                    call,
                 })
             })
         }
-        _ => next.run(request).await,
     }
 }
 
@@ -384,10 +474,12 @@ impl Drop for HangUp {
     }
 }
 
-/// A response body that tells its [`HangUp`] when it was read to the end.
+/// A response body that tells its [`HangUp`] when it was read to the end, and gives its
+/// call's place back then.
 struct Watched {
     body: BodyDataStream,
-    hang_up: HangUp,
+    hang_up: Option<HangUp>,
+    call: Option<Call>,
 }
 
 impl Stream for Watched {
@@ -396,7 +488,10 @@ impl Stream for Watched {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let polled = Pin::new(&mut self.body).poll_next(cx);
         if let Poll::Ready(None) = polled {
-            self.hang_up.finished();
+            if let Some(hang_up) = &mut self.hang_up {
+                hang_up.finished();
+            }
+            self.call = None;
         }
         polled
     }

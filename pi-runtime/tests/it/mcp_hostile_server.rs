@@ -389,3 +389,153 @@ async fn fd_limited_server() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     println!("peak grew {}", peak_rss().saturating_sub(peak));
 }
+
+#[tokio::test]
+async fn connections_that_answer_nothing_are_closed_when_idle() {
+    let _alone = measured().await;
+    let server = McpServer::new((Wait::new(Arc::default()),))
+        .expect("tools register")
+        .with_connection_idle_timeout(Duration::from_secs(1));
+    let http = serve(server).await;
+    let addr = http.local_addr();
+    let peak = peak_rss();
+    let started = Instant::now();
+    // 200 clients that send their request a byte every 200 ms: none ever finishes.
+    let slow: Vec<_> = (0..200)
+        .map(|_| {
+            tokio::spawn(async move {
+                let mut stream = tokio::net::TcpStream::connect(addr)
+                    .await
+                    .expect("connected");
+                let request = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 9\r\n\r\n";
+                for byte in request.iter().cycle() {
+                    use tokio::io::AsyncWriteExt;
+                    if stream.write_all(&[*byte]).await.is_err() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                // The server closed it: reads end.
+                let mut rest = Vec::new();
+                let _ = stream.read_to_end(&mut rest).await;
+                started.elapsed()
+            })
+        })
+        .collect();
+    // A client with a whole request is answered meanwhile.
+    let client = reqwest::Client::new();
+    assert!(open_session(&client, &http.url()).await.is_ok());
+    let mut closed_after = Vec::new();
+    for task in slow {
+        let took = tokio::time::timeout(Duration::from_secs(20), task)
+            .await
+            .expect("the server closed the slow connection")
+            .expect("the task ran");
+        closed_after.push(took);
+    }
+    let last = closed_after.iter().max().copied().unwrap_or_default();
+    let grown = peak_rss().saturating_sub(peak);
+    eprintln!(
+        "200 slow connections, idle timeout 1 s: all closed within {last:?}; peak +{} KB",
+        grown >> 10
+    );
+    http.shutdown().await;
+    assert!(
+        last < Duration::from_secs(5),
+        "the last closed after {last:?}"
+    );
+    assert!(grown < 32 * MB, "peak memory grew by {} MB", grown / MB);
+}
+
+#[tokio::test]
+async fn a_huge_body_or_batch_is_refused_without_being_held() {
+    let _alone = measured().await;
+    let http = serve(McpServer::new((Wait::new(Arc::default()),)).expect("tools register")).await;
+    let client = reqwest::Client::new();
+    let peak = peak_rss();
+    let started = Instant::now();
+    // 100 MB, streamed: the server stops reading at its 4 MiB limit.
+    let chunks = futures::stream::iter(
+        (0..100).map(|_| Ok::<_, std::io::Error>(bytes::Bytes::from(vec![b' '; 1 << 20]))),
+    );
+    let response = client
+        .post(http.url())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(reqwest::Body::wrap_stream(chunks))
+        .send()
+        .await;
+    let status = response.map(|r| r.status());
+    // The server answers 413 and closes; the client may see the answer or the closed socket.
+    assert!(
+        matches!(status, Ok(reqwest::StatusCode::PAYLOAD_TOO_LARGE) | Err(_)),
+        "{status:?}"
+    );
+    let huge = started.elapsed();
+
+    // A batch of 10,000 requests is not a message this server takes.
+    let batch: Vec<Value> = (0..10_000)
+        .map(|id| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}))
+        .collect();
+    let started = Instant::now();
+    let response = post(&client, &http.url(), None, Value::Array(batch)).await;
+    assert_eq!(response.status(), reqwest::StatusCode::BAD_REQUEST);
+    let error: Value = response.json().await.expect("a JSON-RPC error");
+    assert_eq!(error["error"]["code"], -32600);
+    let batch = started.elapsed();
+    let grown = peak_rss().saturating_sub(peak);
+    eprintln!(
+        "100 MB body refused in {huge:?}, 10,000-request batch in {batch:?}; peak +{} MB",
+        grown / MB
+    );
+    // The server still answers.
+    assert!(open_session(&client, &http.url()).await.is_ok());
+    http.shutdown().await;
+    assert!(huge < Duration::from_secs(10) && batch < Duration::from_secs(10));
+    assert!(grown < 64 * MB, "peak memory grew by {} MB", grown / MB);
+}
+
+#[tokio::test]
+async fn running_calls_are_capped_per_client() {
+    let limits = SessionLimits::default().with_max_calls_per_client(2);
+    let server = McpServer::new((Wait::new(Arc::default()),))
+        .expect("tools register")
+        .with_session_limits(limits);
+    let http = serve(server).await;
+    let client = reqwest::Client::new();
+    let url = http.url();
+    let session = open_session(&client, &url).await.expect("a session");
+    let call = |id: u32| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "wait", "arguments": {}}})
+    };
+    // Two calls wait; their answers (SSE streams) stay open.
+    let first = post(&client, &url, Some(&session), call(1)).await;
+    let second = post(&client, &url, Some(&session), call(2)).await;
+    assert_eq!(
+        (first.status().as_u16(), second.status().as_u16()),
+        (200, 200)
+    );
+    let third = post(&client, &url, Some(&session), call(3)).await;
+    assert_eq!(third.status(), reqwest::StatusCode::TOO_MANY_REQUESTS);
+    let error: Value = third.json().await.expect("a JSON-RPC error");
+    assert_eq!(
+        error,
+        json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32000, "message":
+            "This client has 2 calls running, the most one client may run at once; wait for \
+             one to finish"}})
+    );
+    // Hanging up on one gives its place back.
+    drop(first);
+    let start = Instant::now();
+    loop {
+        let again = post(&client, &url, Some(&session), call(4)).await;
+        if again.status() == 200 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "no place freed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(second);
+    http.shutdown().await;
+}
