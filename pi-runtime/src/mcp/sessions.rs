@@ -244,12 +244,8 @@ impl Sessions {
         })
     }
 
-    /// A place for a call of `client`, or the response refusing it.
-    fn start_call(
-        self: &Arc<Self>,
-        client: Option<Holder>,
-        id: Option<&RequestId>,
-    ) -> Result<Call, Response> {
+    /// A place for a call of `client`, or the status and message refusing it.
+    fn start_call(self: &Arc<Self>, client: Option<Holder>) -> Result<Call, (StatusCode, String)> {
         let limits = &self.limits;
         let mut table = self.table();
         if table.calls >= limits.max_calls {
@@ -257,7 +253,7 @@ impl Sessions {
                 "The server is running {} calls, the most it runs at once; try again later",
                 limits.max_calls
             );
-            return Err(refusal(StatusCode::SERVICE_UNAVAILABLE, id, &message));
+            return Err((StatusCode::SERVICE_UNAVAILABLE, message));
         }
         if let Some(client) = &client {
             let count = table.calls_by_client.entry(client.clone()).or_default();
@@ -267,7 +263,7 @@ impl Sessions {
                      wait for one to finish",
                     limits.max_calls_per_client
                 );
-                return Err(refusal(StatusCode::TOO_MANY_REQUESTS, id, &message));
+                return Err((StatusCode::TOO_MANY_REQUESTS, message));
             }
             *count += 1;
         }
@@ -378,9 +374,9 @@ pub(super) async fn guard(
         return next.run(request).await;
     };
     let call = match &posted.tool {
-        Some(_) => match sessions.start_call(Holder::of(&request), posted.id.as_ref()) {
+        Some(_) => match sessions.start_call(Holder::of(&request)) {
             Ok(call) => Some(call),
-            Err(refused) => return refused,
+            Err((status, message)) => return refusal(status, posted.id.as_ref(), &message),
         },
         None => None,
     };
