@@ -72,6 +72,7 @@
 
 pub mod auth;
 mod client;
+mod cluster;
 mod connection;
 mod connections;
 mod content;
@@ -96,6 +97,7 @@ pub use crate::tool::ToolHints;
 pub use client::{
     DEFAULT_MAX_CALL_TIME, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_TIMEOUT, McpClient, McpClientBuilder,
 };
+pub use cluster::Cluster;
 pub use content::{
     MCP_OUTPUT_MAX_BYTES, OutputSaver, ResultOptions, TempFileSaver, convert_result,
 };
@@ -133,4 +135,7 @@ pub enum McpError {
          McpServer::allow_unauthenticated"
     )]
     Unprotected(SocketAddr),
+    /// A [`Cluster`] was given a name or a peer it cannot use.
+    #[error("MCP cluster misconfigured: {0}")]
+    Cluster(String),
 }

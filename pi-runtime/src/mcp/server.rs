@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::auth::{self, Authentication, Gate, Principal};
+use super::cluster::{self, Cluster};
 use super::connections::{self, Limited, Peer};
 use super::sessions::{self, SessionLimits, Sessions};
 use super::{McpError, ToolHints, errors, parse_error};
@@ -94,6 +95,8 @@ struct ServerInner {
     max_body: usize,
     /// How long [`McpServer::serve_http`] keeps a connection that answers nothing.
     connection_idle: Duration,
+    /// This instance and its peers, when several serve one endpoint.
+    cluster: Option<Arc<Cluster>>,
     /// Sequential tools run alone across every connection.
     lane: Lane,
 }
@@ -135,6 +138,7 @@ impl McpServer {
                 origins: Vec::new(),
                 max_body: DEFAULT_MAX_REQUEST_BODY,
                 connection_idle: DEFAULT_CONNECTION_IDLE_TIMEOUT,
+                cluster: None,
                 lane: Lane::default(),
             }),
         })
@@ -243,6 +247,16 @@ impl McpServer {
         self
     }
 
+    /// Serve as one instance of several behind a load balancer that need not be sticky: a
+    /// request for a session another instance holds is forwarded there, so calls, progress
+    /// and cancellation of one session all meet on the instance running them. See
+    /// [`Cluster`] for how, and what happens when an instance stops.
+    #[must_use]
+    pub fn with_cluster(mut self, cluster: Cluster) -> Self {
+        self.inner_mut().cluster = Some(Arc::new(cluster));
+        self
+    }
+
     /// Behaviour hints for the tool named `tool` (ignored when there is none).
     #[must_use]
     pub fn with_hints(mut self, tool: &str, hints: ToolHints) -> Self {
@@ -277,6 +291,7 @@ impl McpServer {
                 origins: old.origins.clone(),
                 max_body: old.max_body,
                 connection_idle: old.connection_idle,
+                cluster: old.cluster.clone(),
                 lane: Lane::default(),
             });
         }
@@ -368,7 +383,8 @@ impl McpServer {
             StreamableHttpService::new(move || Ok(server.clone()), sessions.manager(), config);
         let gate = inner.auth.clone().map(|auth| Gate::new(auth, path, bound));
         // The last layer added runs first: the token, the body check, the connection's
-        // activity, the token's scopes for the tool called, then the sessions.
+        // activity, the instance holding the session, the token's scopes for the tool
+        // called, then the sessions.
         let mut router = axum::Router::new().route_service(path, service).layer(
             axum::middleware::from_fn_with_state(sessions, sessions::guard),
         );
@@ -376,6 +392,12 @@ impl McpServer {
             router = router.layer(axum::middleware::from_fn_with_state(
                 Arc::clone(gate),
                 auth::authorize,
+            ));
+        }
+        if let Some(instances) = &inner.cluster {
+            router = router.layer(axum::middleware::from_fn_with_state(
+                Arc::clone(instances),
+                cluster::route,
             ));
         }
         router = router

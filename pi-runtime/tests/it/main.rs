@@ -47,6 +47,8 @@ mod mcp;
 #[cfg(feature = "jwt")]
 mod mcp_auth;
 #[cfg(feature = "mcp")]
+mod mcp_cluster;
+#[cfg(feature = "mcp")]
 mod mcp_hostile;
 #[cfg(feature = "mcp")]
 mod mcp_hostile_limits;

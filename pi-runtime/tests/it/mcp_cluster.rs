@@ -1,0 +1,230 @@
+//! Three instances of one server, each knowing the others, over real HTTP on loopback: a
+//! session opened on one is served by it whichever instance a request reaches (calls,
+//! progress, cancellation), and when it stops, its sessions answer 404 and a call it was
+//! running through another instance gets an error instead of hanging.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use pi_runtime::mcp::{Cluster, McpHttpServer, McpServer};
+use pi_runtime::{State, ToolContext, ToolResult, tool};
+use serde_json::{Value, json};
+
+/// Reports progress, then waits until cancelled and says so.
+#[tool]
+async fn wait(State(cancelled): State<Arc<AtomicBool>>, ctx: ToolContext) -> String {
+    ctx.update(ToolResult::text("waiting"));
+    ctx.signal().cancelled().await;
+    cancelled.store(true, Ordering::SeqCst);
+    "cancelled".to_owned()
+}
+
+/// Echo a text.
+#[tool]
+async fn echo(text: String) -> String {
+    text
+}
+
+const NAMES: [&str; 3] = ["a", "b", "c"];
+
+/// Three instances on loopback; each one's `cancelled` flag.
+async fn cluster() -> (Vec<McpHttpServer>, Vec<Arc<AtomicBool>>) {
+    // Ports first, so each instance can be told where the others are.
+    let mut ports = Vec::new();
+    for _ in NAMES {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        ports.push(listener.local_addr().expect("an address").port());
+    }
+    let mut servers = Vec::new();
+    let mut flags = Vec::new();
+    for (i, name) in NAMES.iter().enumerate() {
+        let mut cluster = Cluster::new(*name).expect("a name");
+        for (j, peer) in NAMES.iter().enumerate() {
+            if i != j {
+                let url = format!("http://127.0.0.1:{}/mcp", ports[j]);
+                cluster = cluster.with_peer(*peer, url).expect("a peer");
+            }
+        }
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let server = McpServer::new((Wait::new(Arc::clone(&cancelled)), Echo))
+            .expect("tools register")
+            .with_cluster(cluster);
+        let addr = format!("127.0.0.1:{}", ports[i])
+            .parse()
+            .expect("an address");
+        servers.push(server.serve_http(addr).await.expect("the port is free"));
+        flags.push(cancelled);
+    }
+    (servers, flags)
+}
+
+async fn post(url: &str, session: Option<&str>, message: Value) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&message);
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    request.send().await.expect("an answer")
+}
+
+async fn open_session(url: &str) -> String {
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    let response = post(url, None, initialize).await;
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session")
+        .to_owned();
+    drop(response.bytes().await);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(url, Some(&session), initialized).await.status(), 202);
+    session
+}
+
+fn call(id: u32, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": name, "arguments": arguments, "_meta": {"progressToken": id}}})
+}
+
+/// The JSON-RPC messages of an SSE answer, read until one answers `id`.
+async fn messages_until_answer(response: &mut reqwest::Response, id: u32) -> Vec<Value> {
+    let mut messages = Vec::new();
+    let mut buffer = String::new();
+    loop {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), response.chunk())
+            .await
+            .expect("the answer goes on")
+            .expect("a readable answer");
+        let Some(chunk) = chunk else { return messages };
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..end + 2).collect();
+            for data in event.lines().filter_map(|line| line.strip_prefix("data:")) {
+                if let Ok(message) = serde_json::from_str::<Value>(data.trim()) {
+                    let answers = message["id"] == id && message.get("method").is_none();
+                    messages.push(message);
+                    if answers {
+                        return messages;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_instance_serves_a_session_on_the_instance_that_holds_it() {
+    let (servers, flags) = cluster().await;
+    let urls: Vec<String> = servers.iter().map(McpHttpServer::url).collect();
+    let session = open_session(&urls[0]).await;
+    assert!(session.starts_with("a."), "{session}");
+
+    // A call through each instance.
+    for (i, url) in urls.iter().enumerate() {
+        let id = u32::try_from(i).expect("small") + 1;
+        let mut response = post(url, Some(&session), call(id, "echo", json!({"text": url}))).await;
+        assert_eq!(response.status(), 200, "through {url}");
+        let messages = messages_until_answer(&mut response, id).await;
+        let answer = messages.last().expect("an answer");
+        assert_eq!(answer["result"]["content"][0]["text"], url.as_str());
+    }
+
+    // A call through b, cancelled through c: the tool on a sees it, and b's stream carries
+    // the progress and then the answer.
+    let mut waiting = post(&urls[1], Some(&session), call(7, "wait", json!({}))).await;
+    assert_eq!(waiting.status(), 200);
+    let mut buffer = String::new();
+    while !buffer.contains("notifications/progress") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), waiting.chunk())
+            .await
+            .expect("progress arrives")
+            .expect("readable")
+            .expect("not ended");
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(buffer.contains("\"message\":\"waiting\""), "{buffer}");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": 7, "reason": "enough"}});
+    assert_eq!(post(&urls[2], Some(&session), cancel).await.status(), 202);
+    let start = Instant::now();
+    while !flags[0].load(Ordering::SeqCst) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the call was not cancelled"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(!flags[1].load(Ordering::SeqCst) && !flags[2].load(Ordering::SeqCst));
+
+    // Another instance's name, or a forged one, finds nothing.
+    let (_, id) = session.split_once('.').expect("named");
+    for forged in [format!("b.{id}"), format!("x.{id}"), id.to_owned()] {
+        let response = post(
+            &urls[0],
+            Some(&forged),
+            call(9, "echo", json!({"text": "x"})),
+        )
+        .await;
+        assert_eq!(response.status(), 404, "{forged}");
+    }
+    for server in servers {
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn when_an_instance_stops_its_calls_fail_and_its_sessions_are_gone() {
+    let (mut servers, _flags) = cluster().await;
+    let urls: Vec<String> = servers.iter().map(McpHttpServer::url).collect();
+    let session = open_session(&urls[0]).await;
+    // A call running on a, through b.
+    let mut waiting = post(&urls[1], Some(&session), call(3, "wait", json!({}))).await;
+    assert_eq!(waiting.status(), 200);
+    let mut seen = String::new();
+    while !seen.contains("notifications/progress") {
+        let chunk = waiting.chunk().await.expect("readable").expect("not ended");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let started = Instant::now();
+    servers.remove(0).shutdown().await;
+    let messages = messages_until_answer(&mut waiting, 3).await;
+    let took = started.elapsed();
+    assert_eq!(
+        messages.last(),
+        Some(
+            &json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32603, "message":
+            "The server instance running this request stopped before it answered"}})
+        )
+    );
+    assert!(took < Duration::from_secs(5), "the error took {took:?}");
+    // Its sessions are gone; the other instances serve new ones.
+    let response = post(
+        &urls[2],
+        Some(&session),
+        call(4, "echo", json!({"text": "x"})),
+    )
+    .await;
+    assert_eq!(response.status(), 404);
+    let fresh = open_session(&urls[2]).await;
+    let mut response = post(
+        &urls[1],
+        Some(&fresh),
+        call(5, "echo", json!({"text": "x"})),
+    )
+    .await;
+    let messages = messages_until_answer(&mut response, 5).await;
+    assert_eq!(
+        messages.last().expect("an answer")["result"]["content"][0]["text"],
+        "x"
+    );
+    for server in servers {
+        server.shutdown().await;
+    }
+}
