@@ -46,6 +46,14 @@
 //! `--allow-unauthenticated`). A client without a token gets `401` and the address of the
 //! server's OAuth metadata (`/.well-known/oauth-protected-resource/mcp`).
 //!
+//! Several instances behind a load balancer that is not sticky each get a name and the
+//! others' addresses; a request for another instance's session is forwarded there:
+//!
+//! ```text
+//! mcp_server --http 10.0.0.1:8000 --token-file t.txt --instance a \
+//!     --peer b=http://10.0.0.2:8000/mcp --peer c=http://10.0.0.3:8000/mcp
+//! ```
+//!
 //! The custom tool, `countdown`, reports progress every tenth of a second (MCP
 //! `notifications/progress` when the client sent a progress token) and stops when the client
 //! cancels it (`notifications/cancelled`), saying so on standard error.
@@ -55,12 +63,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use pi_runtime::mcp::auth::{Authentication, JwksSource, JwtVerifier, StaticTokens};
-use pi_runtime::mcp::{McpError, McpServer, ToolHints};
+use pi_runtime::mcp::{Cluster, McpError, McpServer, ToolHints};
 use pi_runtime::tools::{Bash, Edit, Read, WorkingDir, Write};
 use pi_runtime::{ToolContext, ToolError, ToolResult, tool};
 
 const USAGE: &str = "usage: mcp_server [--http ADDR:PORT [--token-file FILE | --jwks URL \
-                     --issuer ISS --audience URI | --allow-unauthenticated]] [--dir DIR]";
+                     --issuer ISS --audience URI | --allow-unauthenticated] [--instance NAME \
+                     [--peer NAME=URL]...]] [--dir DIR]";
 
 /// Count down from `seconds`, reporting the time left every tenth of a second. Stops early
 /// when the call is cancelled.
@@ -107,6 +116,8 @@ async fn run() -> Result<(), String> {
     let mut token_file = None;
     let (mut jwks, mut issuer, mut audience) = (None, None, None);
     let mut unauthenticated = false;
+    let mut instance = None;
+    let mut peers = Vec::new();
     let mut args = std::env::args().skip(1);
     let value = |args: &mut std::iter::Skip<std::env::Args>, flag: &str, what: &str| {
         args.next().ok_or(format!("{flag} needs {what}\n{USAGE}"))
@@ -118,6 +129,8 @@ async fn run() -> Result<(), String> {
             "--issuer" => issuer = Some(value(&mut args, &flag, "ISS")?),
             "--audience" => audience = Some(value(&mut args, &flag, "URI")?),
             "--allow-unauthenticated" => unauthenticated = true,
+            "--instance" => instance = Some(value(&mut args, &flag, "NAME")?),
+            "--peer" => peers.push(value(&mut args, &flag, "NAME=URL")?),
             "--http" => {
                 let value = args
                     .next()
@@ -179,6 +192,20 @@ async fn run() -> Result<(), String> {
                 "use either --token-file, or --jwks with --issuer and --audience\n{USAGE}"
             ));
         }
+    };
+    let server = match instance {
+        Some(name) => {
+            let mut cluster = Cluster::new(name).map_err(|e| e.to_string())?;
+            for peer in peers {
+                let (name, url) = peer
+                    .split_once('=')
+                    .ok_or(format!("--peer {peer}: expected NAME=URL"))?;
+                cluster = cluster.with_peer(name, url).map_err(|e| e.to_string())?;
+            }
+            server.with_cluster(cluster)
+        }
+        None if peers.is_empty() => server,
+        None => return Err(format!("--peer needs --instance\n{USAGE}")),
     };
 
     match http {

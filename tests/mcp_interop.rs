@@ -801,3 +801,287 @@ fn a_built_agent_follows_the_servers_tool_list() {
         wait_gone(pid);
     });
 }
+
+/// `examples/mcp_server` instances `a`, `b`, `c` on loopback, each told where the others
+/// are, all taking `token`; and nginx in front of them, round robin without stickiness.
+struct Balanced {
+    instances: Vec<(String, Option<Killed>, Arc<Mutex<String>>)>,
+    _nginx: Nginx,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+const TOKEN: &str = "c0ffee-0123456789abcdef";
+
+impl Balanced {
+    fn start(nginx: &Path) -> Balanced {
+        let dir = project_dir();
+        let tokens = dir.path().join("tokens.txt");
+        std::fs::write(&tokens, format!("{TOKEN}\n")).expect("written");
+        let free_port = || {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|listener| listener.local_addr())
+                .expect("a free port")
+                .port()
+        };
+        let names = ["a", "b", "c"];
+        let ports: Vec<u16> = names.iter().map(|_| free_port()).collect();
+        let mut instances = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let mut command = Command::new(server_binary());
+            command
+                .args(["--http", &format!("127.0.0.1:{}", ports[i]), "--dir"])
+                .arg(dir.path())
+                .arg("--token-file")
+                .arg(&tokens)
+                .args(["--instance", name]);
+            for (j, peer) in names.iter().enumerate() {
+                if i != j {
+                    command
+                        .arg("--peer")
+                        .arg(format!("{peer}=http://127.0.0.1:{}/mcp", ports[j]));
+                }
+            }
+            let mut child = command
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("an instance starts");
+            let mut line = String::new();
+            BufReader::new(child.stdout.take().expect("stdout"))
+                .read_line(&mut line)
+                .expect("the instance says where it listens");
+            assert!(line.starts_with("listening on "), "{line}");
+            // Its standard error, read as it comes (a full pipe would block it).
+            let stderr = Arc::new(Mutex::new(String::new()));
+            let mut pipe = child.stderr.take().expect("stderr");
+            let sink = Arc::clone(&stderr);
+            std::thread::spawn(move || {
+                for line in BufReader::new(&mut pipe).lines().map_while(Result::ok) {
+                    let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
+                    sink.push_str(&line);
+                    sink.push('\n');
+                }
+            });
+            instances.push(((*name).to_owned(), Some(Killed(child)), stderr));
+        }
+        let port = free_port();
+        let upstreams: String = ports
+            .iter()
+            .map(|port| format!("server 127.0.0.1:{port};\n"))
+            .collect();
+        let conf = dir.path().join("nginx.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "pid {dir}/nginx.pid;\nerror_log {dir}/error.log;\nevents {{}}\n\
+                 http {{\n access_log off;\n client_body_temp_path {dir};\n\
+                 upstream mcp {{\n{upstreams}}}\n\
+                 server {{\n listen 127.0.0.1:{port};\n location / {{\n\
+                 proxy_pass http://mcp;\n proxy_http_version 1.1;\n\
+                 proxy_set_header Connection \"\";\n proxy_set_header Host $host:$server_port;\n\
+                 proxy_buffering off;\n proxy_request_buffering off;\n\
+                 proxy_read_timeout 300s;\n }}\n }}\n}}\n",
+                dir = dir.path().display()
+            ),
+        )
+        .expect("written");
+        let nginx = Nginx(
+            Command::new(nginx)
+                .arg("-e")
+                .arg(dir.path().join("error.log"))
+                .arg("-c")
+                .arg(&conf)
+                .args(["-g", "daemon off;"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("nginx starts"),
+        );
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "nginx did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Balanced {
+            instances,
+            _nginx: nginx,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            _dir: dir,
+        }
+    }
+
+    /// SIGKILL the instance `name`.
+    fn kill(&mut self, name: &str) {
+        for (instance, child, _) in &mut self.instances {
+            if instance == name {
+                drop(child.take());
+            }
+        }
+    }
+
+    fn stderr(&self) -> String {
+        self.instances
+            .iter()
+            .map(|(_, _, stderr)| {
+                stderr
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone()
+            })
+            .collect()
+    }
+}
+
+/// nginx's master process: told to stop (SIGTERM), it stops its workers too; killed, it
+/// would leave them running.
+struct Nginx(Child);
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        if let Ok(pid) = i32::try_from(self.0.id()) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// The TypeScript SDK client (`tests/mcp/ts_client.mjs`) with `args`.
+fn ts_client(sdk: &Path, url: &str, args: &[&str]) -> Child {
+    Command::new("node")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/ts_client.mjs"))
+        .arg(sdk)
+        .args([url, TOKEN])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node starts")
+}
+
+fn last_json_line(child: Child) -> Value {
+    let output = child.wait_with_output().expect("the client ends");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
+
+#[test]
+#[ignore = "needs nginx and the MCP SDKs: set PI_NGINX, PI_MCP_TS_SDK, PI_MCP_PYTHON (.ci/run)"]
+fn both_sdks_use_three_instances_behind_nginx() {
+    let (Some(nginx), Some(sdk), Some(python)) = (
+        installed("PI_NGINX", "nginx"),
+        installed_dir("PI_MCP_TS_SDK", "the TypeScript MCP SDK"),
+        installed("PI_MCP_PYTHON", "the Python MCP SDK"),
+    ) else {
+        return;
+    };
+    let balanced = Balanced::start(&nginx);
+    let report = last_json_line(ts_client(&sdk, &balanced.url, &["calls", "4", "10"]));
+    let clients = report["clients"].as_array().expect("clients");
+    assert_eq!(clients.len(), 4);
+    let mut holders = std::collections::BTreeSet::new();
+    for client in clients {
+        assert_eq!(client["ok"], 10, "{client}");
+        assert_eq!(client["failed"], json!([]), "{client}");
+        assert_eq!(
+            client["tools"],
+            json!(["read", "write", "edit", "bash", "countdown"])
+        );
+        let cancelled = &client["cancelled"];
+        assert_eq!(
+            cancelled["progress"].as_array().map(Vec::len),
+            Some(2),
+            "{client}"
+        );
+        assert!(
+            cancelled["outcome"]
+                .as_str()
+                .is_some_and(|o| o.starts_with("rejected: ")),
+            "{client}"
+        );
+        assert_eq!(
+            client["afterCancel"],
+            json!({"isError": false, "texts": ["counted down from 0.1 s"]})
+        );
+        holders.insert(client["sessionInstance"].as_str().unwrap_or("?").to_owned());
+    }
+    // Round robin spread the sessions, so calls were forwarded between instances.
+    assert!(holders.len() >= 2, "{holders:?}");
+
+    // The Python SDK speaks the 2026-07-28 revision, which has no sessions: any instance
+    // answers any request.
+    let (report, _) = python_client(&python, &["http", &balanced.url, TOKEN]);
+    check_python_report(&report);
+    assert_eq!(report["protocolVersion"], "2026-07-28");
+    // Every cancellation reached the instance running the call.
+    std::thread::sleep(Duration::from_millis(500));
+    let stderr = balanced.stderr();
+    let cancelled = stderr.matches("countdown: cancelled after").count();
+    assert!(cancelled >= 5, "{cancelled} cancellations seen: {stderr}");
+}
+
+#[test]
+#[ignore = "needs nginx and the MCP SDKs: set PI_NGINX, PI_MCP_TS_SDK (.ci/run)"]
+fn killing_an_instance_behind_nginx_fails_only_its_calls() {
+    let (Some(nginx), Some(sdk)) = (
+        installed("PI_NGINX", "nginx"),
+        installed_dir("PI_MCP_TS_SDK", "the TypeScript MCP SDK"),
+    ) else {
+        return;
+    };
+    let mut balanced = Balanced::start(&nginx);
+    let mut client = ts_client(&sdk, &balanced.url, &["kill", "6"]);
+    let mut stdout = BufReader::new(client.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("the client reports");
+    assert_eq!(line, "started\n");
+    balanced.kill("b");
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).expect("the report");
+    let status = client.wait().expect("the client ends");
+    assert!(status.success());
+    let report: Value = serde_json::from_str(rest.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {rest}"));
+    eprintln!("calls when b was killed: {report}");
+    for call in report["calls"].as_array().expect("calls") {
+        let outcome = call["outcome"].as_str().unwrap_or_default();
+        let seconds = call["seconds"].as_f64().unwrap_or(f64::MAX);
+        if call["instance"] == "b" {
+            assert_eq!(
+                outcome,
+                "rejected: McpError: MCP error -32603: The server instance running this request \
+                 stopped before it answered",
+                "{call}"
+            );
+        } else {
+            assert_eq!(outcome, "ok", "{call}");
+        }
+        // Each settles at once: the countdown takes 3 s, the client's timeout is 20 s.
+        assert!(seconds < 10.0, "{call}");
+    }
+    // The cluster goes on without b.
+    let report = last_json_line(ts_client(&sdk, &balanced.url, &["calls", "2", "4"]));
+    for client in report["clients"].as_array().expect("clients") {
+        assert_eq!(client["ok"], 4, "{client}");
+    }
+}
+
+/// The directory `variable` names, when it exists; else as [`installed`] says.
+fn installed_dir(variable: &str, what: &str) -> Option<PathBuf> {
+    match std::env::var_os(variable).map(PathBuf::from) {
+        Some(path) if path.is_dir() => Some(path),
+        _ => installed(variable, what),
+    }
+}

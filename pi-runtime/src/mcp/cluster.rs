@@ -12,7 +12,11 @@
 //! When the instance holding a session is gone, its sessions are too: a request for one gets
 //! `404 Session not found` (which tells a client to initialize again), and a call whose
 //! forwarded answer breaks off gets a JSON-RPC error in its place, so no client waits for an
-//! answer that cannot come.
+//! answer that cannot come. A client connected to the stopped instance itself (through the
+//! balancer) sees its answer stream break, and resumes it elsewhere with the `Last-Event-ID`
+//! of the last event it saw: the instance names the request each event answers in the event
+//! ids it sends (`<rmcp's id>~<request id>`), so the instance the resumption reaches can
+//! answer with the JSON-RPC error for exactly that request.
 //!
 //! Requests of the `2026-07-28` revision carry no session: whichever instance receives one
 //! answers it.
@@ -168,6 +172,18 @@ pub(super) async fn route(
             Err(_) => return session_not_found(),
         };
     }
+    // The request whose answer the events carry: a POST's own, or a resumed stream's.
+    let mut answering = request
+        .extensions()
+        .get::<Posted>()
+        .and_then(|posted| posted.id.clone());
+    if let Some((rmcp_id, tagged)) = last_event_id(&request).and_then(|id| untag(&id)) {
+        answering = Some(tagged);
+        match HeaderValue::from_str(&rmcp_id) {
+            Ok(id) => request.headers_mut().insert(LAST_EVENT_ID, id),
+            Err(_) => return session_not_found(),
+        };
+    }
     let mut response = next.run(request).await;
     // A new session (the answer to `initialize`) is named for this instance.
     let named = response
@@ -178,7 +194,131 @@ pub(super) async fn route(
     if let Some(named) = named {
         response.headers_mut().insert(HEADER_SESSION_ID, named);
     }
-    response
+    match answering {
+        Some(id) if is_event_stream(response.headers()) => {
+            let tag = tag(&id);
+            response.map(|body| {
+                let mut tagger = EventIdTagger::new(tag);
+                Body::from_stream(
+                    body.into_data_stream()
+                        .map(move |chunk| chunk.map(|bytes| tagger.tag(&bytes))),
+                )
+            })
+        }
+        _ => response,
+    }
+}
+
+/// `Last-Event-ID`, the header a client resumes a stream with.
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+
+fn last_event_id(request: &Request) -> Option<String> {
+    request
+        .headers()
+        .get(LAST_EVENT_ID)?
+        .to_str()
+        .ok()
+        .map(str::to_owned)
+}
+
+fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("text/event-stream"))
+}
+
+/// Between rmcp's event id and the request's in an event id.
+const TAG: &str = "~";
+
+/// A request id as an event-id suffix: `n<number>` or `s<hex of the string>`.
+fn tag(id: &RequestId) -> String {
+    match id {
+        RequestId::Number(n) => format!("{TAG}n{n}"),
+        RequestId::String(s) => {
+            let hex: String = s.bytes().map(|b| format!("{b:02x}")).collect();
+            format!("{TAG}s{hex}")
+        }
+    }
+}
+
+/// rmcp's event id and the request's, from an event id [`tag`] made.
+fn untag(event_id: &str) -> Option<(String, RequestId)> {
+    let (rmcp_id, tagged) = event_id.rsplit_once(TAG)?;
+    let id = match tagged.split_at_checked(1)? {
+        ("n", number) => RequestId::Number(number.parse().ok()?),
+        ("s", hex) => {
+            let bytes = (0..hex.len())
+                .step_by(2)
+                .map(|at| u8::from_str_radix(hex.get(at..at + 2)?, 16).ok())
+                .collect::<Option<Vec<u8>>>()?;
+            RequestId::String(String::from_utf8(bytes).ok()?.into())
+        }
+        _ => return None,
+    };
+    Some((rmcp_id.to_owned(), id))
+}
+
+/// Appends a tag to every `id:` line of an event stream, however the stream is cut into
+/// chunks.
+struct EventIdTagger {
+    tag: String,
+    /// At the start of a line.
+    line_start: bool,
+    /// The start of a line not yet known to be, or not yet complete as, an `id:` line.
+    held: Vec<u8>,
+}
+
+impl EventIdTagger {
+    fn new(tag: String) -> Self {
+        EventIdTagger {
+            tag,
+            line_start: true,
+            held: Vec::new(),
+        }
+    }
+
+    fn tag(&mut self, mut bytes: &[u8]) -> Bytes {
+        let mut out = Vec::with_capacity(bytes.len() + self.tag.len());
+        while !bytes.is_empty() {
+            if !self.line_start {
+                // Copy through the end of this line.
+                match memchr::memchr(b'\n', bytes) {
+                    Some(at) => {
+                        out.extend_from_slice(&bytes[..=at]);
+                        bytes = &bytes[at + 1..];
+                        self.line_start = true;
+                    }
+                    None => {
+                        out.extend_from_slice(bytes);
+                        bytes = &[];
+                    }
+                }
+                continue;
+            }
+            // At a line start (or holding one): is it an `id:` line?
+            let end = memchr::memchr(b'\n', bytes);
+            let piece = &bytes[..end.unwrap_or(bytes.len())];
+            self.held.extend_from_slice(piece);
+            let known = self.held.len() >= 3 || end.is_some();
+            if known && !self.held.starts_with(b"id:") {
+                out.append(&mut self.held);
+                self.line_start = false;
+                bytes = &bytes[piece.len()..];
+                continue;
+            }
+            match end {
+                Some(at) => {
+                    out.append(&mut self.held);
+                    out.extend_from_slice(self.tag.as_bytes());
+                    out.push(b'\n');
+                    bytes = &bytes[at + 1..];
+                }
+                None => bytes = &[],
+            }
+        }
+        Bytes::from(out)
+    }
 }
 
 fn session_not_found() -> Response {
@@ -189,6 +329,12 @@ fn session_not_found() -> Response {
 async fn forward(cluster: &Cluster, url: &str, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let request_id = parts.extensions.get::<Posted>().and_then(|p| p.id.clone());
+    let resumed = parts
+        .headers
+        .get(LAST_EVENT_ID)
+        .and_then(|value| value.to_str().ok())
+        .and_then(untag)
+        .map(|(_, id)| id);
     let mut target = url.to_owned();
     if let Some(query) = parts.uri.query() {
         target.push('?');
@@ -208,21 +354,30 @@ async fn forward(cluster: &Cluster, url: &str, request: Request) -> Response {
     let answer = match sent {
         Ok(answer) => answer,
         Err(error) => {
-            // The instance is gone, and its sessions with it.
+            // The instance is gone, and its sessions with it. A stream being resumed gets the
+            // error for the request it was answering.
             tracing::warn!(peer = %url, %error, "the instance holding a session cannot be reached");
-            return session_not_found();
+            return match resumed {
+                Some(id) => {
+                    let mut response = Response::new(Body::from(stopped_error(&id)));
+                    response.headers_mut().insert(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("text/event-stream"),
+                    );
+                    response
+                }
+                None => session_not_found(),
+            };
         }
     };
     let status = answer.status();
     let headers = end_to_end(answer.headers());
-    let streaming = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.starts_with("text/event-stream"));
+    let streaming = is_event_stream(&headers);
     // An event stream answering a request that ends, or breaks off, before the answer ends
     // with an error for the request where its answer would have been.
     let mut watch = match request_id {
         Some(id) if streaming => Some(AnswerWatch::new(id)),
+        None if streaming => resumed.map(AnswerWatch::new),
         _ => None,
     };
     let body = answer
@@ -311,10 +466,15 @@ impl AnswerWatch {
             return None;
         }
         tracing::warn!("a forwarded answer ended before the answer");
-        let error = json!({"jsonrpc": "2.0", "id": self.id, "error": {"code": -32603,
-            "message": "The server instance running this request stopped before it answered"}});
-        Some(Bytes::from(format!("event: message\ndata: {error}\n\n")))
+        Some(stopped_error(&self.id))
     }
+}
+
+/// The event that answers `id` when the instance running it stopped.
+fn stopped_error(id: &RequestId) -> Bytes {
+    let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603,
+        "message": "The server instance running this request stopped before it answered"}});
+    Bytes::from(format!("event: message\ndata: {error}\n\n"))
 }
 
 /// `headers` without the hop-by-hop ones (RFC 9110 §7.6.1) and those the next hop sets
@@ -341,6 +501,30 @@ fn end_to_end(headers: &HeaderMap) -> HeaderMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_ids_carry_the_request_however_the_stream_is_cut() {
+        let stream = "data: \nid: 0/0\nretry: 3000\n\ndata: {\"id\":7}\nid: 7/1\n\n";
+        let expected = "data: \nid: 0/0~n7\nretry: 3000\n\ndata: {\"id\":7}\nid: 7/1~n7\n\n";
+        for cut in 1..stream.len() {
+            let mut tagger = EventIdTagger::new(tag(&RequestId::Number(7)));
+            let (head, tail) = stream.split_at(cut);
+            let mut out = tagger.tag(head.as_bytes()).to_vec();
+            out.extend_from_slice(&tagger.tag(tail.as_bytes()));
+            assert_eq!(String::from_utf8_lossy(&out), expected, "cut at {cut}");
+        }
+        let string = RequestId::String("req~1".into());
+        assert_eq!(
+            untag(&format!("3/2{}", tag(&string))),
+            Some(("3/2".to_owned(), string))
+        );
+        assert_eq!(
+            untag("0/0~n-4"),
+            Some(("0/0".to_owned(), RequestId::Number(-4)))
+        );
+        assert_eq!(untag("0/0"), None);
+        assert_eq!(untag("0/0~sz"), None);
+    }
 
     #[test]
     fn names_and_peers_are_checked() {
