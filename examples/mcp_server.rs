@@ -63,13 +63,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use pi_runtime::mcp::auth::{Authentication, JwksSource, JwtVerifier, StaticTokens};
-use pi_runtime::mcp::{Cluster, McpError, McpServer, ToolHints};
+use pi_runtime::mcp::{Cluster, McpError, McpServer, SessionLimits, ToolHints};
 use pi_runtime::tools::{Bash, Edit, Read, WorkingDir, Write};
 use pi_runtime::{ToolContext, ToolError, ToolResult, tool};
 
 const USAGE: &str = "usage: mcp_server [--http ADDR:PORT [--token-file FILE | --jwks URL \
                      --issuer ISS --audience URI | --allow-unauthenticated] [--instance NAME \
-                     [--peer NAME=URL]...]] [--dir DIR]";
+                     [--peer NAME=URL]...] [--max-sessions N] [--max-calls N]] [--dir DIR]";
 
 /// Count down from `seconds`, reporting the time left every tenth of a second. Stops early
 /// when the call is cancelled.
@@ -118,6 +118,7 @@ async fn run() -> Result<(), String> {
     let mut unauthenticated = false;
     let mut instance = None;
     let mut peers = Vec::new();
+    let mut limits = SessionLimits::default();
     let mut args = std::env::args().skip(1);
     let value = |args: &mut std::iter::Skip<std::env::Args>, flag: &str, what: &str| {
         args.next().ok_or(format!("{flag} needs {what}\n{USAGE}"))
@@ -131,6 +132,16 @@ async fn run() -> Result<(), String> {
             "--allow-unauthenticated" => unauthenticated = true,
             "--instance" => instance = Some(value(&mut args, &flag, "NAME")?),
             "--peer" => peers.push(value(&mut args, &flag, "NAME=URL")?),
+            // Sessions (calls) open at once, in total and for one client.
+            "--max-sessions" | "--max-calls" => {
+                let text = value(&mut args, &flag, "N")?;
+                let n: usize = text.parse().map_err(|e| format!("{flag} {text}: {e}"))?;
+                limits = if flag == "--max-sessions" {
+                    limits.with_max_sessions(n).with_max_sessions_per_client(n)
+                } else {
+                    limits.with_max_calls(n).with_max_calls_per_client(n)
+                };
+            }
             "--http" => {
                 let value = args
                     .next()
@@ -170,7 +181,8 @@ async fn run() -> Result<(), String> {
     .with_hints(
         "countdown",
         ToolHints::new().read_only(true).idempotent(true),
-    );
+    )
+    .with_session_limits(limits);
     let server = match (token_file, jwks, issuer, audience) {
         (None, None, None, None) if unauthenticated => server.allow_unauthenticated(),
         (None, None, None, None) => server,

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Our MCP server, the official TypeScript SDK's and the official Python SDK's, side by side on
+# this machine: one trivial tool (`countdown` with 0 seconds), loaded with `tools/call` by wrk
+# (Debian's package) from a second process over loopback, in one session each; then the
+# resident memory that 1,000 idle sessions add.
+#
+# usage: tests/mcp/bench/run.sh   (from the workspace root, after .ci/run has installed the
+#        SDKs under target/mcp-interop; needs wrk and curl)
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+interop=target/mcp-interop
+bench=tests/mcp/bench
+duration=${DURATION:-10s}
+connections=${CONNECTIONS:-32}
+
+cargo build --release --example mcp_server -p pi-examples >/dev/null 2>&1
+ours=target/release/examples/mcp_server
+
+rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+
+initialize='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}'
+initialized='{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+# A session at $1; prints its id.
+open_session() {
+    local id
+    id=$(curl -s -D - -o /dev/null -X POST "$1" -H 'content-type: application/json' \
+        -H 'accept: application/json, text/event-stream' --data "$initialize" |
+        awk 'tolower($1) == "mcp-session-id:" {print $2}' | tr -d '\r')
+    curl -s -o /dev/null -X POST "$1" -H 'content-type: application/json' \
+        -H 'accept: application/json, text/event-stream' -H "mcp-session-id: $id" \
+        -H 'mcp-protocol-version: 2025-06-18' --data "$initialized"
+    echo "$id"
+}
+
+measure() {
+    local name=$1 port=$2
+    shift 2
+    "$@" >/dev/null 2>&1 &
+    local pid=$!
+    for _ in $(seq 100); do
+        curl -s -o /dev/null "http://127.0.0.1:$port/" && break
+        sleep 0.1
+    done
+    local url="http://127.0.0.1:$port/mcp"
+    local session
+    session=$(open_session "$url")
+    local answer
+    answer=$(curl -s -X POST "$url" -H 'content-type: application/json' \
+        -H 'accept: application/json, text/event-stream' -H "mcp-session-id: $session" \
+        -H 'mcp-protocol-version: 2025-06-18' \
+        --data '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0}}}')
+    case "$answer" in
+        *"counted down from 0 s"*) ;;
+        *) echo "$name: unexpected answer: $answer" >&2; kill "$pid"; return 1 ;;
+    esac
+    local out
+    out=$(SESSION=$session wrk -t2 -c"$connections" -d"$duration" --latency -s "$bench/call.lua" "$url")
+    local rps p50 p99 errors
+    rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+    p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
+    p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+    errors=$(awk '/Non-2xx|Socket errors/ {print}' <<<"$out" | tr '\n' ' ')
+    local before after
+    before=$(rss_kb "$pid")
+    for _ in $(seq 1000); do open_session "$url" >/dev/null; done
+    after=$(rss_kb "$pid")
+    printf '%-22s %10s req/s  p50 %8s  p99 %8s  +%6d KB RSS per 1,000 idle sessions %s\n' \
+        "$name" "$rps" "$p50" "$p99" "$((after - before))" "${errors:+($errors)}"
+    kill "$pid"
+    wait "$pid" 2>/dev/null || true
+}
+
+echo "tools/call of a trivial tool, wrk -t2 -c$connections -d$duration, one session; then 1,000 idle sessions"
+measure "pi-runtime (Rust)" 18931 "$ours" --http 127.0.0.1:18931 --max-sessions 2000 --max-calls 256
+measure "TypeScript SDK 1.32.2" 18932 node "$bench/ts_server.mjs" "$PWD/$interop/node_modules" 18932
+measure "Python SDK 2.3.0" 18933 "$interop/venv/bin/python" "$bench/py_server.py" 18933
