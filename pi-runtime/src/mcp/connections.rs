@@ -231,6 +231,11 @@ impl Listener for Limited {
         loop {
             // axum's own accept: it waits and tries again on errors such as `EMFILE`.
             let (stream, addr) = Listener::accept(&mut self.inner).await;
+            // Answers are small writes (an SSE event, then the end of the chunked body);
+            // with Nagle's algorithm each would wait for the client's delayed ACK.
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!(%addr, %error, "TCP_NODELAY could not be set");
+            }
             let Some((conn, id)) = self.admit() else {
                 // Every connection is answering a request: this one waits for none.
                 tracing::warn!(%addr, "MCP server full: a new connection was refused");
