@@ -67,6 +67,11 @@ use pi_runtime::mcp::{Cluster, McpError, McpServer, SessionLimits, ToolHints};
 use pi_runtime::tools::{Bash, Edit, Read, WorkingDir, Write};
 use pi_runtime::{ToolContext, ToolError, ToolResult, tool};
 
+// A server allocates and frees a little for every request on several threads; glibc's
+// malloc took a sixth of the CPU of a loaded server, mimalloc far less.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const USAGE: &str = "usage: mcp_server [--http ADDR:PORT [--token-file FILE | --jwks URL \
                      --issuer ISS --audience URI | --allow-unauthenticated] [--instance NAME \
                      [--peer NAME=URL]...] [--max-sessions N] [--max-calls N]] [--dir DIR]";

@@ -82,6 +82,10 @@ fn is_json(request: &Request) -> bool {
 
 /// The message in `body`, or the JSON-RPC error response for a body rmcp would refuse.
 fn message(body: &[u8]) -> Result<ClientJsonRpcMessage, Value> {
+    // The usual case, in one pass; a body that fails is read again to say why.
+    if let Ok(message) = serde_json::from_slice::<ClientJsonRpcMessage>(body) {
+        return Ok(message);
+    }
     let value: Value = match serde_json::from_slice(body) {
         Ok(value) => value,
         Err(error) => {

@@ -377,7 +377,10 @@ impl McpServer {
         let config = config
             .with_max_request_body_bytes(max_body)
             .with_allowed_origins(inner.origins.clone())
-            .enforce_origin_validation();
+            .enforce_origin_validation()
+            // A request of the 2026-07-28 revision that sends nothing before its answer (no
+            // progress) is answered as plain JSON rather than as an event stream of one event.
+            .with_json_response(true);
         let sessions = Sessions::new(inner.session_limits);
         let service =
             StreamableHttpService::new(move || Ok(server.clone()), sessions.manager(), config);

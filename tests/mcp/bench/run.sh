@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Our MCP server, the official TypeScript SDK's and the official Python SDK's, side by side on
 # this machine: one trivial tool (`countdown` with 0 seconds), loaded with `tools/call` by wrk
-# (Debian's package) from a second process over loopback. `session`: in one session of the
-# 2025-06-18 revision, then the resident memory that 1,000 idle sessions add; `stateless`:
+# (Debian's package) from a second process over loopback. `session`: as many sessions of the
+# 2025-06-18 revision as connections (one client each), then the resident memory that 1,000
+# idle sessions add; `stateless`:
 # requests of the 2026-07-28 revision, which has no sessions (the TypeScript SDK 1.32.2 does
 # not speak it).
 #
@@ -61,8 +62,11 @@ measure() {
         wait "$pid" 2>/dev/null || true
         return
     fi
-    local session
-    session=$(open_session "$url")
+    local session sessions=""
+    for _ in $(seq "$connections"); do
+        session=$(open_session "$url")
+        sessions="$sessions${sessions:+,}$session"
+    done
     local answer
     answer=$(curl -s -X POST "$url" -H 'content-type: application/json' \
         -H 'accept: application/json, text/event-stream' -H "mcp-session-id: $session" \
@@ -73,7 +77,7 @@ measure() {
         *) echo "$name: unexpected answer: $answer" >&2; kill "$pid"; return 1 ;;
     esac
     local out
-    out=$(SESSION=$session wrk -t2 -c"$connections" -d"$duration" --latency -s "$bench/call.lua" "$url")
+    out=$(SESSIONS=$sessions wrk -t2 -c"$connections" -d"$duration" --latency -s "$bench/call.lua" "$url")
     local before after
     before=$(rss_kb "$pid")
     for _ in $(seq 1000); do open_session "$url" >/dev/null; done
@@ -94,7 +98,7 @@ report() {
         "$1" "$2" "$rps" "$p50" "$p99" "$4" "${errors:+($errors)}"
 }
 
-echo "tools/call of a trivial tool, wrk -t2 -c$connections -d$duration, one session; then 1,000 idle sessions"
+echo "tools/call of a trivial tool, wrk -t2 -c$connections -d$duration, $connections sessions or none; then 1,000 idle sessions"
 measure "pi-runtime (Rust)" 18931 session "$ours" --http 127.0.0.1:18931 --max-sessions 2000 --max-calls 256
 measure "pi-runtime (Rust)" 18931 stateless "$ours" --http 127.0.0.1:18931 --max-calls 256
 measure "TypeScript SDK 1.32.2" 18932 session node "$bench/ts_server.mjs" "$PWD/$interop/node_modules" 18932
