@@ -81,7 +81,7 @@ async fn sessions_never_closed_are_capped() {
     let (peak, started) = (peak_rss(), Instant::now());
     let mut opened = 0;
     let mut refused = None;
-    for _ in 0..2_000 {
+    for _ in 0..10_000 {
         match open_session(&client, &http.url()).await {
             Ok(_) => opened += 1,
             Err(status) => refused = refused.or(Some(status)),
@@ -90,7 +90,7 @@ async fn sessions_never_closed_are_capped() {
     let took = started.elapsed();
     let grown = peak_rss().saturating_sub(peak);
     eprintln!(
-        "2,000 sessions: {opened} opened in {took:?} (refused with {refused:?}), peak +{} MB",
+        "10,000 sessions: {opened} opened in {took:?} (refused with {refused:?}), peak +{} MB",
         grown / MB
     );
     http.shutdown().await;
