@@ -1,5 +1,6 @@
--- wrk: every request is one `tools/call` of the trivial tool, in the sessions $SESSIONS
--- (comma-separated) taken in turn: one per client, as many clients as connections.
+-- wrk: every request is one `tools/call` of the trivial tool. Each wrk thread is one client
+-- with one connection and its own session, taken from $SESSIONS (comma-separated): run with
+-- as many threads as connections and sessions.
 wrk.method = "POST"
 wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0}}}'
 wrk.headers["Content-Type"] = "application/json"
@@ -10,10 +11,13 @@ local sessions = {}
 for session in string.gmatch(os.getenv("SESSIONS"), "[^,]+") do
   table.insert(sessions, session)
 end
-local next_session = 0
+local threads = 0
 
-function request()
-  next_session = next_session % #sessions + 1
-  wrk.headers["Mcp-Session-Id"] = sessions[next_session]
-  return wrk.format()
+function setup(thread)
+  threads = threads + 1
+  thread:set("session", sessions[threads])
+end
+
+function init(args)
+  wrk.headers["Mcp-Session-Id"] = session
 end

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Our MCP server, the official TypeScript SDK's and the official Python SDK's, side by side on
 # this machine: one trivial tool (`countdown` with 0 seconds), loaded with `tools/call` by wrk
-# (Debian's package) from a second process over loopback. `session`: as many sessions of the
-# 2025-06-18 revision as connections (one client each), then the resident memory that 1,000
+# (Debian's package) from a second process over loopback. `session`: one client per
+# connection, each with its own session of the 2025-06-18 revision (a session's requests are
+# answered in turn by rmcp, as a client sends them), then the resident memory that 1,000
 # idle sessions add; `stateless`:
 # requests of the 2026-07-28 revision, which has no sessions (the TypeScript SDK 1.32.2 does
 # not speak it).
@@ -77,7 +78,7 @@ measure() {
         *) echo "$name: unexpected answer: $answer" >&2; kill "$pid"; return 1 ;;
     esac
     local out
-    out=$(SESSIONS=$sessions wrk -t2 -c"$connections" -d"$duration" --latency -s "$bench/call.lua" "$url")
+    out=$(SESSIONS=$sessions wrk -t"$connections" -c"$connections" -d"$duration" --latency -s "$bench/call.lua" "$url")
     local before after
     before=$(rss_kb "$pid")
     for _ in $(seq 1000); do open_session "$url" >/dev/null; done
@@ -98,7 +99,7 @@ report() {
         "$1" "$2" "$rps" "$p50" "$p99" "$4" "${errors:+($errors)}"
 }
 
-echo "tools/call of a trivial tool, wrk -t2 -c$connections -d$duration, $connections sessions or none; then 1,000 idle sessions"
+echo "tools/call of a trivial tool for $duration over $connections connections: one session each (wrk -t$connections), or none (-t2); then 1,000 idle sessions"
 measure "pi-runtime (Rust)" 18931 session "$ours" --http 127.0.0.1:18931 --max-sessions 2000 --max-calls 256
 measure "pi-runtime (Rust)" 18931 stateless "$ours" --http 127.0.0.1:18931 --max-calls 256
 measure "TypeScript SDK 1.32.2" 18932 session node "$bench/ts_server.mjs" "$PWD/$interop/node_modules" 18932
