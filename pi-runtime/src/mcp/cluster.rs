@@ -28,16 +28,16 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use futures::StreamExt;
 use rmcp::model::RequestId;
 use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use serde_json::json;
 
 use super::McpError;
-use super::sessions::Posted;
+use super::sessions::{Posted, session_id, session_not_found};
 
 /// Marks a request forwarded by a peer, with the peer's name.
 const FORWARDED_BY: &str = "x-pi-mcp-forwarded-by";
@@ -151,11 +151,7 @@ pub(super) async fn route(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let session = request
-        .headers()
-        .get(HEADER_SESSION_ID)
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned);
+    let session = session_id(&request).map(str::to_owned);
     if let Some(session) = session {
         let Some((owner, id)) = session.split_once(SEPARATOR) else {
             return session_not_found();
@@ -319,10 +315,6 @@ impl EventIdTagger {
         }
         Bytes::from(out)
     }
-}
-
-fn session_not_found() -> Response {
-    (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
 }
 
 /// Send `request` to the peer at `url` and stream its answer back.

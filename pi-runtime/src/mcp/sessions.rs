@@ -349,23 +349,32 @@ fn refusal(status: StatusCode, id: Option<&RequestId>, message: &str) -> Respons
     response
 }
 
+/// The session a request names (`Mcp-Session-Id`), if any.
+pub(super) fn session_id(request: &Request) -> Option<&str> {
+    request
+        .headers()
+        .get(HEADER_SESSION_ID)
+        .and_then(|value| value.to_str().ok())
+}
+
+/// rmcp's own answer to a request for a session it does not have.
+pub(super) fn session_not_found() -> Response {
+    (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
+}
+
 /// The layer, after the body check (which leaves [`Posted`] in the request's extensions).
 pub(super) async fn guard(
     State(sessions): State<Arc<Sessions>>,
     request: Request,
     next: Next,
 ) -> Response {
-    let session = request
-        .headers()
-        .get(HEADER_SESSION_ID)
-        .and_then(|value| value.to_str().ok())
-        .map(Arc::<str>::from);
+    let session = session_id(&request).map(Arc::<str>::from);
     if let (Some(session), Some(principal)) =
         (&session, request.extensions().get::<Arc<Principal>>())
         && !sessions.may_use(session, &principal.subject)
     {
         // Another subject's session is not found, as a session that does not exist.
-        return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+        return session_not_found();
     }
     let posted = (request.method() == Method::POST)
         .then(|| request.extensions().get::<Posted>().cloned())
