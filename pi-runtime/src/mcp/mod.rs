@@ -77,6 +77,7 @@ mod connection;
 mod connections;
 mod content;
 mod errors;
+mod first_write;
 mod http;
 mod listing;
 mod naming;

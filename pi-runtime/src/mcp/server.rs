@@ -24,7 +24,7 @@ use super::auth::{self, Authentication, Gate, Principal};
 use super::cluster::{self, Cluster};
 use super::connections::{self, Limited, Peer};
 use super::sessions::{self, SessionLimits, Sessions};
-use super::{McpError, ToolHints, errors, parse_error};
+use super::{McpError, ToolHints, errors, first_write, parse_error};
 use crate::agent::Hooks;
 use crate::agent::dispatch::{Dispatcher, Lane, RunLimits};
 use crate::agent::turn_tools::TurnTools;
@@ -387,10 +387,14 @@ impl McpServer {
         let gate = inner.auth.clone().map(|auth| Gate::new(auth, path, bound));
         // The last layer added runs first: the token, the body check, the connection's
         // activity, the instance holding the session, the token's scopes for the tool
-        // called, then the sessions.
-        let mut router = axum::Router::new().route_service(path, service).layer(
-            axum::middleware::from_fn_with_state(sessions, sessions::guard),
-        );
+        // called, the sessions, then the hold on a quick answer's head.
+        let mut router = axum::Router::new()
+            .route_service(path, service)
+            .layer(axum::middleware::from_fn(first_write::hold_head))
+            .layer(axum::middleware::from_fn_with_state(
+                sessions,
+                sessions::guard,
+            ));
         if let Some(gate) = &gate {
             router = router.layer(axum::middleware::from_fn_with_state(
                 Arc::clone(gate),
