@@ -27,80 +27,12 @@ use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::{Message, Tool, ToolCall};
 use serde_json::{Value, json};
 
+mod support;
+use support::{Killed, Nginx, example_binary, free_port, installed, installed_dir};
+
 /// The built `mcp_server` example.
 fn server_binary() -> PathBuf {
     example_binary("mcp_server")
-}
-
-/// A built example; cargo runs once per example and test binary.
-fn example_binary(example: &str) -> PathBuf {
-    static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
-    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
-    built
-        .entry(example.to_owned())
-        .or_insert_with(|| {
-            let mut build = escargot::CargoBuild::new()
-                .package("pi-examples")
-                .example(example)
-                .current_release();
-            for (name, _) in std::env::vars_os() {
-                if let Some(name) = name.to_str()
-                    && (name.starts_with("CARGO_PKG_")
-                        || name.starts_with("CARGO_BIN_")
-                        || name == "CARGO_CRATE_NAME"
-                        || name == "CARGO_MANIFEST_DIR"
-                        || name == "CARGO_MANIFEST_PATH"
-                        || name == "CARGO_PRIMARY_PACKAGE")
-                {
-                    build = build.env_remove(name);
-                }
-            }
-            build
-                .run()
-                .unwrap_or_else(|error| panic!("cannot build example {example}: {error}"))
-                .path()
-                .to_owned()
-        })
-        .clone()
-}
-
-/// The peer that `variable` points at, or `None` with a note saying why the test is
-/// skipped. Under CI a missing peer fails the test: `.ci/run` installs every peer, so one
-/// missing there is a broken setup, which a skip would hide.
-fn installed(variable: &str, what: &str) -> Option<PathBuf> {
-    let path = std::env::var_os(variable)
-        .filter(|path| !path.is_empty())
-        .map(PathBuf::from);
-    let problem = match &path {
-        Some(path) if path.is_file() => return Some(path.clone()),
-        Some(path) => format!("{variable} is {}, which does not exist", path.display()),
-        None => format!("{variable} is not set"),
-    };
-    let test = std::thread::current()
-        .name()
-        .unwrap_or("an MCP interop test")
-        .to_owned();
-    let why =
-        format!("{problem}, so {what} is not installed (.ci/run installs it and sets {variable})");
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{test} cannot run under CI: {why}"
-    );
-    // Written to the real standard error: libtest would capture `eprintln!` and show
-    // nothing for a passing test.
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr(), "note: {test} skipped: {why}");
-    None
-}
-
-/// A child killed when the test ends, however it ends.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn project_dir() -> tempfile::TempDir {
@@ -818,12 +750,6 @@ impl Balanced {
         let dir = project_dir();
         let tokens = dir.path().join("tokens.txt");
         std::fs::write(&tokens, format!("{TOKEN}\n")).expect("written");
-        let free_port = || {
-            std::net::TcpListener::bind("127.0.0.1:0")
-                .and_then(|listener| listener.local_addr())
-                .expect("a free port")
-                .port()
-        };
         let names = ["a", "b", "c"];
         let ports: Vec<u16> = names.iter().map(|_| free_port()).collect();
         let mut instances = Vec::new();
@@ -935,22 +861,6 @@ impl Balanced {
                     .clone()
             })
             .collect()
-    }
-}
-
-/// nginx's master process: told to stop (SIGTERM), it stops its workers too; killed, it
-/// would leave them running.
-struct Nginx(Child);
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        if let Ok(pid) = i32::try_from(self.0.id()) {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-        }
-        let _ = self.0.wait();
     }
 }
 
@@ -1075,13 +985,5 @@ fn killing_an_instance_behind_nginx_fails_only_its_calls() {
     let report = last_json_line(ts_client(&sdk, &balanced.url, &["calls", "2", "4"]));
     for client in report["clients"].as_array().expect("clients") {
         assert_eq!(client["ok"], 4, "{client}");
-    }
-}
-
-/// The directory `variable` names, when it exists; else as [`installed`] says.
-fn installed_dir(variable: &str, what: &str) -> Option<PathBuf> {
-    match std::env::var_os(variable).map(PathBuf::from) {
-        Some(path) if path.is_dir() => Some(path),
-        _ => installed(variable, what),
     }
 }

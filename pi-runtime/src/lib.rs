@@ -527,6 +527,10 @@ pub mod json;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
+
+#[cfg(feature = "restate")]
+#[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
+pub mod durable;
 pub mod message;
 #[cfg(all(unix, any(feature = "tools", feature = "mcp")))]
 mod process;

@@ -59,6 +59,10 @@ pub enum AgentError {
         /// The type the run supplies.
         supplied: &'static str,
     },
+    /// A durable run's journal could not record or replay a step (the durable-execution
+    /// engine cancelled the run, for one); the run stopped there.
+    #[error("the run's journal failed: {0}")]
+    Journal(String),
 }
 
 /// A builder that cannot make an agent.

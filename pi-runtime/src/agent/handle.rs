@@ -12,10 +12,12 @@ use tracing::Instrument;
 use super::AgentEvent;
 use super::approval::ApprovalDecision;
 use super::builder::AgentBuilder;
-use super::config::{AgentDefinition, Opening, Shared, check_context};
+use super::config::{AgentDefinition, Config, Opening, Shared, check_context};
 use super::dispatch::{Dispatcher, RunLimits};
 use super::error::AgentError;
 use super::hooks::Hooks;
+#[cfg(feature = "restate")]
+use super::journal::Journal;
 use super::outcome::{RunEnd, RunOutcome};
 use super::run;
 use super::run_state::{RunState, StateLimits, deadline_after, instant_at};
@@ -583,6 +585,7 @@ impl Agent {
             signal: CancellationToken::new(),
             deadline: time_limit.map(|limit| tokio::time::Instant::now() + limit),
             context,
+            run_key: None,
         };
         state.slot.claim(limits.clone());
         state.view.error_message = None;
@@ -646,6 +649,7 @@ impl Agent {
                 signal: CancellationToken::new(),
                 deadline: state.deadline_ms().map(instant_at),
                 context,
+                run_key: None,
             };
             slot.slot.claim(limits.clone());
             slot.view.messages = state.transcript().to_vec();
@@ -670,7 +674,7 @@ impl Agent {
             })
             .ok()?;
         let _guard = RunGuard(&self.shared);
-        match run::run(&self.shared, limits, &mut state, Some(pause)).await {
+        match run::run(&self.shared, limits, &mut state, Some(pause), None).await {
             Some(_) => None,
             None => Some(state),
         }
@@ -687,7 +691,8 @@ impl Agent {
         let deadline = limits.deadline;
         let mut timed_out = false;
         let messages = {
-            let mut run = pin!(run::run(&self.shared, limits, &mut state, None).instrument(span));
+            let mut run =
+                pin!(run::run(&self.shared, limits, &mut state, None, None).instrument(span));
             match deadline {
                 Some(deadline) => {
                     tokio::select! {
@@ -704,27 +709,93 @@ impl Agent {
         };
         // Without a pause hook the run ends, or pauses for approval.
         let messages = messages.unwrap_or_else(|| state.added().to_vec());
-        if state.is_paused() {
-            let end = state.end().cloned().unwrap_or(RunEnd::Aborted);
-            return RunOutcome {
-                messages,
-                turns: state.turns(),
-                end,
-                paused: Some(Box::new(state)),
-            };
-        }
-        let end = match state.end() {
-            Some(RunEnd::Aborted) | None if timed_out => RunEnd::TimeLimit {
-                limit: config.time_limit.unwrap_or_default(),
-            },
-            Some(end) => end.clone(),
-            None => RunEnd::Aborted,
+        outcome(state, messages, timed_out, &config)
+    }
+
+    /// Run `prompt` with every model response and tool execution a step of `journal`,
+    /// started (as the journal recorded) at `started_ms`: a replay of the journal drives the
+    /// run through the same states, and its pauses for approval wait on the journal. The
+    /// time limit counts from `started_ms`, and the journal fires it (it alone knows when the
+    /// replay is over).
+    #[cfg(feature = "restate")]
+    pub(crate) async fn prompt_journaled(
+        &self,
+        prompt: Prompt,
+        journal: &dyn Journal,
+        run_key: Arc<str>,
+        started_ms: u64,
+    ) -> Result<RunOutcome, AgentError> {
+        let Prompt(prompts) = prompt;
+        let (mut limits, mut state) =
+            self.start(AgentError::BusyPrompting, None, |_, messages| {
+                Ok((messages, prompts, false))
+            })?;
+        let _guard = RunGuard(&self.shared);
+        let config = self.shared.config();
+        let deadline_ms = (config.time_limit).map(|limit| {
+            started_ms.saturating_add(u64::try_from(limit.as_millis()).unwrap_or(u64::MAX))
+        });
+        state.set_deadline_ms(deadline_ms);
+        limits.deadline = deadline_ms.map(instant_at);
+        limits.run_key = Some(run_key);
+        let signal = limits.signal.clone();
+        let span = telemetry::run_span(&*config.model);
+        let mut pauses = 0;
+        let messages = loop {
+            let run = run::run(
+                &self.shared,
+                limits.clone(),
+                &mut state,
+                None,
+                Some(journal),
+            );
+            if let Some(messages) = run.instrument(span.clone()).await {
+                break messages;
+            }
+            if !state.is_paused() {
+                break state.added().to_vec();
+            }
+            telemetry::record_pause(state.pending_approvals());
+            pauses += 1;
+            let pending = state.pending_approvals().cloned().collect();
+            match journal.decisions(pauses, pending).await {
+                Ok(decisions) => state.decide(decisions, &config.tools)?,
+                Err(error) => return Err(AgentError::Journal(error.0)),
+            }
         };
-        RunOutcome {
+        let timed_out = signal.is_cancelled() && deadline_ms.is_some();
+        Ok(outcome(state, messages, timed_out, &config))
+    }
+}
+
+/// How a run that stopped driving ended: paused for approval, or its end, with an abort by
+/// the time limit reported as such.
+fn outcome(
+    state: RunState,
+    messages: Vec<Message>,
+    timed_out: bool,
+    config: &Config,
+) -> RunOutcome {
+    if state.is_paused() {
+        let end = state.end().cloned().unwrap_or(RunEnd::Aborted);
+        return RunOutcome {
             messages,
             turns: state.turns(),
             end,
-            paused: None,
-        }
+            paused: Some(Box::new(state)),
+        };
+    }
+    let end = match state.end() {
+        Some(RunEnd::Aborted) | None if timed_out => RunEnd::TimeLimit {
+            limit: config.time_limit.unwrap_or_default(),
+        },
+        Some(end) => end.clone(),
+        None => RunEnd::Aborted,
+    };
+    RunOutcome {
+        messages,
+        turns: state.turns(),
+        end,
+        paused: None,
     }
 }

@@ -65,6 +65,7 @@ mod events;
 pub(crate) mod failure;
 mod handle;
 pub(crate) mod hooks;
+pub(crate) mod journal;
 mod outcome;
 mod run;
 mod run_state;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::approval::PendingCall;
 use super::run_state::RunState;
-use crate::message::Message;
+use crate::message::{AssistantMessage, Message};
 
 /// Why a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,6 +111,14 @@ impl RunOutcome {
     /// The paused state, taken out of the outcome.
     pub fn into_paused_state(self) -> Option<RunState> {
         self.paused.map(|state| *state)
+    }
+
+    /// The text of the run's last assistant message (its text blocks joined), if the run
+    /// added one.
+    pub fn final_text(&self) -> Option<String> {
+        (self.messages.iter().rev())
+            .find_map(Message::as_assistant)
+            .map(AssistantMessage::text)
     }
 
     /// The messages, without the rest.

@@ -5,6 +5,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
+use serde_json::Value;
 use tracing::Instrument;
 
 use super::AgentEvent;
@@ -14,6 +15,7 @@ use super::dispatch::{
 };
 use super::failure::REQUEST_ABORTED;
 use super::hooks::{FinishedTurn, RequestPlan, TurnControl};
+use super::journal::Journal;
 use super::outcome::RunEnd;
 use super::run_state::{Effect, RunState};
 use super::telemetry;
@@ -27,18 +29,21 @@ use crate::tool::{ConversationTools, ToolSwitch};
 
 /// Drive `state` to its end and return the messages the run added; or, when `pause` says
 /// so between two effects or a batch pauses for approval, stop there and return `None` (the
-/// state then serializes).
+/// state then serializes). With a `journal`, every model response and tool execution is a
+/// step of it.
 pub(crate) async fn run(
     shared: &Arc<Shared>,
     limits: RunLimits,
     state: &mut RunState,
     pause: Option<&(dyn Fn(&RunState) -> bool + Sync)>,
+    journal: Option<&dyn Journal>,
 ) -> Option<Vec<Message>> {
     let mut driver = Driver {
         shared,
         limits: Arc::new(limits),
         model: None,
         turn: None,
+        journal,
     };
     loop {
         if pause.is_some_and(|pause| pause(state)) {
@@ -109,6 +114,7 @@ struct Driver<'a> {
     limits: Arc<RunLimits>,
     model: Option<Arc<dyn LanguageModel>>,
     turn: Option<Turn>,
+    journal: Option<&'a dyn Journal>,
 }
 
 impl Driver<'_> {
@@ -134,28 +140,72 @@ impl Driver<'_> {
 
     /// Ask the model and stream its response into events, `message_end` included.
     async fn respond(&mut self, state: &mut RunState) -> Arc<AssistantMessage> {
-        let config = Arc::clone(&self.turn().config);
-        let model = self
-            .model
-            .clone()
-            .unwrap_or_else(|| Arc::clone(&config.model));
-        let message = if self.limits.signal.is_cancelled() {
-            let mut aborted = failed_message(&*model, StopReason::Aborted, REQUEST_ABORTED);
-            aborted.content.clear();
-            self.started(aborted).await
-        } else {
-            let span = telemetry::chat_span(&*model);
-            let message = self
-                .stream_response(state, &config, model)
-                .instrument(span.clone())
-                .await;
-            telemetry::record_response(&span, &message, config.capture_content);
-            message
+        let message = match self.journal {
+            Some(journal) => self.respond_journaled(journal, state).await,
+            None => self.response(state).await,
         };
         self.emit(AgentEvent::MessageEnd {
             message: Arc::clone(&message).into(),
         })
         .await;
+        message
+    }
+
+    /// The response as a step of `journal`. A replayed response arrives whole: its
+    /// `message_start` is emitted here, with no updates.
+    async fn respond_journaled(
+        &mut self,
+        journal: &dyn Journal,
+        state: &mut RunState,
+    ) -> Arc<AssistantMessage> {
+        let limits = Arc::clone(&self.limits);
+        let signal = &limits.signal;
+        let name = format!("turn {}: model response", state.turns() + 1);
+        let mut ran = false;
+        let work = async {
+            ran = true;
+            serde_json::to_value(&*self.response(state).await).unwrap_or(Value::Null)
+        };
+        let recorded = journal.step(name, Box::pin(work), &limits).await;
+        let model = Arc::clone(&self.turn().config.model);
+        let message = match recorded.map(serde_json::from_value::<AssistantMessage>) {
+            Ok(Ok(message)) => Arc::new(message),
+            Ok(Err(error)) => {
+                let error = format!("the journal's record of the response is unreadable: {error}");
+                Arc::new(failed_message(&*model, StopReason::Error, &error))
+            }
+            Err(error) => {
+                signal.cancel();
+                Arc::new(failed_message(&*model, StopReason::Aborted, &error.0))
+            }
+        };
+        if !ran {
+            self.emit(AgentEvent::MessageStart {
+                message: Arc::clone(&message).into(),
+            })
+            .await;
+        }
+        message
+    }
+
+    /// Ask the model and stream its response into events, up to `message_end`.
+    async fn response(&mut self, state: &mut RunState) -> Arc<AssistantMessage> {
+        let config = Arc::clone(&self.turn().config);
+        let model = self
+            .model
+            .clone()
+            .unwrap_or_else(|| Arc::clone(&config.model));
+        if self.limits.signal.is_cancelled() {
+            let mut aborted = failed_message(&*model, StopReason::Aborted, REQUEST_ABORTED);
+            aborted.content.clear();
+            return self.started(aborted).await;
+        }
+        let span = telemetry::chat_span(&*model);
+        let message = self
+            .stream_response(state, &config, model)
+            .instrument(span.clone())
+            .await;
+        telemetry::record_response(&span, &message, config.capture_content);
         message
     }
 
@@ -396,7 +446,7 @@ impl Driver<'_> {
         // The hooks see the transcript before this batch: up to and including the response.
         let messages = dispatcher.hook_transcript(state.transcript());
         dispatcher
-            .run_batch(response, messages, &self.shared.bus)
+            .run_batch(response, messages, &self.shared.bus, self.journal)
             .await
     }
 
@@ -410,7 +460,7 @@ impl Driver<'_> {
         let dispatcher = self.dispatcher();
         let messages = dispatcher.hook_transcript(state.transcript());
         dispatcher
-            .resume_batch(response, calls, messages, &self.shared.bus)
+            .resume_batch(response, calls, messages, &self.shared.bus, self.journal)
             .await
     }
 

@@ -320,6 +320,12 @@ impl RunState {
         self.thinking_level
     }
 
+    /// Count the time limit from another start (a durable run's recorded one).
+    #[cfg(feature = "restate")]
+    pub(crate) fn set_deadline_ms(&mut self, deadline_ms: Option<u64>) {
+        self.deadline_ms = deadline_ms;
+    }
+
     pub(crate) fn set_thinking_level(&mut self, level: ThinkingLevel) {
         self.thinking_level = Some(level);
     }

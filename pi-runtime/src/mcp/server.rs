@@ -555,6 +555,7 @@ impl McpServer {
             signal: context.ct.clone(),
             deadline: None,
             context: None,
+            run_key: None,
         };
         let dispatcher = Dispatcher::new(
             Arc::clone(&inner.tools),

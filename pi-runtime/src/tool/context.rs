@@ -40,6 +40,8 @@ pub struct ToolContext {
     caller: Option<Arc<dyn ToolCaller>>,
     /// The run's context, if it supplies one.
     run_context: Option<RunContext>,
+    /// The key a durable run gives this call, the same on every attempt.
+    idempotency_key: Option<String>,
 }
 
 /// Runs a tool's calls of other tools through the pipeline that runs the tool itself.
@@ -66,6 +68,7 @@ impl std::fmt::Debug for ToolContext {
             .field("updates", &!matches!(self.updates, Updates::Dropped))
             .field("caller", &self.caller.is_some())
             .field("run_context", &self.run_context)
+            .field("idempotency_key", &self.idempotency_key)
             .finish()
     }
 }
@@ -80,6 +83,7 @@ impl ToolContext {
             updates: Updates::Dropped,
             caller: None,
             run_context: None,
+            idempotency_key: None,
         }
     }
 
@@ -98,6 +102,21 @@ impl ToolContext {
     /// The run's context, if the run supplies one of type `T`.
     pub fn context<T: 'static>(&self) -> Option<&T> {
         self.run_context.as_ref().and_then(RunContext::get)
+    }
+
+    /// The key to pass on to external systems so that a call made twice takes effect once:
+    /// `<run key>/<call id>` in a durable run (see `pi_runtime::durable`), where the call in
+    /// flight when a process dies runs again after the restart with the same key. `None`
+    /// outside a durable run.
+    pub fn idempotency_key(&self) -> Option<&str> {
+        self.idempotency_key.as_deref()
+    }
+
+    /// Give the call the key a durable run gives it.
+    #[must_use]
+    pub(crate) fn with_idempotency_key(mut self, key: Option<String>) -> Self {
+        self.idempotency_key = key;
+        self
     }
 
     /// Send each progress update to `sink`.
@@ -122,6 +141,7 @@ impl ToolContext {
             updates: Updates::Channel(updates),
             caller: Some(caller),
             run_context,
+            idempotency_key: None,
         }
     }
 

@@ -13,6 +13,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::task::JoinSet;
@@ -24,6 +25,7 @@ use super::policy::acquire;
 use crate::agent::AgentEvent;
 use crate::agent::approval::PendingCall;
 use crate::agent::failure::{self, CallFailure};
+use crate::agent::journal::{Journal, JournalError, Work};
 use crate::agent::sink::Bus;
 use crate::agent::telemetry;
 use crate::message::{AssistantMessage, StopReason, ToolCall, ToolResultMessage};
@@ -63,6 +65,7 @@ pub(super) async fn run(
     sequential: bool,
     approvals: bool,
     bus: &Bus,
+    journal: Option<&dyn Journal>,
 ) -> BatchRun {
     let Some(assistant) = scope.assistant.clone() else {
         return BatchRun::Finished(outcome(Vec::new()));
@@ -71,7 +74,7 @@ pub(super) async fn run(
     let finished = if assistant.stop_reason == StopReason::Length {
         truncated(&calls, &scope, bus).await
     } else if sequential && !approvals {
-        sequential_calls(&calls, &scope, bus).await
+        sequential_calls(&calls, &scope, bus, journal).await
     } else {
         let prepared = preflight(&calls, &scope, bus).await;
         if prepared
@@ -81,7 +84,10 @@ pub(super) async fn run(
         {
             return BatchRun::Held(prepared.hold(&calls));
         }
-        complete(prepared, &calls, &assistant, &scope, sequential, bus).await
+        complete(
+            prepared, &calls, &assistant, &scope, sequential, bus, journal,
+        )
+        .await
     };
     BatchRun::Finished(outcome(finished))
 }
@@ -94,6 +100,7 @@ pub(super) async fn resume(
     held: Vec<HeldCall>,
     sequential: bool,
     bus: &Bus,
+    journal: Option<&dyn Journal>,
 ) -> BatchOutcome {
     let Some(assistant) = scope.assistant.clone() else {
         return outcome(Vec::new());
@@ -134,7 +141,10 @@ pub(super) async fn resume(
         prepared.slots.push(slot);
         prepared.spans.push(span);
     }
-    outcome(complete(prepared, &calls, &assistant, &scope, sequential, bus).await)
+    let completed = complete(
+        prepared, &calls, &assistant, &scope, sequential, bus, journal,
+    );
+    outcome(completed.await)
 }
 
 fn outcome(outcomes: Vec<Finished>) -> BatchOutcome {
@@ -164,7 +174,12 @@ async fn truncated(calls: &[&ToolCall], scope: &CallScope, bus: &Bus) -> Vec<Fin
 }
 
 /// Prepare each call just before executing it (pi's sequential mode).
-async fn sequential_calls(calls: &[&ToolCall], scope: &Arc<CallScope>, bus: &Bus) -> Vec<Finished> {
+async fn sequential_calls(
+    calls: &[&ToolCall],
+    scope: &Arc<CallScope>,
+    bus: &Bus,
+    journal: Option<&dyn Journal>,
+) -> Vec<Finished> {
     let mut finished = Vec::with_capacity(calls.len());
     for call in calls {
         let span = emit_start(call, scope, bus).await;
@@ -174,7 +189,7 @@ async fn sequential_calls(calls: &[&ToolCall], scope: &Arc<CallScope>, bus: &Bus
             // Only a batch without approval policies gets here; fail closed all the same.
             Preflight::Held(held) => held.refused(call),
             Preflight::Ready(ready) => {
-                execute_here(ready, call, scope, bus)
+                execute_here(ready, call, scope, bus, journal)
                     .instrument(span.clone())
                     .await
             }
@@ -249,6 +264,7 @@ async fn complete(
     scope: &Arc<CallScope>,
     sequential: bool,
     bus: &Bus,
+    journal: Option<&dyn Journal>,
 ) -> Vec<Finished> {
     let Prepared { slots, spans } = prepared;
     let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(calls.len());
@@ -274,12 +290,20 @@ async fn complete(
         // and gives the same events.
         for (index, job) in ready {
             let span = &spans[index];
-            let outcome = execute_here(job, calls[index], scope, bus)
+            let outcome = execute_here(job, calls[index], scope, bus, journal)
                 .instrument(span.clone())
                 .await;
             emit_end(calls[index], &outcome, span, scope, bus).await;
             outcomes[index] = Some(outcome);
         }
+    } else if let Some(journal) = journal {
+        let jobs = JournaledJobs {
+            journal,
+            calls,
+            assistant,
+            spans: &spans,
+        };
+        jobs.run(ready, scope, bus, &mut outcomes).await;
     } else if !ready.is_empty() {
         run_jobs(ready, calls, assistant, &spans, scope, bus, &mut outcomes).await;
     }
@@ -442,12 +466,124 @@ impl Jobs {
     }
 }
 
-/// Execute a prepared call on the loop's own task, emitting its updates directly.
-async fn execute_here(ready: Ready, call: &ToolCall, scope: &Arc<CallScope>, bus: &Bus) -> Outcome {
-    call::execute(ready, call, scope, |partial| {
+/// Execute a prepared call on the loop's own task, emitting its updates directly; with a
+/// `journal`, as a step of it.
+async fn execute_here(
+    ready: Ready,
+    call: &ToolCall,
+    scope: &Arc<CallScope>,
+    bus: &Bus,
+    journal: Option<&dyn Journal>,
+) -> Outcome {
+    let execution = call::execute(ready, call, scope, |partial| {
         emit_update(call, partial, bus)
-    })
-    .await
+    });
+    let Some(journal) = journal else {
+        return execution.await;
+    };
+    let work = async { recorded_value(&execution.await) };
+    let recorded = journal.step(step_name(call), Box::pin(work), &scope.limits);
+    replayed_outcome(recorded.await, scope)
+}
+
+/// The journal step of a call's execution.
+fn step_name(call: &ToolCall) -> String {
+    format!("tool call {}", call.id)
+}
+
+fn recorded_value(outcome: &Outcome) -> Value {
+    serde_json::to_value(outcome).unwrap_or(Value::Null)
+}
+
+/// A call's outcome from its journal step; a step the journal could not keep stops the run.
+fn replayed_outcome(recorded: Result<Value, JournalError>, scope: &CallScope) -> Outcome {
+    match recorded.map(serde_json::from_value::<Outcome>) {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(error)) => Outcome::failed(
+            CallFailure::Panic,
+            format!("the journal's record of this call is unreadable: {error}"),
+        ),
+        Err(error) => {
+            scope.signal().cancel();
+            Outcome::failed(CallFailure::Cancelled, error.0)
+        }
+    }
+}
+
+/// A parallel batch's executions under a journal: each call is a step of its own, the
+/// calls run at the same time, and they end in source order (the order the journal records
+/// them in).
+struct JournaledJobs<'a> {
+    journal: &'a dyn Journal,
+    calls: &'a [&'a ToolCall],
+    assistant: &'a Arc<AssistantMessage>,
+    spans: &'a [Span],
+}
+
+impl JournaledJobs<'_> {
+    async fn run(
+        self,
+        ready: Vec<(usize, Ready)>,
+        scope: &Arc<CallScope>,
+        bus: &Bus,
+        outcomes: &mut [Option<Outcome>],
+    ) {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let batch_permits =
+            (scope.policies.batch_concurrency).map(|max| Arc::new(Semaphore::new(max)));
+        let blocks: Vec<usize> = (self.assistant.content.iter().enumerate())
+            .filter(|(_, block)| block.as_tool_call().is_some())
+            .map(|(at, _)| at)
+            .collect();
+        let indices: Vec<usize> = ready.iter().map(|(index, _)| *index).collect();
+        let steps: Vec<(String, Work<'static>)> = (ready.into_iter())
+            .map(|(index, job)| {
+                let block = blocks[index];
+                let scope = Arc::clone(scope);
+                let assistant = Arc::clone(self.assistant);
+                let tx = tx.clone();
+                let batch_permits = batch_permits.clone();
+                let work = async move {
+                    let Some(call) = assistant.content[block].as_tool_call() else {
+                        return Value::Null;
+                    };
+                    let _batch_permit = match batch_permits {
+                        Some(permits) => acquire(permits, scope.signal()).await.ok(),
+                        None => None,
+                    };
+                    let outcome = call::execute(job, call, &scope, |update| {
+                        // The loop is gone only if the run was dropped.
+                        let _ = tx.send((index, update));
+                        std::future::ready(())
+                    })
+                    .await;
+                    recorded_value(&outcome)
+                };
+                let work: Work<'static> = Box::pin(work.instrument(self.spans[index].clone()));
+                (step_name(self.calls[index]), work)
+            })
+            .collect();
+        drop(tx);
+        let mut recorded = pin!(self.journal.steps(steps, true, &scope.limits));
+        let values = loop {
+            tokio::select! {
+                biased;
+                Some((index, partial)) = rx.recv() => {
+                    emit_update(self.calls[index], partial, bus).await;
+                }
+                values = &mut recorded => break values,
+            }
+        };
+        for (position, index) in indices.into_iter().enumerate() {
+            let value = match &values {
+                Ok(values) => Ok(values.get(position).cloned().unwrap_or(Value::Null)),
+                Err(error) => Err(error.clone()),
+            };
+            let outcome = replayed_outcome(value, scope);
+            emit_end(self.calls[index], &outcome, &self.spans[index], scope, bus).await;
+            outcomes[index] = Some(outcome);
+        }
+    }
 }
 
 /// `tool_execution_start`, and the call's span (created here, in the run's span).

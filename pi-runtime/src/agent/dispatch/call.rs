@@ -45,6 +45,8 @@ pub(crate) struct RunLimits {
     pub(crate) deadline: Option<Instant>,
     /// The run's context, handed to every call (nested ones too) and hook.
     pub(crate) context: Option<RunContext>,
+    /// A durable run's key: with a call's id, the idempotency key its tool gets.
+    pub(crate) run_key: Option<Arc<str>>,
 }
 
 /// What every call of one batch shares, in one `Arc` that each spawned job and each
@@ -107,7 +109,8 @@ impl CallScope {
 
 /// A finished call: the result the model sees (`result.is_error` is the call's error flag),
 /// why it failed, and how long `execute` took, when it ran.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct Outcome {
     pub(crate) result: ToolResult,
     pub(crate) failure: Option<CallFailure>,
@@ -329,6 +332,13 @@ where
         tx,
         Arc::clone(scope) as Arc<dyn ToolCaller>,
         scope.limits.context.clone(),
+    )
+    .with_idempotency_key(
+        scope
+            .limits
+            .run_key
+            .as_ref()
+            .map(|key| format!("{key}/{}", call.id)),
     );
     // `after_tool_call` needs the arguments too; only then is a copy worth making.
     let kept_args = scope.hooks.after_tool_call.as_ref().map(|_| args.clone());

@@ -25,6 +25,7 @@ pub(crate) use policy::Policies;
 
 use self::call::{CallScope, Preflight};
 use super::hooks::Hooks;
+use super::journal::Journal;
 use super::sink::Bus;
 use super::turn_tools::TurnTools;
 use crate::message::{AssistantMessage, Message, ToolCall};
@@ -131,6 +132,7 @@ impl Dispatcher {
         assistant: Arc<AssistantMessage>,
         messages: Arc<[Message]>,
         bus: &Bus,
+        journal: Option<&dyn Journal>,
     ) -> BatchRun {
         let sequential = self.sequential(&assistant);
         let approvals = self.hooks.approval.is_some()
@@ -138,7 +140,7 @@ impl Dispatcher {
                 (self.tools.get(&call.name)).is_some_and(|tool| tool.approval().may_ask())
             });
         let scope = self.scope(Some(assistant), messages);
-        batch::run(scope, sequential, approvals, bus).await
+        batch::run(scope, sequential, approvals, bus, journal).await
     }
 
     /// Go on with `assistant`'s batch, held for approval and resolved by [`decide`].
@@ -148,10 +150,11 @@ impl Dispatcher {
         held: Vec<HeldCall>,
         messages: Arc<[Message]>,
         bus: &Bus,
+        journal: Option<&dyn Journal>,
     ) -> BatchOutcome {
         let sequential = self.sequential(&assistant);
         let scope = self.scope(Some(assistant), messages);
-        batch::resume(scope, held, sequential, bus).await
+        batch::resume(scope, held, sequential, bus, journal).await
     }
 
     /// Run one call outside a batch: no events and no messages; each progress update goes

@@ -1,0 +1,351 @@
+//! Durable agent runs on [Restate](https://restate.dev): a run is a Restate workflow, and a
+//! crash anywhere (a deploy, an out-of-memory kill, a dead host) resumes it where it was.
+//!
+//! - **Model responses** are journal steps named `turn N: model response`, recorded once
+//!   complete. A replay never asks the model again.
+//! - **Tool executions** are journal steps named `tool call <id>`. The one in flight when
+//!   the process died runs again after the restart; its tool gets the same
+//!   [`ToolContext::idempotency_key`](crate::ToolContext::idempotency_key)
+//!   (`<run key>/<call id>`) both times, to pass on to the systems it changes.
+//! - **Approvals** wait on a durable promise per pause. A person's decision goes to the
+//!   workflow's shared handler ([`decide`]) over Restate's ingress, hours later, whether or
+//!   not a service process runs at that moment.
+//! - **Limits** survive restarts: turns are counted over the replayed steps, and the time
+//!   limit counts from the run's recorded start.
+//!
+//! Events, hooks and validation run in the service process as in memory. A replay runs them
+//! again for the replayed steps, so a subscriber sees a replayed step's events again: its
+//! `tool_execution_start` and `_end`, and its response's `message_start` and `message_end`
+//! (a replayed response arrives whole, without its streaming updates). Keep hooks
+//! deterministic: what decides between two steps must decide the same way on a replay.
+//!
+//! **A parallel batch under the journal.** Restate's `ctx.run` is not a combinable durable
+//! future: awaiting several at once (`join_all` over four or more) stalls until the
+//! invocation's inactivity timeout. So a batch's steps are recorded one after another in
+//! source order, while the calls themselves run at the same time: the first call found
+//! unrecorded starts every later call of the batch (a later call is never recorded before
+//! an earlier one), and each step then waits for its own call. The calls of a parallel batch
+//! end in source order under the journal. After a crash, the calls of a parallel batch that
+//! were not recorded yet run again (those that finished before the crash too), each with its
+//! idempotency key.
+//!
+//! The workflow itself is a few lines of the user's, so its name and handlers are the
+//! user's to choose:
+//!
+//! ```no_run
+//! use pi_runtime::agent::{Agent, AgentDefinition};
+//! use pi_runtime::agent::approval::Decision;
+//! use pi_runtime::durable;
+//! use restate_sdk::prelude::*;
+//!
+//! struct DurableAgent {
+//!     agent: AgentDefinition,
+//! }
+//!
+//! #[restate_sdk::workflow]
+//! impl DurableAgent {
+//!     #[handler]
+//!     async fn run(&self, ctx: WorkflowContext<'_>, prompt: String) -> HandlerResult<String> {
+//!         let outcome = durable::run(&ctx, &self.agent, prompt).await?;
+//!         Ok(outcome.final_text().unwrap_or_default())
+//!     }
+//!
+//!     #[handler]
+//!     async fn decide(&self, ctx: SharedWorkflowContext<'_>, decision: String) -> HandlerResult<()> {
+//!         let decision = match decision.as_str() {
+//!             "approve" => Decision::Approve,
+//!             _ => Decision::Deny { reason: "A person said no.".to_owned() },
+//!         };
+//!         Ok(durable::decide(&ctx, decision).await?)
+//!     }
+//! }
+//!
+//! # async fn serve(agent: AgentDefinition) {
+//! HttpServer::new(Endpoint::builder().bind(DurableAgent { agent }).build())
+//!     .listen_and_serve("127.0.0.1:9080".parse().expect("an address"))
+//!     .await;
+//! # }
+//! ```
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::future::BoxFuture;
+use restate_sdk::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::approval::{ApprovalDecision, Decision, PendingCall};
+use crate::agent::dispatch::RunLimits;
+use crate::agent::journal::{self, Journal, JournalError, Recorded, Work};
+use crate::agent::{AgentDefinition, Prompt, RunOutcome};
+use crate::message::{Message, now_ms};
+
+/// The workflow state key of the approval a run waits for.
+const PENDING: &str = "pi.pending";
+/// The workflow state key of the finished run's transcript.
+const TRANSCRIPT: &str = "pi.transcript";
+
+/// Run `prompt` in a new conversation of `agent` as the workflow `ctx`, to its end: each
+/// model response and tool execution a step of the workflow's journal, each pause for
+/// approval a wait on a durable promise that [`decide`] resolves. The run's key is the
+/// workflow's key. The transcript is kept in the workflow's state ([`transcript`]).
+///
+/// # Errors
+/// A terminal error when the run cannot start (a tool reads a context this run does not
+/// supply) or the journal stops it (the invocation was cancelled).
+pub async fn run(
+    ctx: &WorkflowContext<'_>,
+    agent: &AgentDefinition,
+    prompt: impl Into<Prompt>,
+) -> Result<RunOutcome, TerminalError> {
+    let started_ms = ctx
+        .run(|| async { Ok(now_ms()) })
+        .name("run started")
+        .await?;
+    let conversation = agent.conversation();
+    let journal = RestateJournal::new(ctx);
+    let run_key: Arc<str> = Arc::from(ctx.key());
+    let outcome = conversation
+        .prompt_journaled(prompt.into(), &journal, run_key, started_ms)
+        .await
+        .map_err(|error| TerminalError::new(error.to_string()))?;
+    ctx.set(TRANSCRIPT, Json(outcome.messages.clone()));
+    Ok(outcome)
+}
+
+/// Decide every call the run of `ctx`'s workflow holds for approval, as `decision`.
+///
+/// # Errors
+/// A terminal error when the run waits for no approval now.
+pub async fn decide(
+    ctx: &SharedWorkflowContext<'_>,
+    decision: Decision,
+) -> Result<(), TerminalError> {
+    let Some(Json(pending)) = ctx.get::<Json<Pending>>(PENDING).await? else {
+        return Err(TerminalError::new(format!(
+            "the run {} waits for no approval",
+            ctx.key()
+        )));
+    };
+    let decisions: Vec<ApprovalDecision> = (pending.calls.iter())
+        .map(|call| ApprovalDecision::new(call.id.clone(), decision.clone()))
+        .collect();
+    ctx.resolve_promise(&pending.promise, Json(decisions));
+    Ok(())
+}
+
+/// The calls the run of `ctx`'s workflow waits for a decision on; empty when it waits for
+/// none.
+///
+/// # Errors
+/// A terminal error when the workflow's state cannot be read.
+pub async fn pending(ctx: &SharedWorkflowContext<'_>) -> Result<Vec<PendingCall>, TerminalError> {
+    let pending = ctx.get::<Json<Pending>>(PENDING).await?;
+    Ok(pending
+        .map(|Json(pending)| pending.calls)
+        .unwrap_or_default())
+}
+
+/// The transcript of the finished run of `ctx`'s workflow; empty before it finishes.
+///
+/// # Errors
+/// A terminal error when the workflow's state cannot be read.
+pub async fn transcript(ctx: &SharedWorkflowContext<'_>) -> Result<Vec<Message>, TerminalError> {
+    let messages = ctx.get::<Json<Vec<Message>>>(TRANSCRIPT).await?;
+    Ok(messages.map(|Json(messages)| messages).unwrap_or_default())
+}
+
+/// The approval a paused run waits for: the promise its decisions resolve, and its calls.
+#[derive(Debug, Serialize, Deserialize)]
+struct Pending {
+    promise: String,
+    calls: Vec<PendingCall>,
+}
+
+/// A workflow's journal as a run's [`Journal`]. It also fires the run's time limit, but only
+/// once a step runs for real: while steps replay, the recorded stops stand in for it.
+struct RestateJournal<'a, 'ctx> {
+    ctx: &'a WorkflowContext<'ctx>,
+    time_limit: Mutex<Option<AbortOnDrop>>,
+}
+
+impl<'a, 'ctx> RestateJournal<'a, 'ctx> {
+    fn new(ctx: &'a WorkflowContext<'ctx>) -> Self {
+        RestateJournal {
+            ctx,
+            time_limit: Mutex::new(None),
+        }
+    }
+
+    /// A step runs for real: the replay is over, so the time limit may fire the run's
+    /// signal now.
+    fn live(&self, limits: &RunLimits) {
+        let Some(deadline) = limits.deadline else {
+            return;
+        };
+        let mut time_limit = self
+            .time_limit
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if time_limit.is_none() {
+            let signal = limits.signal.clone();
+            *time_limit = Some(AbortOnDrop(tokio::spawn(async move {
+                tokio::time::sleep_until(deadline).await;
+                signal.cancel();
+            })));
+        }
+    }
+}
+
+impl Journal for RestateJournal<'_, '_> {
+    fn step<'b>(
+        &'b self,
+        name: String,
+        work: Work<'b>,
+        limits: &'b RunLimits,
+    ) -> BoxFuture<'b, Result<Value, JournalError>> {
+        let signal = &limits.signal;
+        Box::pin(async move {
+            let recorded = self
+                .ctx
+                .run(|| async move {
+                    self.live(limits);
+                    Ok(Json(journal::record(work, signal).await))
+                })
+                .name(name)
+                .await;
+            match recorded {
+                Ok(Json(recorded)) => Ok(journal::replay(recorded, signal)),
+                Err(error) => Err(JournalError(error.to_string())),
+            }
+        })
+    }
+
+    fn steps<'b>(
+        &'b self,
+        steps: Vec<(String, Work<'static>)>,
+        concurrent: bool,
+        limits: &'b RunLimits,
+    ) -> BoxFuture<'b, Result<Vec<Value>, JournalError>> {
+        let signal = &limits.signal;
+        Box::pin(async move {
+            let (names, works): (Vec<String>, Vec<Work<'static>>) = steps.into_iter().unzip();
+            let calls = Arc::new(Mutex::new(Calls::new(works)));
+            let mut values = Vec::with_capacity(names.len());
+            for (index, name) in names.into_iter().enumerate() {
+                let calls = Arc::clone(&calls);
+                let recorded = self
+                    .ctx
+                    .run(|| async move {
+                        self.live(limits);
+                        let running = {
+                            let mut calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
+                            calls.start(index, concurrent, signal)
+                        };
+                        match running {
+                            Some(running) => match running.await {
+                                Ok(recorded) => Ok(Json(recorded)),
+                                Err(error) => Err(TerminalError::new(format!(
+                                    "the tool call's task ended early: {error}"
+                                ))
+                                .into()),
+                            },
+                            None => Err(TerminalError::new("the tool call ran already").into()),
+                        }
+                    })
+                    .name(name)
+                    .await;
+                match recorded {
+                    Ok(Json(recorded)) => values.push(journal::replay(recorded, signal)),
+                    Err(error) => return Err(JournalError(error.to_string())),
+                }
+            }
+            Ok(values)
+        })
+    }
+
+    fn decisions<'b>(
+        &'b self,
+        pause: usize,
+        pending: Vec<PendingCall>,
+    ) -> BoxFuture<'b, Result<Vec<ApprovalDecision>, JournalError>> {
+        Box::pin(async move {
+            let promise = format!("approval {pause}");
+            let waiting = Pending {
+                promise: promise.clone(),
+                calls: pending,
+            };
+            self.ctx.set(PENDING, Json(waiting));
+            let decided = self
+                .ctx
+                .promise::<Json<Vec<ApprovalDecision>>>(&promise)
+                .await;
+            self.ctx.clear(PENDING);
+            decided
+                .map(|Json(decisions)| decisions)
+                .map_err(|error| JournalError(error.to_string()))
+        })
+    }
+}
+
+/// The executions of a parallel batch: waiting to start, or running as tasks.
+struct Calls {
+    waiting: Vec<Option<Work<'static>>>,
+    running: Vec<Option<AbortOnDrop<Recorded>>>,
+}
+
+impl Calls {
+    fn new(works: Vec<Work<'static>>) -> Self {
+        let running = works.iter().map(|_| None).collect();
+        Calls {
+            waiting: works.into_iter().map(Some).collect(),
+            running,
+        }
+    }
+
+    /// The running call `index`: it starts now, with every later call when `concurrent`
+    /// (nothing after an unrecorded step is recorded). `None` if it was taken already.
+    fn start(
+        &mut self,
+        index: usize,
+        concurrent: bool,
+        signal: &CancellationToken,
+    ) -> Option<AbortOnDrop<Recorded>> {
+        let last = if concurrent {
+            self.waiting.len()
+        } else {
+            index + 1
+        };
+        for at in index..last {
+            if let Some(work) = self.waiting.get_mut(at).and_then(Option::take) {
+                let signal = signal.clone();
+                let task = tokio::spawn(async move { journal::record(work, &signal).await });
+                self.running[at] = Some(AbortOnDrop(task));
+            }
+        }
+        self.running.get_mut(index).and_then(Option::take)
+    }
+}
+
+/// A task that stops when its handle is dropped: a run dropped by the engine (suspended,
+/// or its process shutting down) leaves no tool running.
+struct AbortOnDrop<T = ()>(JoinHandle<T>);
+
+impl<T> std::future::Future for AbortOnDrop<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
