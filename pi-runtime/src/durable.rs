@@ -73,12 +73,11 @@ use futures::future::BoxFuture;
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::approval::{ApprovalDecision, Decision, PendingCall};
 use crate::agent::dispatch::RunLimits;
-use crate::agent::journal::{self, Journal, JournalError, Recorded, Work};
+use crate::agent::journal::{self, AbortOnDrop, Journal, JournalError, Recorded, TimeLimit, Work};
 use crate::agent::{AgentDefinition, Prompt, RunOutcome};
 use crate::message::{Message, now_ms};
 
@@ -168,33 +167,14 @@ struct Pending {
 /// once a step runs for real: while steps replay, the recorded stops stand in for it.
 struct RestateJournal<'a, 'ctx> {
     ctx: &'a WorkflowContext<'ctx>,
-    time_limit: Mutex<Option<AbortOnDrop>>,
+    time_limit: TimeLimit,
 }
 
 impl<'a, 'ctx> RestateJournal<'a, 'ctx> {
     fn new(ctx: &'a WorkflowContext<'ctx>) -> Self {
         RestateJournal {
             ctx,
-            time_limit: Mutex::new(None),
-        }
-    }
-
-    /// A step runs for real: the replay is over, so the time limit may fire the run's
-    /// signal now.
-    fn live(&self, limits: &RunLimits) {
-        let Some(deadline) = limits.deadline else {
-            return;
-        };
-        let mut time_limit = self
-            .time_limit
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if time_limit.is_none() {
-            let signal = limits.signal.clone();
-            *time_limit = Some(AbortOnDrop(tokio::spawn(async move {
-                tokio::time::sleep_until(deadline).await;
-                signal.cancel();
-            })));
+            time_limit: TimeLimit::default(),
         }
     }
 }
@@ -211,7 +191,7 @@ impl Journal for RestateJournal<'_, '_> {
             let recorded = self
                 .ctx
                 .run(|| async move {
-                    self.live(limits);
+                    self.time_limit.arm(limits);
                     Ok(Json(journal::record(work, signal).await))
                 })
                 .name(name)
@@ -239,7 +219,7 @@ impl Journal for RestateJournal<'_, '_> {
                 let recorded = self
                     .ctx
                     .run(|| async move {
-                        self.live(limits);
+                        self.time_limit.arm(limits);
                         let running = {
                             let mut calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
                             calls.start(index, concurrent, signal)
@@ -326,26 +306,5 @@ impl Calls {
             }
         }
         self.running.get_mut(index).and_then(Option::take)
-    }
-}
-
-/// A task that stops when its handle is dropped: a run dropped by the engine (suspended,
-/// or its process shutting down) leaves no tool running.
-struct AbortOnDrop<T = ()>(JoinHandle<T>);
-
-impl<T> std::future::Future for AbortOnDrop<T> {
-    type Output = Result<T, tokio::task::JoinError>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        std::pin::Pin::new(&mut self.0).poll(cx)
-    }
-}
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }

@@ -16,7 +16,7 @@ use super::config::{AgentDefinition, Config, Opening, Shared, check_context};
 use super::dispatch::{Dispatcher, RunLimits};
 use super::error::AgentError;
 use super::hooks::Hooks;
-#[cfg(feature = "restate")]
+#[cfg(any(test, feature = "restate"))]
 use super::journal::Journal;
 use super::outcome::{RunEnd, RunOutcome};
 use super::run;
@@ -717,7 +717,7 @@ impl Agent {
     /// run through the same states, and its pauses for approval wait on the journal. The
     /// time limit counts from `started_ms`, and the journal fires it (it alone knows when the
     /// replay is over).
-    #[cfg(feature = "restate")]
+    #[cfg(any(test, feature = "restate"))]
     pub(crate) async fn prompt_journaled(
         &self,
         prompt: Prompt,

@@ -12,9 +12,12 @@
 //! takes its journal paths.
 #![cfg_attr(not(feature = "restate"), allow(dead_code))]
 
+use std::sync::{Mutex, PoisonError};
+
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::approval::{ApprovalDecision, PendingCall};
@@ -82,4 +85,378 @@ pub(crate) fn replay(recorded: Recorded, signal: &CancellationToken) -> Value {
         signal.cancel();
     }
     recorded.value
+}
+
+/// A journal's hold on the run's time limit: armed by the first step that runs for real, so
+/// that while steps replay only the recorded stops stop the run.
+#[derive(Debug, Default)]
+pub(crate) struct TimeLimit(Mutex<Option<AbortOnDrop>>);
+
+impl TimeLimit {
+    /// A step runs for real: fire the run's signal at its deadline from now on.
+    pub(crate) fn arm(&self, limits: &RunLimits) {
+        let Some(deadline) = limits.deadline else {
+            return;
+        };
+        let mut armed = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if armed.is_none() {
+            let signal = limits.signal.clone();
+            *armed = Some(AbortOnDrop(tokio::spawn(async move {
+                tokio::time::sleep_until(deadline).await;
+                signal.cancel();
+            })));
+        }
+    }
+}
+
+/// A task that stops when its handle is dropped: a run dropped half way (by the engine that
+/// drives it, or with its process) leaves nothing running.
+#[derive(Debug)]
+pub(crate) struct AbortOnDrop<T = ()>(pub(crate) JoinHandle<T>);
+
+impl<T> std::future::Future for AbortOnDrop<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::agent::approval::Decision;
+    use crate::agent::{Agent, AgentDefinition, RunEnd, RunOutcome};
+    use crate::message::now_ms;
+    use crate::provider::faux::{FauxModel, FauxResponse};
+    use crate::stream::Context;
+    use crate::{FnTool, ToolError, ToolResult};
+
+    /// A journal in memory: it replays the first `replay` entries of an earlier run's record
+    /// and records the rest as they run.
+    struct MemoryJournal {
+        replay: Vec<(String, Recorded)>,
+        cursor: Mutex<usize>,
+        recorded: Mutex<Vec<(String, Recorded)>>,
+        ran: Mutex<Vec<String>>,
+        decision: Decision,
+        time_limit: TimeLimit,
+    }
+
+    impl MemoryJournal {
+        fn new(replay: Vec<(String, Recorded)>) -> Self {
+            MemoryJournal {
+                replay,
+                cursor: Mutex::new(0),
+                recorded: Mutex::new(Vec::new()),
+                ran: Mutex::new(Vec::new()),
+                decision: Decision::Approve,
+                time_limit: TimeLimit::default(),
+            }
+        }
+
+        fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+            mutex.lock().unwrap_or_else(PoisonError::into_inner)
+        }
+
+        /// The recorded entry at the cursor, if the replay has one; the cursor moves on.
+        fn next_replayed(&self, name: &str) -> Option<Recorded> {
+            let mut cursor = Self::lock(&self.cursor);
+            let at = *cursor;
+            *cursor += 1;
+            let (recorded_name, recorded) = self.replay.get(at)?;
+            assert_eq!(recorded_name, name, "the replay asks for another step");
+            Self::lock(&self.recorded).push((name.to_owned(), recorded.clone()));
+            Some(recorded.clone())
+        }
+
+        fn keep(&self, name: String, recorded: &Recorded) {
+            Self::lock(&self.ran).push(name.clone());
+            Self::lock(&self.recorded).push((name, recorded.clone()));
+        }
+
+        fn record_of(&self) -> Vec<(String, Recorded)> {
+            Self::lock(&self.recorded).clone()
+        }
+
+        fn ran(&self) -> Vec<String> {
+            Self::lock(&self.ran).clone()
+        }
+    }
+
+    impl Journal for MemoryJournal {
+        fn step<'a>(
+            &'a self,
+            name: String,
+            work: Work<'a>,
+            limits: &'a RunLimits,
+        ) -> BoxFuture<'a, Result<Value, JournalError>> {
+            Box::pin(async move {
+                if let Some(recorded) = self.next_replayed(&name) {
+                    return Ok(replay(recorded, &limits.signal));
+                }
+                self.time_limit.arm(limits);
+                let recorded = record(work, &limits.signal).await;
+                self.keep(name, &recorded);
+                Ok(replay(recorded, &limits.signal))
+            })
+        }
+
+        fn steps<'a>(
+            &'a self,
+            steps: Vec<(String, Work<'static>)>,
+            _concurrent: bool,
+            limits: &'a RunLimits,
+        ) -> BoxFuture<'a, Result<Vec<Value>, JournalError>> {
+            Box::pin(async move {
+                let mut values = Vec::new();
+                let mut live = Vec::new();
+                for (name, work) in steps {
+                    match self.next_replayed(&name) {
+                        Some(recorded) => values.push(replay(recorded, &limits.signal)),
+                        None => live.push((name, work)),
+                    }
+                }
+                if !live.is_empty() {
+                    self.time_limit.arm(limits);
+                }
+                let (names, works): (Vec<_>, Vec<_>) = live.into_iter().unzip();
+                let signal = &limits.signal;
+                let done =
+                    futures::future::join_all(works.into_iter().map(|work| record(work, signal)));
+                for (name, recorded) in names.into_iter().zip(done.await) {
+                    self.keep(name, &recorded);
+                    values.push(replay(recorded, signal));
+                }
+                Ok(values)
+            })
+        }
+
+        fn decisions<'a>(
+            &'a self,
+            _pause: usize,
+            pending: Vec<PendingCall>,
+        ) -> BoxFuture<'a, Result<Vec<ApprovalDecision>, JournalError>> {
+            let decisions = (pending.iter())
+                .map(|call| ApprovalDecision::new(call.id.clone(), self.decision.clone()))
+                .collect();
+            Box::pin(std::future::ready(Ok(decisions)))
+        }
+    }
+
+    /// Three calls of `step`, one per response, then `(done)`; `step` counts its executions
+    /// and takes `step_ms`, stopping early when its signal fires. The counter counts the
+    /// model's requests.
+    fn agent(executions: &Arc<AtomicUsize>, step_ms: u64) -> (AgentDefinition, Arc<AtomicUsize>) {
+        let requests = Arc::new(AtomicUsize::new(0));
+        let asked = Arc::clone(&requests);
+        let model = FauxModel::new().respond_always(move |request: &Context| {
+            asked.fetch_add(1, Ordering::SeqCst);
+            let results = (request.messages.iter())
+                .filter(|message| message.as_tool_result().is_some())
+                .count();
+            match results {
+                0..=2 => FauxResponse::tool_call(format!("c{results}"), "step", json!({})),
+                _ => FauxResponse::text("(done)"),
+            }
+        });
+        let count = Arc::clone(executions);
+        let step = FnTool::new(
+            "step",
+            "One step.",
+            json!({"type": "object"}),
+            move |_, ctx| {
+                count.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(step_ms)) => Ok(ToolResult::text("stepped")),
+                        () = ctx.signal().cancelled() => Err(ToolError::new("stopped")),
+                    }
+                }
+            },
+        );
+        let definition = Agent::builder()
+            .model(model)
+            .tools(step)
+            .time_limit(Duration::from_millis(500))
+            .build_definition()
+            .expect("an agent");
+        (definition, requests)
+    }
+
+    async fn run(
+        definition: &AgentDefinition,
+        journal: &MemoryJournal,
+        started_ms: u64,
+    ) -> (RunOutcome, Vec<&'static str>) {
+        let conversation = definition.conversation();
+        let kinds = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&kinds);
+        conversation.on_event(move |event| {
+            if !matches!(event, crate::agent::AgentEvent::MessageUpdate { .. }) {
+                MemoryJournal::lock(&seen).push(event.kind());
+            }
+        });
+        let outcome = conversation
+            .prompt_journaled("Go".into(), journal, Arc::from("run-1"), started_ms)
+            .await
+            .expect("the run starts");
+        let kinds = MemoryJournal::lock(&kinds).clone();
+        (outcome, kinds)
+    }
+
+    fn without_times(messages: &RunOutcome) -> Value {
+        let mut value = serde_json::to_value(&messages.messages).expect("JSON");
+        fn strip(value: &mut Value) {
+            match value {
+                Value::Object(object) => {
+                    object.remove("timestamp");
+                    object.remove("durationMs");
+                    object.values_mut().for_each(strip);
+                }
+                Value::Array(items) => items.iter_mut().for_each(strip),
+                _ => {}
+            }
+        }
+        strip(&mut value);
+        value
+    }
+
+    #[tokio::test]
+    async fn a_replay_runs_nothing_again_and_ends_as_the_run_did() {
+        let executions = Arc::new(AtomicUsize::new(0));
+        let (definition, model) = agent(&executions, 1);
+        let first = MemoryJournal::new(Vec::new());
+        let started = now_ms();
+        let (live, live_events) = run(&definition, &first, started).await;
+        assert_eq!(live.end, RunEnd::Completed);
+        assert_eq!(
+            (
+                executions.load(Ordering::SeqCst),
+                model.load(Ordering::SeqCst)
+            ),
+            (3, 4)
+        );
+        let names: Vec<String> = first
+            .record_of()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "turn 1: model response",
+                "tool call c0",
+                "turn 2: model response",
+                "tool call c1",
+                "turn 3: model response",
+                "tool call c2",
+                "turn 4: model response",
+            ]
+        );
+
+        let replayed = MemoryJournal::new(first.record_of());
+        let (again, events) = run(&definition, &replayed, started).await;
+        assert_eq!(replayed.ran(), Vec::<String>::new());
+        assert_eq!(
+            (
+                executions.load(Ordering::SeqCst),
+                model.load(Ordering::SeqCst)
+            ),
+            (3, 4)
+        );
+        assert_eq!(without_times(&again), without_times(&live));
+        assert_eq!(again.end, RunEnd::Completed);
+        // A replayed step's events come again; a response comes whole, without updates.
+        assert_eq!(events, live_events);
+        assert_eq!(
+            events
+                .iter()
+                .filter(|kind| **kind == "tool_execution_end")
+                .count(),
+            3
+        );
+    }
+
+    #[tokio::test]
+    async fn a_replay_that_stops_half_way_goes_on_live() {
+        let executions = Arc::new(AtomicUsize::new(0));
+        let (definition, model) = agent(&executions, 1);
+        let first = MemoryJournal::new(Vec::new());
+        let started = now_ms();
+        let (live, _) = run(&definition, &first, started).await;
+        // The process died after the second call's step was recorded.
+        let mut record = first.record_of();
+        record.truncate(4);
+        let resumed = MemoryJournal::new(record);
+        let (again, _) = run(&definition, &resumed, started).await;
+        assert_eq!(
+            resumed.ran(),
+            [
+                "turn 3: model response",
+                "tool call c2",
+                "turn 4: model response"
+            ]
+        );
+        assert_eq!(
+            (
+                executions.load(Ordering::SeqCst),
+                model.load(Ordering::SeqCst)
+            ),
+            (4, 6)
+        );
+        assert_eq!(without_times(&again), without_times(&live));
+    }
+
+    #[tokio::test]
+    async fn the_time_limit_stops_a_replay_where_it_stopped_the_run() {
+        let executions = Arc::new(AtomicUsize::new(0));
+        // Three steps of 300 ms under a 500 ms limit: the second is stopped.
+        let (definition, model) = agent(&executions, 300);
+        let first = MemoryJournal::new(Vec::new());
+        let started = now_ms();
+        let (live, _) = run(&definition, &first, started).await;
+        assert!(
+            matches!(live.end, RunEnd::TimeLimit { .. }),
+            "{:?}",
+            live.end
+        );
+        let stopped: Vec<bool> = first.record_of().iter().map(|(_, r)| r.stopped).collect();
+        assert_eq!(stopped, [false, false, false, true, true]);
+
+        // The stopped run asked the model no third time. Replayed long after the deadline,
+        // the recorded stop ends it at the same place,
+        // and the clock (never armed while replaying) changes nothing.
+        let replayed = MemoryJournal::new(first.record_of());
+        let (again, _) = run(&definition, &replayed, started).await;
+        assert!(
+            matches!(again.end, RunEnd::TimeLimit { .. }),
+            "{:?}",
+            again.end
+        );
+        assert_eq!(replayed.ran(), Vec::<String>::new());
+        assert_eq!(
+            (
+                executions.load(Ordering::SeqCst),
+                model.load(Ordering::SeqCst)
+            ),
+            (2, 2)
+        );
+        assert_eq!(without_times(&again), without_times(&live));
+    }
 }

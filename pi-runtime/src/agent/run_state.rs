@@ -321,7 +321,7 @@ impl RunState {
     }
 
     /// Count the time limit from another start (a durable run's recorded one).
-    #[cfg(feature = "restate")]
+    #[cfg(any(test, feature = "restate"))]
     pub(crate) fn set_deadline_ms(&mut self, deadline_ms: Option<u64>) {
         self.deadline_ms = deadline_ms;
     }
