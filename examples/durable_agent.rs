@@ -8,7 +8,8 @@
 //! Offline, on a scripted model that reads the transcript, so every run (and every replay of
 //! one) goes the same way: three calls of `slow_step`, one after the other (300 ms each),
 //! then `publish`, which needs a person's approval, then a final answer that lists the
-//! results. The prompt `"parallel"` instead makes one batch of ten `slow_step` calls at once.
+//! results. The prompt `"parallel"` instead makes one batch of ten `slow_step` calls at once,
+//! and `"steps N"` makes N calls one after the other, with no approval.
 //! Each tool execution appends the line `<run key> <tool call id>` to the effects file.
 //!
 //! Handlers: `run` (keyed by the run key) takes the prompt as a JSON string and returns the
@@ -25,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use pi_runtime::agent::approval::{Decision, PendingCall};
+use pi_runtime::agent::approval::{ApprovalDecision, Decision, PendingCall};
 use pi_runtime::agent::{Agent, AgentDefinition};
 use pi_runtime::durable;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
@@ -35,9 +36,12 @@ use restate_sdk::prelude::*;
 use restate_sdk::service::IntoServiceDefinition;
 use serde_json::json;
 
-/// The file every tool execution appends a line to.
+/// The file every tool execution appends a line to, and how long a step takes.
 #[derive(Clone)]
-struct Effects(Arc<PathBuf>);
+struct Effects {
+    path: Arc<PathBuf>,
+    step: Duration,
+}
 
 impl Effects {
     /// Append `<run key> <tool call id>`, the run key being the idempotency key's first part.
@@ -49,7 +53,7 @@ impl Effects {
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(&*self.0)
+            .open(&*self.path)
             .map_err(|error| ToolError::new(format!("cannot open the effects file: {error}")))?;
         // One write per line, so lines of concurrent calls never interleave.
         file.write_all(format!("{line}\n").as_bytes())
@@ -57,7 +61,7 @@ impl Effects {
     }
 }
 
-/// One step of the script: takes 300 ms, then records itself.
+/// One step of the script: takes 300 ms (`--step-ms`), then records itself.
 #[tool]
 async fn slow_step(
     State(effects): State<Effects>,
@@ -65,7 +69,9 @@ async fn slow_step(
     /// Which step this is.
     step: u32,
 ) -> Result<String, ToolError> {
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    if !effects.step.is_zero() {
+        tokio::time::sleep(effects.step).await;
+    }
     effects.record(&ctx)?;
     Ok(format!("step {step} done"))
 }
@@ -88,10 +94,26 @@ fn script(request: &Context) -> FauxResponse {
         .filter_map(Message::as_tool_result)
         .map(|result| result.text())
         .collect();
-    let parallel = request.messages.iter().any(|message| {
-        matches!(message, Message::User(user) if user.text_content().contains("parallel"))
-    });
-    if parallel {
+    let prompt = (request.messages.iter())
+        .find_map(|message| match message {
+            Message::User(user) => Some(user.text_content()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    if let Some(steps) = prompt
+        .strip_prefix("steps ")
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        return match results.len() {
+            done if done < steps => FauxResponse::tool_call(
+                format!("call-{}", done + 1),
+                "slow_step",
+                json!({"step": done + 1}),
+            ),
+            done => FauxResponse::text(format!("Ran {done} steps.")),
+        };
+    }
+    if prompt == "parallel" {
         return match results.len() {
             0 => (2..=10).fold(
                 FauxResponse::tool_call("call-1", "slow_step", json!({"step": 1})),
@@ -117,13 +139,20 @@ fn script(request: &Context) -> FauxResponse {
     }
 }
 
-fn agent(effects: Effects) -> Result<AgentDefinition, pi_runtime::agent::BuildError> {
+fn agent(
+    effects: Effects,
+    chunk_delay: Duration,
+) -> Result<AgentDefinition, pi_runtime::agent::BuildError> {
     // Streamed a few characters at a time, so a response takes a moment, as a real one does.
     let model = FauxModel::new()
         .without_fallback()
         .respond_always(script)
-        .with_chunk_chars(8)
-        .with_chunk_delay(Duration::from_millis(25));
+        .with_chunk_chars(8);
+    let model = if chunk_delay.is_zero() {
+        model
+    } else {
+        model.with_chunk_delay(chunk_delay)
+    };
     Agent::builder()
         .model(model)
         .system_prompt("Run the script.")
@@ -191,18 +220,71 @@ struct Cli {
     /// The file each tool execution appends `<run key> <tool call id>` to.
     #[arg(long)]
     effects: PathBuf,
+    /// How long a `slow_step` call takes, in milliseconds.
+    #[arg(long, default_value_t = 300)]
+    step_ms: u64,
+    /// The pause between two chunks of a streamed response, in milliseconds.
+    #[arg(long, default_value_t = 25)]
+    chunk_delay_ms: u64,
+    /// Instead of serving: run `--prompt` this many times in this process, one after the
+    /// other, without Restate (approving every call that asks), and print the time per run.
+    #[arg(long, value_name = "RUNS")]
+    in_memory: Option<u32>,
+    /// The prompt of `--in-memory` runs.
+    #[arg(long, default_value = "steps 20")]
+    prompt: String,
+}
+
+/// `runs` runs of `prompt` in memory, one after the other; the time per run.
+async fn in_memory(agent: &AgentDefinition, prompt: &str, runs: u32) -> Result<Duration, String> {
+    let started = std::time::Instant::now();
+    for _ in 0..runs {
+        let conversation = agent.conversation();
+        let mut outcome = conversation
+            .prompt(prompt)
+            .await
+            .map_err(|e| e.to_string())?;
+        while let Some(state) = outcome.into_paused_state() {
+            let decisions = (state.pending_approvals())
+                .map(|call| ApprovalDecision::approve(call.id.clone()))
+                .collect::<Vec<_>>();
+            outcome =
+                (conversation.resume_with(state, decisions).await).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(started.elapsed() / runs.max(1))
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    let agent = match agent(Effects(Arc::new(cli.effects))) {
+    let effects = Effects {
+        path: Arc::new(cli.effects),
+        step: Duration::from_millis(cli.step_ms),
+    };
+    let agent = match agent(effects, Duration::from_millis(cli.chunk_delay_ms)) {
         Ok(agent) => agent,
         Err(error) => {
             eprintln!("durable_agent: {error}");
             return ExitCode::FAILURE;
         }
     };
+    if let Some(runs) = cli.in_memory {
+        return match in_memory(&agent, &cli.prompt, runs).await {
+            Ok(per_run) => {
+                println!(
+                    "in memory: {} µs per run of {:?}",
+                    per_run.as_micros(),
+                    cli.prompt
+                );
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("durable_agent: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let listener = match tokio::net::TcpListener::bind(cli.bind).await {
         Ok(listener) => listener,
         Err(error) => {
@@ -223,6 +305,9 @@ async fn main() -> ExitCode {
         )
         .build();
     println!("serving the Restate endpoint on http://{}", cli.bind);
-    HttpServer::new(endpoint).serve(listener).await;
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    durable::serve(endpoint, listener, shutdown).await;
     ExitCode::SUCCESS
 }
