@@ -180,7 +180,7 @@ impl DurableAgent {
         let decision = match decision.as_str() {
             "approve" => Decision::Approve,
             "deny" => Decision::Deny {
-                reason: "A person denied it.".to_owned(),
+                reason: "a person denied it".to_owned(),
             },
             other => {
                 return Err(TerminalError::new(format!(

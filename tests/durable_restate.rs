@@ -498,3 +498,42 @@ fn balance(nginx: &Path, dir: &Path, ports: &[u16]) -> (Nginx, u16) {
     }
     (Nginx(child), port)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: set PI_RESTATE_SERVER (.ci/run)"]
+async fn a_denied_call_never_runs_and_a_decision_too_early_is_refused() {
+    let Some(binary) = server() else { return };
+    let restate = Restate::start(binary).await;
+    let effects = restate.dir.path().join("effects.txt");
+    let service = Service::start(free_port(), &effects);
+    restate.register(&service.uri()).await;
+    restate.start_run("deny", "Go").await;
+    // The run is still in its first steps: nothing to decide yet.
+    let (status, body) = restate.call("deny", "decide", Some(json!("approve"))).await;
+    assert!(
+        body.contains("the run deny waits for no approval"),
+        "{status} {body}"
+    );
+    let started = Instant::now();
+    loop {
+        let (_, body) = restate.call("deny", "pending", None).await;
+        if body.contains("call-4") {
+            break;
+        }
+        assert!(started.elapsed() < PATIENCE, "the run never asked: {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (status, body) = restate.call("deny", "decide", Some(json!("deny"))).await;
+    assert_eq!(status, 200, "{body}");
+    let answer = restate.answer("deny").await;
+    assert_eq!(
+        answer,
+        json!(
+            "Finished: step 1 done; step 2 done; step 3 done; Tool call denied: a person denied it."
+        )
+    );
+    assert_eq!(
+        check_effects(&effects, &["deny".to_owned()], &CALLS[..3]),
+        0
+    );
+}

@@ -7,9 +7,9 @@
 //!   the process died runs again after the restart; its tool gets the same
 //!   [`ToolContext::idempotency_key`](crate::ToolContext::idempotency_key)
 //!   (`<run key>/<call id>`) both times, to pass on to the systems it changes.
-//! - **Approvals** wait on a durable promise per pause. A person's decision goes to the
-//!   workflow's shared handler ([`decide`]) over Restate's ingress, hours later, whether or
-//!   not a service process runs at that moment.
+//! - **Approvals** wait on a durable promise per held call, keyed by its call id. A person's
+//!   decision goes to the workflow's shared handler ([`decide`], [`decide_each`]) over
+//!   Restate's ingress, hours later, whether or not a service process runs at that moment.
 //! - **Limits** survive restarts: turns are counted over the replayed steps, and the time
 //!   limit counts from the run's recorded start.
 //!
@@ -122,17 +122,76 @@ pub async fn decide(
     ctx: &SharedWorkflowContext<'_>,
     decision: Decision,
 ) -> Result<(), TerminalError> {
-    let Some(Json(pending)) = ctx.get::<Json<Pending>>(PENDING).await? else {
-        return Err(TerminalError::new(format!(
+    let pending = waiting(ctx).await?;
+    let decisions =
+        (pending.calls.iter()).map(|call| ApprovalDecision::new(call.id.clone(), decision.clone()));
+    resolve(ctx, &pending, decisions.collect())
+}
+
+/// Decide each call the run of `ctx`'s workflow holds for approval on its own: one decision
+/// per pending call, by call id.
+///
+/// # Errors
+/// A terminal error when the run waits for no approval now, or `decisions` names a call it
+/// does not wait on, names one twice, or leaves one out; nothing is decided then.
+pub async fn decide_each(
+    ctx: &SharedWorkflowContext<'_>,
+    decisions: Vec<ApprovalDecision>,
+) -> Result<(), TerminalError> {
+    let pending = waiting(ctx).await?;
+    resolve(ctx, &pending, decisions)
+}
+
+/// The approval the run of `ctx`'s workflow waits for.
+async fn waiting(ctx: &SharedWorkflowContext<'_>) -> Result<Pending, TerminalError> {
+    match ctx.get::<Json<Pending>>(PENDING).await? {
+        Some(Json(pending)) => Ok(pending),
+        None => Err(TerminalError::new(format!(
             "the run {} waits for no approval",
             ctx.key()
-        )));
-    };
-    let decisions: Vec<ApprovalDecision> = (pending.calls.iter())
-        .map(|call| ApprovalDecision::new(call.id.clone(), decision.clone()))
-        .collect();
-    ctx.resolve_promise(&pending.promise, Json(decisions));
+        ))),
+    }
+}
+
+/// Resolve each pending call's promise with its decision, once all of them are checked.
+fn resolve(
+    ctx: &SharedWorkflowContext<'_>,
+    pending: &Pending,
+    decisions: Vec<ApprovalDecision>,
+) -> Result<(), TerminalError> {
+    let mut by_call: std::collections::HashMap<&str, &ApprovalDecision> =
+        std::collections::HashMap::new();
+    for decision in &decisions {
+        let call = decision.call_id();
+        if !pending.calls.iter().any(|pending| pending.id == call) {
+            return Err(TerminalError::new(format!(
+                "no call {call} waits for approval"
+            )));
+        }
+        if by_call.insert(call, decision).is_some() {
+            return Err(TerminalError::new(format!("call {call} is decided twice")));
+        }
+    }
+    for call in &pending.calls {
+        if !by_call.contains_key(call.id.as_str()) {
+            return Err(TerminalError::new(format!(
+                "call {} is not decided",
+                call.id
+            )));
+        }
+    }
+    for call in &pending.calls {
+        if let Some(decision) = by_call.get(call.id.as_str()) {
+            ctx.resolve_promise(&promise(pending.pause, &call.id), Json((*decision).clone()));
+        }
+    }
     Ok(())
+}
+
+/// The promise of the call `call` held at the run's `pause`-th pause: keyed by the call id
+/// (within the pause, since a scripted model may use one id twice in a run).
+fn promise(pause: usize, call: &str) -> String {
+    format!("approval {pause}/{call}")
 }
 
 /// The calls the run of `ctx`'s workflow waits for a decision on; empty when it waits for
@@ -210,10 +269,11 @@ pub async fn serve(
     }
 }
 
-/// The approval a paused run waits for: the promise its decisions resolve, and its calls.
+/// The approval a paused run waits for: which pause of the run it is, and its calls (each
+/// decided through its own promise).
 #[derive(Debug, Serialize, Deserialize)]
 struct Pending {
-    promise: String,
+    pause: usize,
     calls: Vec<PendingCall>,
 }
 
@@ -306,20 +366,27 @@ impl Journal for RestateJournal<'_, '_> {
         pending: Vec<PendingCall>,
     ) -> BoxFuture<'b, Result<Vec<ApprovalDecision>, JournalError>> {
         Box::pin(async move {
-            let promise = format!("approval {pause}");
-            let waiting = Pending {
-                promise: promise.clone(),
-                calls: pending,
-            };
-            self.ctx.set(PENDING, Json(waiting));
-            let decided = self
-                .ctx
-                .promise::<Json<Vec<ApprovalDecision>>>(&promise)
-                .await;
+            let keys: Vec<String> = (pending.iter())
+                .map(|call| promise(pause, &call.id))
+                .collect();
+            self.ctx.set(
+                PENDING,
+                Json(Pending {
+                    pause,
+                    calls: pending,
+                }),
+            );
+            let mut decisions = Vec::with_capacity(keys.len());
+            // All of them are resolved at once (see `resolve`), so waiting in turn costs
+            // nothing.
+            for key in &keys {
+                match self.ctx.promise::<Json<ApprovalDecision>>(key).await {
+                    Ok(Json(decision)) => decisions.push(decision),
+                    Err(error) => return Err(JournalError(error.to_string())),
+                }
+            }
             self.ctx.clear(PENDING);
-            decided
-                .map(|Json(decisions)| decisions)
-                .map_err(|error| JournalError(error.to_string()))
+            Ok(decisions)
         })
     }
 }
