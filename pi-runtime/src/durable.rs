@@ -320,7 +320,6 @@ impl Journal for RestateJournal<'_, '_> {
     fn steps<'b>(
         &'b self,
         steps: Vec<(String, Work<'static>)>,
-        concurrent: bool,
         limits: &'b RunLimits,
     ) -> BoxFuture<'b, Result<Vec<Value>, JournalError>> {
         let signal = &limits.signal;
@@ -336,7 +335,7 @@ impl Journal for RestateJournal<'_, '_> {
                         self.time_limit.arm(limits);
                         let running = {
                             let mut calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
-                            calls.start(index, concurrent, signal)
+                            calls.start(index, signal)
                         };
                         match running {
                             Some(running) => match running.await {
@@ -406,20 +405,10 @@ impl Calls {
         }
     }
 
-    /// The running call `index`: it starts now, with every later call when `concurrent`
-    /// (nothing after an unrecorded step is recorded). `None` if it was taken already.
-    fn start(
-        &mut self,
-        index: usize,
-        concurrent: bool,
-        signal: &CancellationToken,
-    ) -> Option<AbortOnDrop<Recorded>> {
-        let last = if concurrent {
-            self.waiting.len()
-        } else {
-            index + 1
-        };
-        for at in index..last {
+    /// The running call `index`: it starts now, with every later call (nothing after an
+    /// unrecorded step is recorded, so none of them ran). `None` if it was taken already.
+    fn start(&mut self, index: usize, signal: &CancellationToken) -> Option<AbortOnDrop<Recorded>> {
+        for at in index..self.waiting.len() {
             if let Some(work) = self.waiting.get_mut(at).and_then(Option::take) {
                 let signal = signal.clone();
                 let task = tokio::spawn(async move { journal::record(work, &signal).await });

@@ -50,13 +50,11 @@ pub(crate) trait Journal: Sync {
         limits: &'a RunLimits,
     ) -> BoxFuture<'a, Result<Value, JournalError>>;
 
-    /// Steps that may run at the same time (a parallel batch's executions), each recorded
-    /// under its own name; their values in the order given. When `concurrent` is false they
-    /// run one after the other.
+    /// Steps that run at the same time (a parallel batch's executions), each recorded under
+    /// its own name; their values in the order given.
     fn steps<'a>(
         &'a self,
         steps: Vec<(String, Work<'static>)>,
-        concurrent: bool,
         limits: &'a RunLimits,
     ) -> BoxFuture<'a, Result<Vec<Value>, JournalError>>;
 
@@ -220,7 +218,6 @@ mod tests {
         fn steps<'a>(
             &'a self,
             steps: Vec<(String, Work<'static>)>,
-            _concurrent: bool,
             limits: &'a RunLimits,
         ) -> BoxFuture<'a, Result<Vec<Value>, JournalError>> {
             Box::pin(async move {

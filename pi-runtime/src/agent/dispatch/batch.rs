@@ -564,7 +564,7 @@ impl JournaledJobs<'_> {
             })
             .collect();
         drop(tx);
-        let mut recorded = pin!(self.journal.steps(steps, true, &scope.limits));
+        let mut recorded = pin!(self.journal.steps(steps, &scope.limits));
         let values = loop {
             tokio::select! {
                 biased;
@@ -574,11 +574,12 @@ impl JournaledJobs<'_> {
                 values = &mut recorded => break values,
             }
         };
-        for (position, index) in indices.into_iter().enumerate() {
-            let value = match &values {
-                Ok(values) => Ok(values.get(position).cloned().unwrap_or(Value::Null)),
-                Err(error) => Err(error.clone()),
-            };
+        // One value per step, in order; a journal that failed fails every call.
+        let values: Vec<Result<Value, JournalError>> = match values {
+            Ok(values) => values.into_iter().map(Ok).collect(),
+            Err(error) => vec![Err(error); indices.len()],
+        };
+        for (index, value) in indices.into_iter().zip(values) {
             let outcome = replayed_outcome(value, scope);
             emit_end(self.calls[index], &outcome, &self.spans[index], scope, bus).await;
             outcomes[index] = Some(outcome);
