@@ -206,9 +206,12 @@ async fn a_token_sees_and_calls_only_the_tools_its_scopes_allow() {
         )
     );
     assert_eq!(
-        message(response).await,
-        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32001,
-            "message": "The token may not call the tool \"add\": it needs the scopes math"}})
+        response.headers().get("content-type").map(|v| v.as_bytes()),
+        Some(&b"application/json"[..])
+    );
+    assert_eq!(
+        response.text().await.expect("a body"),
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"The token may not call the tool \"add\": it needs the scopes math"}}"#
     );
     // The tool it may call answers.
     let response = post(
