@@ -3,6 +3,8 @@
 //! cargo feature say so; the rest run with `--no-default-features`.
 
 mod json_support;
+#[cfg(feature = "mcp")]
+mod mcp_support;
 mod memory_support;
 #[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
 mod provider_support;
