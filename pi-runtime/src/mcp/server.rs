@@ -257,16 +257,14 @@ impl McpServer {
         self
     }
 
-    /// Behaviour hints for the tool named `tool` (ignored when there is none).
+    /// List `hints` as the behaviour hints of the tool named `tool`, in place of the tool's
+    /// own ([`ToolDefinition::hints`], listed by default): a hint `hints` leaves unset is not
+    /// listed. Ignored when there is no such tool.
     #[must_use]
     pub fn with_hints(mut self, tool: &str, hints: ToolHints) -> Self {
         if let Some(listed) = self.inner_mut().listed.iter_mut().find(|t| t.name == tool) {
-            let mut annotations = listed.annotations.take().unwrap_or_default();
-            annotations.read_only_hint = hints.read_only.or(annotations.read_only_hint);
-            annotations.destructive_hint = hints.destructive.or(annotations.destructive_hint);
-            annotations.idempotent_hint = hints.idempotent.or(annotations.idempotent_hint);
-            annotations.open_world_hint = hints.open_world.or(annotations.open_world_hint);
-            listed.annotations = Some(annotations);
+            let title = listed.annotations.take().and_then(|a| a.title);
+            listed.annotations = annotations(title, hints);
         }
         self
     }
@@ -689,11 +687,27 @@ fn listed_tool(tool: &dyn ToolDefinition) -> McpTool {
         listed = listed.with_raw_output_schema(Arc::new(output));
     }
     let label = tool.label();
-    if label != definition.name {
-        listed = listed.with_title(label);
-        listed = listed.with_annotations(ToolAnnotations::with_title(label));
+    let title = (label != definition.name).then(|| label.to_owned());
+    if let Some(title) = &title {
+        listed = listed.with_title(title);
     }
+    listed.annotations = annotations(title, tool.hints());
     listed
+}
+
+/// A listing's annotations: the title (the tool's label) and the behaviour hints; `None`
+/// when there is neither.
+fn annotations(title: Option<String>, hints: ToolHints) -> Option<ToolAnnotations> {
+    if title.is_none() && hints == ToolHints::default() {
+        return None;
+    }
+    let mut annotations = ToolAnnotations::default();
+    annotations.title = title;
+    annotations.read_only_hint = hints.read_only;
+    annotations.destructive_hint = hints.destructive;
+    annotations.idempotent_hint = hints.idempotent;
+    annotations.open_world_hint = hints.open_world;
+    Some(annotations)
 }
 
 /// Our result as an MCP `CallToolResult`.
