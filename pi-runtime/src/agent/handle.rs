@@ -13,7 +13,7 @@ use super::AgentEvent;
 use super::approval::ApprovalDecision;
 use super::builder::AgentBuilder;
 use super::config::{AgentDefinition, Opening, Shared, check_context};
-use super::dispatch::{Dispatcher, RunLimits};
+use super::dispatch::{Dispatcher, RunLimits, ToolPolicies};
 use super::error::AgentError;
 use super::hooks::Hooks;
 use super::outcome::{RunEnd, RunOutcome};
@@ -523,6 +523,15 @@ impl Agent {
         Hooks::clone(&self.shared.config().hooks)
     }
 
+    /// The agent's tool execution policies, to give to another dispatcher of its tools, such
+    /// as an [`McpServer`](crate::mcp::McpServer) (`with_tool_policies`): the defaults, the
+    /// named concurrency limits (shared with this agent) and the output saver.
+    pub fn tool_policies(&self) -> ToolPolicies {
+        ToolPolicies {
+            inner: Arc::clone(&self.shared.config().policies),
+        }
+    }
+
     /// Wait until no run is in progress (returns at once when idle).
     pub async fn wait_for_idle(&self) {
         let mut busy = self.shared.bus.state().slot.watch();
@@ -544,11 +553,11 @@ impl Agent {
         let dispatcher = Dispatcher::new(
             Arc::clone(&config.tools),
             Arc::clone(&config.hooks),
+            Arc::clone(&config.policies),
             config.execution,
             Arc::new(limits),
             config.capture_content,
-        )
-        .with_policies(Arc::clone(&config.policies));
+        );
         let messages = dispatcher.hook_transcript(&messages);
         dispatcher
             .call(&call, messages, None, |_| std::future::ready(()))

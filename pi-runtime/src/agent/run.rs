@@ -383,12 +383,12 @@ impl Driver<'_> {
         Dispatcher::new(
             Arc::clone(&turn.tools),
             Arc::clone(&turn.config.hooks),
+            Arc::clone(&turn.config.policies),
             turn.config.execution,
             limits,
             turn.config.capture_content,
         )
         .with_switch(Arc::clone(shared) as Arc<dyn ToolSwitch>)
-        .with_policies(Arc::clone(&turn.config.policies))
     }
 
     async fn run_batch(&mut self, state: &RunState, response: Arc<AssistantMessage>) -> BatchRun {

@@ -56,6 +56,8 @@ mod mcp_hostile;
 mod mcp_hostile_limits;
 #[cfg(feature = "mcp")]
 mod mcp_hostile_server;
+#[cfg(feature = "mcp")]
+mod mcp_tool_policy;
 mod partial_json_malformed;
 mod partial_json_props;
 mod partial_json_spec;

@@ -22,6 +22,7 @@ pub use call::validate_tool_call;
 pub(crate) use call::{Outcome, RunLimits, guarded, panic_message};
 pub(crate) use held::{HeldCall, decide};
 pub(crate) use policy::Policies;
+pub use policy::ToolPolicies;
 
 use self::call::{CallScope, Preflight};
 use super::hooks::Hooks;
@@ -53,9 +54,12 @@ pub(crate) struct Dispatcher {
 }
 
 impl Dispatcher {
+    /// A dispatcher of `tools` with these hooks, policies (`config`'s, or a server's) and
+    /// run limits.
     pub(crate) fn new(
         tools: Arc<TurnTools>,
         hooks: Arc<Hooks>,
+        policies: Arc<Policies>,
         execution: ExecutionMode,
         limits: Arc<RunLimits>,
         capture_content: bool,
@@ -67,14 +71,8 @@ impl Dispatcher {
             limits,
             capture_content,
             switch: None,
-            policies: Arc::default(),
+            policies,
         }
-    }
-
-    /// Enforce the tools' execution policies with these defaults and limits.
-    pub(crate) fn with_policies(mut self, policies: Arc<Policies>) -> Self {
-        self.policies = policies;
-        self
     }
 
     /// Let the tools change the conversation's tool set through `switch`.

@@ -92,6 +92,24 @@ impl Policies {
     }
 }
 
+/// An agent's execution policies as a whole, to run its tools elsewhere under the same rules
+/// ([`Agent::tool_policies`](crate::agent::Agent::tool_policies), given to an
+/// [`McpServer`](crate::mcp::McpServer) with `with_tool_policies`): the defaults of
+/// [`AgentBuilder::tool_policy`](crate::agent::AgentBuilder::tool_policy), the named
+/// concurrency limits, shared and not copied (a call served elsewhere holds a permit the
+/// agent's own calls wait for), and where cut output is saved.
+///
+/// The default is what a tool set gets without an agent: each tool's own policy, limits of
+/// its own, output saved to the system's temporary directory.
+#[derive(Clone, Debug, Default)]
+pub struct ToolPolicies {
+    #[cfg_attr(
+        not(feature = "mcp"),
+        allow(dead_code, reason = "only McpServer (feature mcp) reads it")
+    )]
+    pub(crate) inner: Arc<Policies>,
+}
+
 /// The signal fired while a call waited for a permit.
 #[derive(Debug)]
 pub(crate) struct Stopped;
