@@ -542,7 +542,8 @@ impl Agent {
     /// Run one call outside the loop with the agent's tools and hooks, like pi's
     /// `runToolCall`: the same prepare → execute → finalize path, under the running run's
     /// signal and time limit if there is one; no events, no messages, never failing. Tools
-    /// that call other tools use it so that hooks (permissions) apply.
+    /// that call other tools use it so that hooks (permissions) apply. While a run goes on, a
+    /// failure counts toward the tool's retry budget for that run.
     pub async fn run_tool_call(&self, call: ToolCall) -> ToolResult {
         let config = self.shared.config();
         let (limits, messages) = {
@@ -592,6 +593,7 @@ impl Agent {
             signal: CancellationToken::new(),
             deadline: time_limit.map(|limit| tokio::time::Instant::now() + limit),
             context,
+            nested_failures: Some(Arc::default()),
         };
         state.slot.claim(limits.clone());
         state.view.error_message = None;
@@ -655,6 +657,7 @@ impl Agent {
                 signal: CancellationToken::new(),
                 deadline: state.deadline_ms().map(instant_at),
                 context,
+                nested_failures: Some(Arc::default()),
             };
             slot.slot.claim(limits.clone());
             slot.view.messages = state.transcript().to_vec();

@@ -571,6 +571,7 @@ impl McpServer {
             signal: context.ct.clone(),
             deadline: None,
             context: None,
+            nested_failures: None,
         };
         let dispatcher = Dispatcher::new(
             Arc::clone(&inner.tools),

@@ -23,7 +23,7 @@ use tokio::sync::Semaphore;
 /// | field | what the dispatcher does |
 /// |---|---|
 /// | `timeout` | cancels the call's signal when it runs longer; a grace period later (one second) the model gets an error result saying the tool timed out |
-/// | `retries` | the failed calls the model may make of this tool in one run (invalid arguments and [`ToolError::retry`](crate::ToolError::retry) count, other tool errors do not); one more ends the run with [`RunEnd::RetriesExhausted`](crate::agent::RunEnd::RetriesExhausted) |
+/// | `retries` | the failed calls of this tool one run allows (invalid arguments and [`ToolError::retry`](crate::ToolError::retry) count, other tool errors do not), whether the model made them or another tool did (code mode, [`ToolContext::call_tool`](crate::ToolContext::call_tool)); one more ends the run with [`RunEnd::RetriesExhausted`](crate::agent::RunEnd::RetriesExhausted) |
 /// | `concurrency` | at most `permits` calls of every tool naming the same limit run at once (for the agent definition and all its conversations) |
 /// | `max_output` | a longer text result is cut in pi's truncation format, and the full text is saved to a file the result names |
 ///

@@ -166,10 +166,10 @@ impl Dispatcher {
         UF: Future<Output = ()>,
     {
         let scope = self.scope(None, messages);
-        match call::prepare(call, &scope).await {
-            Preflight::Immediate(outcome) => outcome.result,
+        let outcome = match call::prepare(call, &scope).await {
+            Preflight::Immediate(outcome) => outcome,
             // Nothing here can pause for a person: the call fails closed.
-            Preflight::Held(held) => held.refused(call).result,
+            Preflight::Held(held) => held.refused(call),
             Preflight::Ready(ready) => {
                 let alone = self.execution == ExecutionMode::Sequential
                     || Self::runs_alone(ready.tool.as_ref());
@@ -179,8 +179,10 @@ impl Dispatcher {
                     Some(lane) => (None, Some(lane.read().await)),
                     None => (None, None),
                 };
-                call::execute(ready, call, &scope, on_update).await.result
+                call::execute(ready, call, &scope, on_update).await
             }
-        }
+        };
+        scope.count_nested(call, &outcome);
+        outcome.result
     }
 }
