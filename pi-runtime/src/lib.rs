@@ -309,7 +309,7 @@
 //! | `approval` | `"always"` or path to a fn | none | whether a call needs a person's approval before it executes ([`ToolDefinition::approval`]): always, or when `fn(&Params) -> Approval` says so from the validated arguments (`Params` is the generated `…ToolParams` or the `T` of `Args<T>`); see [`agent::approval`] |
 //! | `closed` | bool | `true` | `"additionalProperties": false` on every object schema (an extra key is reported to the model as an unknown field); `false` leaves objects open, like pi's built-in tools |
 //! | `timeout` | duration string: `"250ms"`, `"30s"`, `"2m"`, `"1h"` | none | the call's signal is cancelled when it runs longer; a second later the model gets `Tool "x" timed out after 30s` ([`ToolPolicy`](tool::ToolPolicy)) |
-//! | `retries` | whole number | none | failed calls (invalid arguments, [`ToolError::retry`]) the model may make of the tool in one run; one more ends the run with [`RunEnd::RetriesExhausted`](agent::RunEnd::RetriesExhausted) |
+//! | `retries` | whole number | none | failed calls (invalid arguments, [`ToolError::retry`]) of the tool in one run, by the model or nested in other tools; one more ends the run with [`RunEnd::RetriesExhausted`](agent::RunEnd::RetriesExhausted) |
 //! | `concurrency` | `"name:permits"` | none | at most `permits` calls of every tool naming the limit run at once |
 //! | `max_output` | size string: `"4096"`, `"64KB"`, `"64KiB"`, `"1MiB"` | none | a longer text result is cut in pi's truncation format, the full text saved to a file the result names |
 //! | `crate` | string | `"::pi_runtime"` | the path of this crate, for crates that re-export it under another name |

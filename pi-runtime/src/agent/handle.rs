@@ -13,7 +13,7 @@ use super::AgentEvent;
 use super::approval::ApprovalDecision;
 use super::builder::AgentBuilder;
 use super::config::{AgentDefinition, Config, Opening, Shared, check_context};
-use super::dispatch::{Dispatcher, RunLimits};
+use super::dispatch::{Dispatcher, RunLimits, ToolPolicies};
 use super::error::AgentError;
 use super::hooks::Hooks;
 #[cfg(any(test, feature = "restate"))]
@@ -525,6 +525,15 @@ impl Agent {
         Hooks::clone(&self.shared.config().hooks)
     }
 
+    /// The agent's tool execution policies, to give to another dispatcher of its tools, such
+    /// as an [`McpServer`](crate::mcp::McpServer) (`with_tool_policies`): the defaults, the
+    /// named concurrency limits (shared with this agent) and the output saver.
+    pub fn tool_policies(&self) -> ToolPolicies {
+        ToolPolicies {
+            inner: Arc::clone(&self.shared.config().policies),
+        }
+    }
+
     /// Wait until no run is in progress (returns at once when idle).
     pub async fn wait_for_idle(&self) {
         let mut busy = self.shared.bus.state().slot.watch();
@@ -535,7 +544,8 @@ impl Agent {
     /// Run one call outside the loop with the agent's tools and hooks, like pi's
     /// `runToolCall`: the same prepare → execute → finalize path, under the running run's
     /// signal and time limit if there is one; no events, no messages, never failing. Tools
-    /// that call other tools use it so that hooks (permissions) apply.
+    /// that call other tools use it so that hooks (permissions) apply. While a run goes on, a
+    /// failure counts toward the tool's retry budget for that run.
     pub async fn run_tool_call(&self, call: ToolCall) -> ToolResult {
         let config = self.shared.config();
         let (limits, messages) = {
@@ -546,11 +556,11 @@ impl Agent {
         let dispatcher = Dispatcher::new(
             Arc::clone(&config.tools),
             Arc::clone(&config.hooks),
+            Arc::clone(&config.policies),
             config.execution,
             Arc::new(limits),
             config.capture_content,
-        )
-        .with_policies(Arc::clone(&config.policies));
+        );
         let messages = dispatcher.hook_transcript(&messages);
         dispatcher
             .call(&call, messages, None, |_| std::future::ready(()))
@@ -586,6 +596,7 @@ impl Agent {
             deadline: time_limit.map(|limit| tokio::time::Instant::now() + limit),
             context,
             run_key: None,
+            nested_failures: Some(Arc::default()),
         };
         state.slot.claim(limits.clone());
         state.view.error_message = None;
@@ -650,6 +661,7 @@ impl Agent {
                 deadline: state.deadline_ms().map(instant_at),
                 context,
                 run_key: None,
+                nested_failures: Some(Arc::default()),
             };
             slot.slot.claim(limits.clone());
             slot.view.messages = state.transcript().to_vec();

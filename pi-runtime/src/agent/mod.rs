@@ -78,7 +78,7 @@ pub mod extract;
 
 pub use builder::AgentBuilder;
 pub use config::AgentDefinition;
-pub use dispatch::validate_tool_call;
+pub use dispatch::{ToolPolicies, validate_tool_call};
 pub use error::{AgentError, BuildError};
 pub use events::AgentEvent;
 pub use extract::{ExtractBuilder, ExtractError, ExtractOptions, Extracted, Extractor};

@@ -398,15 +398,23 @@ impl Driver<'_> {
     }
 
     /// Record a finished batch, and end the run after this turn when a tool's calls failed
-    /// more often than its retry budget allows. The budget is counted over the run's result
-    /// messages, so a run resumed from a saved state keeps counting where it stopped.
+    /// more often than its retry budget allows. The budget counts the failures the run's
+    /// result messages record and those of the calls that leave none (nested calls,
+    /// `run_tool_call`), which the dispatcher counted meanwhile; both are in the state, so a
+    /// run resumed from a saved state keeps counting where it stopped.
     fn batch_finished(&mut self, state: &mut RunState, batch: BatchOutcome) {
-        let mut retried: Vec<String> = (batch.results.iter().zip(&batch.records))
+        let nested = (self.limits.nested_failures.as_ref()).map_or_else(Vec::new, |f| f.take());
+        let mut retried: Vec<String> = Vec::new();
+        let answered = (batch.results.iter().zip(&batch.records))
             .filter(|(_, record)| record.failure.is_some_and(|f| f.counts_as_retry()))
-            .map(|(result, _)| result.tool_name.clone())
-            .collect();
-        retried.dedup();
+            .map(|(result, _)| &result.tool_name);
+        for name in answered.chain(nested.iter().map(|(name, _)| name)) {
+            if !retried.contains(name) {
+                retried.push(name.clone());
+            }
+        }
         state.batch_finished(batch);
+        state.nested_failed(nested);
         let turn = self.turn();
         for name in retried {
             let Some(tool) = turn.tools.get_nested(&name) else {
@@ -433,12 +441,12 @@ impl Driver<'_> {
         Dispatcher::new(
             Arc::clone(&turn.tools),
             Arc::clone(&turn.config.hooks),
+            Arc::clone(&turn.config.policies),
             turn.config.execution,
             limits,
             turn.config.capture_content,
         )
         .with_switch(Arc::clone(shared) as Arc<dyn ToolSwitch>)
-        .with_policies(Arc::clone(&turn.config.policies))
     }
 
     async fn run_batch(&mut self, state: &RunState, response: Arc<AssistantMessage>) -> BatchRun {

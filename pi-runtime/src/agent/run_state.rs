@@ -3,7 +3,7 @@
 //! driver (`run.rs`, in memory) performs each [`Effect`] and hands the answer back. Between
 //! effects the state serializes, so a run can stop after a batch and go on elsewhere.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -69,6 +69,10 @@ pub struct RunState {
     /// One record per tool result of this run, in the order of the result messages: what a
     /// result message alone does not say.
     calls: Vec<CallRecord>,
+    /// Failed calls of this run that leave no result message (nested calls, `run_tool_call`)
+    /// and that the retry budgets count, per tool.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    nested_failures: BTreeMap<String, u32>,
     /// Events a step decided on and the driver has not delivered yet, as small notes: each
     /// event is built from the state when it is delivered, so an event is moved once.
     #[serde(skip)]
@@ -239,6 +243,7 @@ impl RunState {
             deadline_ms: limits.deadline_ms,
             time_left_ms: None,
             calls: Vec::new(),
+            nested_failures: BTreeMap::new(),
             outbox: VecDeque::new(),
             ended_turn: None,
         }
@@ -512,16 +517,26 @@ impl RunState {
         };
     }
 
+    /// Count failed calls that leave no result message, per tool.
+    pub(crate) fn nested_failed(&mut self, failures: Vec<(String, u32)>) {
+        for (tool, count) in failures {
+            *self.nested_failures.entry(tool).or_default() += count;
+        }
+    }
+
     /// How many calls of `tool` failed in this run in a way its retry budget counts
-    /// ([`CallFailure::counts_as_retry`](crate::agent::failure::CallFailure::counts_as_retry)).
+    /// ([`CallFailure::counts_as_retry`](crate::agent::failure::CallFailure::counts_as_retry)):
+    /// those its result messages record, and the nested ones.
     pub(crate) fn retry_failures(&self, tool: &str) -> usize {
         let results = self.added().iter().filter_map(Message::as_tool_result);
-        results
+        let answered = results
             .zip(&self.calls)
             .filter(|(result, record)| {
                 result.tool_name == tool && record.failure.is_some_and(|f| f.counts_as_retry())
             })
-            .count()
+            .count();
+        let nested = self.nested_failures.get(tool).copied().unwrap_or(0);
+        answered + nested as usize
     }
 
     /// End the run with `end` when the current turn is over (its `turn_end` first; the

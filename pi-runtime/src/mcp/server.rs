@@ -25,9 +25,9 @@ use super::cluster::{self, Cluster};
 use super::connections::{self, Limited, Peer};
 use super::sessions::{self, SessionLimits, Sessions};
 use super::{McpError, ToolHints, errors, first_write, parse_error};
-use crate::agent::Hooks;
-use crate::agent::dispatch::{Dispatcher, Lane, RunLimits};
+use crate::agent::dispatch::{Dispatcher, Lane, Policies, RunLimits};
 use crate::agent::turn_tools::TurnTools;
+use crate::agent::{Hooks, ToolPolicies};
 use crate::message::{ContentBlock, ToolCall};
 use crate::tool::{ExecutionMode, ToolDefinition, ToolRegistry, ToolResult, ToolSet};
 
@@ -75,6 +75,8 @@ pub struct McpServer {
 struct ServerInner {
     tools: Arc<TurnTools>,
     hooks: Arc<Hooks>,
+    /// The tools' execution policies, for every call of every connection.
+    policies: Arc<Policies>,
     listed: Vec<McpTool>,
     name: String,
     version: String,
@@ -126,6 +128,7 @@ impl McpServer {
             inner: Arc::new(ServerInner {
                 tools: Arc::new(tools),
                 hooks: Arc::new(Hooks::default()),
+                policies: Arc::default(),
                 listed,
                 name: "pi-runtime".to_owned(),
                 version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -151,6 +154,20 @@ impl McpServer {
     #[must_use]
     pub fn with_hooks(mut self, hooks: Hooks) -> Self {
         self.inner_mut().hooks = Arc::new(hooks);
+        self
+    }
+
+    /// Run every call under these execution policies (see
+    /// [`ToolPolicy`](crate::tool::ToolPolicy)). Give it an agent's
+    /// ([`Agent::tool_policies`](crate::agent::Agent::tool_policies)) to serve its tools as the
+    /// agent runs them: its default timeout, retry budget and output cap for the tools that set
+    /// none, its output saver, and its named concurrency limits, whose permits the served calls
+    /// and the agent's own calls then share. Without it, each tool's own policy applies, with
+    /// limits of the server's own. A limit keeps the permits it was made with. Retry budgets
+    /// count the failed calls of one run, and a served call is part of none.
+    #[must_use]
+    pub fn with_tool_policies(mut self, policies: ToolPolicies) -> Self {
+        self.inner_mut().policies = policies.inner;
         self
     }
 
@@ -257,16 +274,14 @@ impl McpServer {
         self
     }
 
-    /// Behaviour hints for the tool named `tool` (ignored when there is none).
+    /// List `hints` as the behaviour hints of the tool named `tool`, in place of the tool's
+    /// own ([`ToolDefinition::hints`], listed by default): a hint `hints` leaves unset is not
+    /// listed. Ignored when there is no such tool.
     #[must_use]
     pub fn with_hints(mut self, tool: &str, hints: ToolHints) -> Self {
         if let Some(listed) = self.inner_mut().listed.iter_mut().find(|t| t.name == tool) {
-            let mut annotations = listed.annotations.take().unwrap_or_default();
-            annotations.read_only_hint = hints.read_only.or(annotations.read_only_hint);
-            annotations.destructive_hint = hints.destructive.or(annotations.destructive_hint);
-            annotations.idempotent_hint = hints.idempotent.or(annotations.idempotent_hint);
-            annotations.open_world_hint = hints.open_world.or(annotations.open_world_hint);
-            listed.annotations = Some(annotations);
+            let title = listed.annotations.take().and_then(|a| a.title);
+            listed.annotations = annotations(title, hints);
         }
         self
     }
@@ -279,6 +294,7 @@ impl McpServer {
             self.inner = Arc::new(ServerInner {
                 tools: Arc::clone(&old.tools),
                 hooks: Arc::clone(&old.hooks),
+                policies: Arc::clone(&old.policies),
                 listed: old.listed.clone(),
                 name: old.name.clone(),
                 version: old.version.clone(),
@@ -556,10 +572,12 @@ impl McpServer {
             deadline: None,
             context: None,
             run_key: None,
+            nested_failures: None,
         };
         let dispatcher = Dispatcher::new(
             Arc::clone(&inner.tools),
             Arc::clone(&inner.hooks),
+            Arc::clone(&inner.policies),
             ExecutionMode::Parallel,
             Arc::new(limits),
             false,
@@ -690,11 +708,27 @@ fn listed_tool(tool: &dyn ToolDefinition) -> McpTool {
         listed = listed.with_raw_output_schema(Arc::new(output));
     }
     let label = tool.label();
-    if label != definition.name {
-        listed = listed.with_title(label);
-        listed = listed.with_annotations(ToolAnnotations::with_title(label));
+    let title = (label != definition.name).then(|| label.to_owned());
+    if let Some(title) = &title {
+        listed = listed.with_title(title);
     }
+    listed.annotations = annotations(title, tool.hints());
     listed
+}
+
+/// A listing's annotations: the title (the tool's label) and the behaviour hints; `None`
+/// when there is neither.
+fn annotations(title: Option<String>, hints: ToolHints) -> Option<ToolAnnotations> {
+    if title.is_none() && hints == ToolHints::default() {
+        return None;
+    }
+    let mut annotations = ToolAnnotations::default();
+    annotations.title = title;
+    annotations.read_only_hint = hints.read_only;
+    annotations.destructive_hint = hints.destructive;
+    annotations.idempotent_hint = hints.idempotent;
+    annotations.open_world_hint = hints.open_world;
+    Some(annotations)
 }
 
 /// Our result as an MCP `CallToolResult`.

@@ -222,7 +222,12 @@ impl Sessions {
                 "The server has {} sessions open, the most it keeps; try again later",
                 limits.max_sessions
             );
-            return Err(refusal(StatusCode::SERVICE_UNAVAILABLE, id, &message));
+            return Err(refusal(
+                StatusCode::SERVICE_UNAVAILABLE,
+                OVER_A_CAP,
+                id,
+                &message,
+            ));
         }
         if let Some(client) = &client {
             let count = table.by_client.entry(client.clone()).or_default();
@@ -232,7 +237,12 @@ impl Sessions {
                      (DELETE) or let one expire",
                     limits.max_sessions_per_client
                 );
-                return Err(refusal(StatusCode::TOO_MANY_REQUESTS, id, &message));
+                return Err(refusal(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    OVER_A_CAP,
+                    id,
+                    &message,
+                ));
             }
             *count += 1;
         }
@@ -337,9 +347,19 @@ impl Drop for Call {
     }
 }
 
-/// A refusal with a JSON-RPC error, and `Retry-After` for the total cap.
-fn refusal(status: StatusCode, id: Option<&RequestId>, message: &str) -> Response {
-    let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": message}});
+/// The JSON-RPC error code of a request refused for one of the server's caps.
+const OVER_A_CAP: i32 = -32000;
+
+/// The server's own refusal of a request before rmcp sees it (a cap here, a token's missing
+/// scopes in [`auth`](super::auth)): `status`, with a JSON-RPC error answering `id` as the
+/// body, and `Retry-After` for the total cap.
+pub(super) fn refusal(
+    status: StatusCode,
+    code: i32,
+    id: Option<&RequestId>,
+    message: &str,
+) -> Response {
+    let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
     let mut response = (status, axum::Json(error)).into_response();
     if status == StatusCode::SERVICE_UNAVAILABLE {
         response
@@ -385,7 +405,9 @@ pub(super) async fn guard(
     let call = match &posted.tool {
         Some(_) => match sessions.start_call(Holder::of(&request)) {
             Ok(call) => Some(call),
-            Err((status, message)) => return refusal(status, posted.id.as_ref(), &message),
+            Err((status, message)) => {
+                return refusal(status, OVER_A_CAP, posted.id.as_ref(), &message);
+            }
         },
         None => None,
     };

@@ -178,7 +178,8 @@ impl ToolContext {
     /// `prepare_arguments`, validation, the agent's `before_tool_call` and
     /// `after_tool_call`, the run's cancellation and time limit. The result is what the
     /// model would have seen; the nested call emits no events and adds no message. Its
-    /// progress updates are dropped.
+    /// progress updates are dropped. A failure counts toward the called tool's retry budget
+    /// for the run, as a failed call of the model does.
     ///
     /// A context made outside an agent ([`new`](Self::new), [`detached`](Self::detached))
     /// has no tools to call: the result is an error.

@@ -16,6 +16,7 @@ mod dynamic;
 mod exposure;
 mod hints;
 mod layers;
+pub(crate) mod limits;
 pub(crate) mod output;
 mod params;
 mod policy;
@@ -31,9 +32,10 @@ pub use dynamic::FnTool;
 pub use exposure::{Exposed, Exposure, ToolSetExt};
 pub use hints::ToolHints;
 pub use layers::{AgentTool, ExecutionMode, RequestLoadout, ToolDefinition};
+pub use limits::{ConcurrencyConflict, ConcurrencyLimits};
 pub use output::{OutputSaver, TempFileSaver};
 pub use params::{Args, Ctx, State};
-pub use policy::{Concurrency, ConcurrencyConflict, ConcurrencyLimits, ToolPolicy};
+pub use policy::{Concurrency, ToolPolicy};
 pub use registry::{RegistryError, ToolRegistry, ToolSet};
 pub use result::{
     IntoToolError, IntoToolResult, Json, JsonOutput, ToolError, ToolErrorKind, ToolResult,

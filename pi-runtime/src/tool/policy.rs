@@ -2,12 +2,7 @@
 //! concurrency limit, output cap), declared on the tool and defaulted on the agent.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-
-use tokio::sync::Semaphore;
 
 /// The execution policy of a tool: what the dispatcher, the one path every call takes (the
 /// model's calls, nested calls from code mode, [`Agent::run_tool_call`](crate::Agent::run_tool_call),
@@ -23,7 +18,7 @@ use tokio::sync::Semaphore;
 /// | field | what the dispatcher does |
 /// |---|---|
 /// | `timeout` | cancels the call's signal when it runs longer; a grace period later (one second) the model gets an error result saying the tool timed out |
-/// | `retries` | the failed calls the model may make of this tool in one run (invalid arguments and [`ToolError::retry`](crate::ToolError::retry) count, other tool errors do not); one more ends the run with [`RunEnd::RetriesExhausted`](crate::agent::RunEnd::RetriesExhausted) |
+/// | `retries` | the failed calls of this tool one run allows (invalid arguments and [`ToolError::retry`](crate::ToolError::retry) count, other tool errors do not), whether the model made them or another tool did (code mode, [`ToolContext::call_tool`](crate::ToolContext::call_tool)); one more ends the run with [`RunEnd::RetriesExhausted`](crate::agent::RunEnd::RetriesExhausted) |
 /// | `concurrency` | at most `permits` calls of every tool naming the same limit run at once (for the agent definition and all its conversations) |
 /// | `max_output` | a longer text result is cut in pi's truncation format, and the full text is saved to a file the result names |
 ///
@@ -122,91 +117,5 @@ impl ToolPolicy {
     /// Whether no field is set (the dispatcher then adds nothing around a call).
     pub fn is_empty(&self) -> bool {
         *self == ToolPolicy::new()
-    }
-}
-
-/// The named concurrency limits of an agent definition (and all its conversations): one
-/// semaphore per name, made with the permits of the first tool that names it.
-///
-/// The [file mutation queue](crate::tools::FileMutationQueue) is the special case of one
-/// permit per file path; a named limit caps any kind of call: database connections, a
-/// rate-limited API. Give one value to several builders
-/// ([`AgentBuilder::concurrency_limits`](crate::agent::AgentBuilder::concurrency_limits)) to
-/// share the limits between agents.
-#[derive(Clone, Default)]
-pub struct ConcurrencyLimits {
-    limits: Arc<Mutex<HashMap<Cow<'static, str>, Limit>>>,
-}
-
-/// One named limit: the permits it was made with, and its semaphore.
-type Limit = (usize, Arc<Semaphore>);
-
-impl fmt::Debug for ConcurrencyLimits {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let limits = self.limits.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut map = f.debug_map();
-        for (name, (permits, _)) in limits.iter() {
-            map.entry(name, permits);
-        }
-        map.finish()
-    }
-}
-
-/// Two tools name one concurrency limit with different permits.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "tool \"{tool}\" declares concurrency \"{name}:{permits}\", but the limit \"{name}\" already has {existing} permits: give every tool naming a limit the same permits"
-)]
-#[non_exhaustive]
-pub struct ConcurrencyConflict {
-    /// The tool that disagrees.
-    pub tool: String,
-    /// The limit's name.
-    pub name: String,
-    /// The permits the tool declares.
-    pub permits: usize,
-    /// The permits the limit has.
-    pub existing: usize,
-}
-
-impl ConcurrencyLimits {
-    /// No limits yet.
-    pub fn new() -> Self {
-        ConcurrencyLimits::default()
-    }
-
-    /// Make the limit `tool`'s policy names, or check it agrees with the one there.
-    ///
-    /// # Errors
-    /// The limit exists with other permits.
-    pub(crate) fn declare(
-        &self,
-        tool: &str,
-        limit: &Concurrency,
-    ) -> Result<(), ConcurrencyConflict> {
-        let mut limits = self.limits.lock().unwrap_or_else(PoisonError::into_inner);
-        let (existing, _) = limits
-            .entry(limit.name.clone())
-            .or_insert_with(|| (limit.permits, Arc::new(Semaphore::new(limit.permits))));
-        if *existing == limit.permits {
-            Ok(())
-        } else {
-            Err(ConcurrencyConflict {
-                tool: tool.to_owned(),
-                name: limit.name.clone().into_owned(),
-                permits: limit.permits,
-                existing: *existing,
-            })
-        }
-    }
-
-    /// The semaphore of `limit` (made on first use: a tool registered after `build()` may
-    /// name a new limit).
-    pub(crate) fn semaphore(&self, limit: &Concurrency) -> Arc<Semaphore> {
-        let mut limits = self.limits.lock().unwrap_or_else(PoisonError::into_inner);
-        let (_, semaphore) = limits
-            .entry(limit.name.clone())
-            .or_insert_with(|| (limit.permits, Arc::new(Semaphore::new(limit.permits))));
-        Arc::clone(semaphore)
     }
 }

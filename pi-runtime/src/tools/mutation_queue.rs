@@ -1,14 +1,17 @@
 //! The per-file mutation queue (pi's `withFileMutationQueue`): operations on one file run one
-//! after another in call order, operations on different files run concurrently.
+//! after another in call order, operations on different files run concurrently. It is the
+//! named concurrency limits' machinery ([`Semaphores`]) with one permit per file, plus the
+//! ordering of calls across the asynchronous resolution of their paths.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex as StdMutex, PoisonError};
+use std::sync::{Arc, LazyLock};
 use std::task::Poll;
 
-use tokio::sync::{Mutex, OwnedMutexGuard};
+use tokio::sync::{Mutex, OwnedSemaphorePermit};
+
+use crate::tool::limits::Semaphores;
 
 /// Serialises the operations that modify one file.
 ///
@@ -16,7 +19,10 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 /// one queue; a path that does not exist yet is keyed by its absolute form. Operations on one
 /// key run one at a time in the order the calls were made (keys are resolved and places
 /// reserved under one registration lock, a global FIFO), a failed operation releases its place
-/// like a successful one, and a key is forgotten when its last operation finishes.
+/// like a successful one, and a key is forgotten when its last operation finishes. Each key is
+/// a limit of one permit, as a tool's `concurrency = "name:1"` is (see
+/// [`ConcurrencyLimits`](crate::tool::ConcurrencyLimits)), keyed by the file instead of a
+/// name.
 ///
 /// Built-in `edit` and `write` use [`FileMutationQueue::global`]; any tool that rewrites files
 /// should do the same so that parallel calls on one file never lose an update.
@@ -43,8 +49,8 @@ struct Inner {
     /// Held while a key is resolved and its place reserved, so that places are taken in call
     /// order even though resolving is asynchronous. tokio's mutex is fair (FIFO).
     registration: Mutex<()>,
-    /// One fair mutex per key; an entry lives while an operation holds or awaits it.
-    files: StdMutex<HashMap<PathBuf, Arc<Mutex<()>>>>,
+    /// One permit per key; a key lives while an operation holds or awaits its permit.
+    files: Semaphores<PathBuf>,
 }
 
 /// A held place in a [`FileMutationQueue`]: the file is this operation's until the guard is
@@ -53,7 +59,7 @@ struct Inner {
 pub struct FileMutationGuard {
     queue: Arc<Inner>,
     key: PathBuf,
-    slot: Option<OwnedMutexGuard<()>>,
+    permit: Option<OwnedSemaphorePermit>,
 }
 
 impl FileMutationQueue {
@@ -80,23 +86,25 @@ impl FileMutationQueue {
     pub async fn lock(&self, path: impl AsRef<Path>) -> io::Result<FileMutationGuard> {
         let registration = self.inner.registration.lock().await;
         let key = queue_key(path.as_ref()).await?;
-        let file = self.inner.entry(&key);
+        let (_, file) = self.inner.files.get(&key, 1);
         // Declared before `acquire` so that it drops after it: a call cancelled while waiting
         // must give up its reference before the guard checks whether the key is still used.
         let mut guard = FileMutationGuard {
             queue: Arc::clone(&self.inner),
             key,
-            slot: None,
+            permit: None,
         };
-        let mut acquire = Box::pin(file.lock_owned());
+        let mut acquire = Box::pin(file.acquire_owned());
         // The first poll enqueues this call in the file's FIFO while the registration lock
         // still orders it behind every earlier call.
         let first = futures::poll!(acquire.as_mut());
         drop(registration);
-        guard.slot = Some(match first {
-            Poll::Ready(slot) => slot,
+        let permit = match first {
+            Poll::Ready(permit) => permit,
             Poll::Pending => acquire.await,
-        });
+        };
+        // The queue never closes a file's semaphore.
+        guard.permit = Some(permit.map_err(io::Error::other)?);
         Ok(guard)
     }
 
@@ -116,35 +124,15 @@ impl FileMutationQueue {
 
     /// The number of files with an operation running or waiting (for tests and metrics).
     pub fn active_files(&self) -> usize {
-        self.inner.files().len()
-    }
-}
-
-impl Inner {
-    fn files(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Arc<Mutex<()>>>> {
-        // The map holds no invariant a panic could break halfway; keep using it.
-        self.files.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn entry(&self, key: &Path) -> Arc<Mutex<()>> {
-        let mut files = self.files();
-        Arc::clone(files.entry(key.to_path_buf()).or_default())
+        self.inner.files.len()
     }
 }
 
 impl Drop for FileMutationGuard {
     fn drop(&mut self) {
-        // Release first, so the strong count below only counts holders and waiters.
-        drop(self.slot.take());
-        let mut files = self.queue.files();
-        // Clones are only made under this lock, so a count of one (the map's own) means no
-        // operation holds or awaits this file any more.
-        if files
-            .get(&self.key)
-            .is_some_and(|file| Arc::strong_count(file) == 1)
-        {
-            files.remove(&self.key);
-        }
+        // Release first, so that only other holders and waiters keep the key.
+        drop(self.permit.take());
+        self.queue.files.forget_if_idle(self.key.as_path());
     }
 }
 

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use pi_runtime::agent::AgentEvent;
+use pi_runtime::agent::{AgentEvent, RunEnd};
 use pi_runtime::codemode::{CodemodeMode, CodemodeSettings, CodemodeTool, base_description};
 use pi_runtime::message::join_text;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
-use pi_runtime::tool::Exposure;
+use pi_runtime::tool::{Exposure, ToolPolicy};
 use pi_runtime::{Agent, FnTool, Message, ToolDefinition, ToolError, ToolResult};
 use serde_json::{Value, json};
 
@@ -185,6 +185,77 @@ async fn the_script_s_calls_show_in_progress_events() {
         *updates.lock().expect("not poisoned"),
         [Some(json!([])), Some(json!([running])), Some(json!([ok]))]
     );
+}
+
+/// `lookup` with a retry budget of two, and the code mode tool; the run of a model that
+/// sends `code` once, then would answer.
+async fn run_with_budget(code: &str) -> (pi_runtime::agent::RunOutcome, FauxModel) {
+    let lookup = FnTool::new(
+        "lookup",
+        "A record by id",
+        json!({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}),
+        |args, _ctx| async move { Ok(ToolResult::text(format!("record {}", args["id"]))) },
+    )
+    .with_policy(ToolPolicy::new().with_retries(2));
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call(
+            "call_1",
+            "codemode",
+            json!({"code": code}),
+        ))
+        .respond(FauxResponse::text("done"));
+    let agent = Agent::builder()
+        .model(model.clone())
+        .tools((lookup, CodemodeTool::new()))
+        .build()
+        .expect("the agent builds");
+    let run = agent.prompt("go").await.expect("the run ends");
+    (run, model)
+}
+
+/// Calls `lookup` with each id, catching its errors, then with 7.
+fn lookups(ids: &str) -> String {
+    format!(
+        "for (const id of [{ids}]) {{ try {{ await tools.lookup({{ id }}); }} catch (e) {{}} }}\n\
+         return await tools.lookup({{ id: 7 }});"
+    )
+}
+
+#[tokio::test]
+async fn a_script_s_failed_calls_past_the_tool_s_retry_budget_end_the_run() {
+    let (run, model) = run_with_budget(&lookups("\"a\", \"b\", \"c\"")).await;
+    assert_eq!(
+        run.end,
+        RunEnd::RetriesExhausted {
+            tool: "lookup".to_owned(),
+            retries: 2
+        }
+    );
+    // The script itself went on and succeeded; the run ends after its turn.
+    let Some(Message::ToolResult(result)) = run.last() else {
+        panic!("the run ends with the script's result: {:?}", run.last());
+    };
+    assert!(!result.is_error);
+    assert!(
+        result.text().ends_with("Output:\n\nrecord 7"),
+        "{}",
+        result.text()
+    );
+    let statuses: Vec<&Value> = (result.details.as_ref())
+        .and_then(|details| details["calls"].as_array())
+        .map(|calls| calls.iter().map(|call| &call["status"]).collect())
+        .unwrap_or_default();
+    assert_eq!(statuses, ["error", "error", "error", "ok"]);
+    assert_eq!(
+        model.request_count(),
+        1,
+        "no request after the script's turn"
+    );
+
+    // Two failures are within the budget.
+    let (run, model) = run_with_budget(&lookups("\"a\", \"b\"")).await;
+    assert_eq!(run.end, RunEnd::Completed);
+    assert_eq!(model.request_count(), 2);
 }
 
 #[tokio::test]

@@ -3,6 +3,8 @@
 //! cargo feature say so; the rest run with `--no-default-features`.
 
 mod json_support;
+#[cfg(feature = "mcp")]
+mod mcp_support;
 mod memory_support;
 #[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
 mod provider_support;
@@ -54,6 +56,8 @@ mod mcp_hostile;
 mod mcp_hostile_limits;
 #[cfg(feature = "mcp")]
 mod mcp_hostile_server;
+#[cfg(feature = "mcp")]
+mod mcp_tool_policy;
 mod partial_json_malformed;
 mod partial_json_props;
 mod partial_json_spec;

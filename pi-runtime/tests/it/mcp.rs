@@ -10,7 +10,8 @@ use pi_runtime::agent::Agent;
 use pi_runtime::mcp::{McpClient, McpHttpServer, McpServer, TempFileSaver, ToolHints};
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::{
-    AgentTool, Json, Message, State, ToolContext, ToolError, ToolResult, ToolSet, tool, tool_args,
+    AgentTool, FnTool, Json, Message, State, ToolContext, ToolError, ToolResult, ToolSet, tool,
+    tool_args,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -219,6 +220,93 @@ async fn tools_list_gives_names_schemas_output_schema_and_hints() {
         json!({"type": "number", "description": "a + b"})
     );
     f.http.shutdown().await;
+}
+
+/// A tool named `name` that answers `ok`, with these hints.
+fn hinted(name: &str, hints: ToolHints) -> FnTool {
+    FnTool::new(name, "A tool.", json!({"type": "object"}), |_, _| async {
+        Ok::<_, ToolError>(ToolResult::text("ok"))
+    })
+    .with_hints(hints)
+}
+
+/// `(name, annotations)` of every listed tool.
+fn annotations(server: &McpServer) -> Vec<(String, Option<Value>)> {
+    (server.listed_tools().iter())
+        .map(|tool| {
+            (
+                tool["name"].as_str().unwrap_or_default().to_owned(),
+                tool.get("annotations").cloned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn listed_hints_are_the_tools_own_unless_the_server_gives_others() {
+    let server = McpServer::new((
+        hinted(
+            "drop_table",
+            ToolHints::new().destructive(true).open_world(false),
+        )
+        .with_label("Drop a table"),
+        hinted("lookup", ToolHints::new().read_only(true)),
+        hinted("plain", ToolHints::new()),
+    ))
+    .expect("tools register");
+    let own = |name: &str, annotations: Option<Value>| (name.to_owned(), annotations);
+    assert_eq!(
+        annotations(&server),
+        [
+            own(
+                "drop_table",
+                Some(
+                    json!({"title": "Drop a table", "destructiveHint": true, "openWorldHint": false})
+                )
+            ),
+            own("lookup", Some(json!({"readOnlyHint": true}))),
+            own("plain", None),
+        ]
+    );
+    assert_eq!(server.listed_tools()[0]["title"], "Drop a table");
+
+    // The server's hints for a tool replace the tool's own; the title stays.
+    let server = server
+        .with_hints("drop_table", ToolHints::new().idempotent(true))
+        .with_hints("plain", ToolHints::new().read_only(true))
+        .with_hints("lookup", ToolHints::new());
+    assert_eq!(
+        annotations(&server),
+        [
+            own(
+                "drop_table",
+                Some(json!({"title": "Drop a table", "idempotentHint": true}))
+            ),
+            own("lookup", None),
+            own("plain", Some(json!({"readOnlyHint": true}))),
+        ]
+    );
+
+    // A client reads them back as the tools' hints.
+    let http = server
+        .serve_http("127.0.0.1:0".parse().expect("an address"))
+        .await
+        .expect("a loopback port");
+    let client = McpClient::builder("hinted")
+        .http(http.url())
+        .await
+        .expect("the client connects");
+    let hints: Vec<ToolHints> = client.tools().iter().map(|tool| tool.hints()).collect();
+    assert_eq!(
+        hints,
+        [
+            ToolHints::new().idempotent(true),
+            ToolHints::new(),
+            ToolHints::new().read_only(true),
+        ]
+    );
+    client.close().await;
+    http.shutdown().await;
 }
 
 #[tokio::test]

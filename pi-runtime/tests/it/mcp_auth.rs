@@ -18,6 +18,8 @@ use pi_runtime::mcp::{McpClient, McpError, McpHttpServer, McpServer};
 use pi_runtime::tool;
 use serde_json::{Value, json};
 
+use crate::mcp_support::{RawClient, call, initialize, message};
+
 /// Add two numbers.
 #[tool]
 async fn add(a: f64, b: f64) -> String {
@@ -48,54 +50,6 @@ async fn serve(auth: Authentication) -> McpHttpServer {
         .expect("a loopback port")
 }
 
-/// POST `message` with `token` (if any) and `session` (if any).
-async fn post(
-    url: &str,
-    token: Option<&str>,
-    session: Option<&str>,
-    message: Value,
-) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18")
-        .json(&message);
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    request.send().await.expect("an answer")
-}
-
-fn initialize() -> Value {
-    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}})
-}
-
-fn call(name: &str, arguments: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-           "params": {"name": name, "arguments": arguments}})
-}
-
-/// A session opened with `token`.
-async fn session(url: &str, token: &str) -> String {
-    let response = post(url, Some(token), None, initialize()).await;
-    assert_eq!(response.status(), 200);
-    let session = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .expect("a session id")
-        .to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let response = post(url, Some(token), Some(&session), initialized).await;
-    assert_eq!(response.status(), 202);
-    session
-}
-
 fn challenge(response: &reqwest::Response) -> String {
     response
         .headers()
@@ -103,17 +57,6 @@ fn challenge(response: &reqwest::Response) -> String {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned()
-}
-
-/// The JSON-RPC message of a response, whether sent as JSON or as one SSE event.
-async fn message(response: reqwest::Response) -> Value {
-    let text = response.text().await.expect("a body");
-    let data = text
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .find(|data| !data.trim().is_empty())
-        .unwrap_or(&text);
-    serde_json::from_str(data.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
 #[tokio::test]
@@ -126,14 +69,17 @@ async fn a_request_without_a_token_is_told_where_the_metadata_is() {
     let addr = server.local_addr();
     let metadata_url = format!("http://{addr}/.well-known/oauth-protected-resource/mcp");
 
-    let response = post(&url, None, None, initialize()).await;
+    let response = RawClient::new(&url).post(None, initialize()).await;
     assert_eq!(response.status(), 401);
     assert_eq!(
         challenge(&response),
         format!("Bearer resource_metadata=\"{metadata_url}\"")
     );
 
-    let response = post(&url, Some("0123456789abcdef-wrong"), None, initialize()).await;
+    let response = RawClient::new(&url)
+        .with_token("0123456789abcdef-wrong")
+        .post(None, initialize())
+        .await;
     assert_eq!(response.status(), 401);
     assert_eq!(
         challenge(&response),
@@ -185,14 +131,14 @@ async fn a_token_sees_and_calls_only_the_tools_its_scopes_allow() {
     plain.close().await;
 
     // Calling a tool it cannot see: 403, with the scope it lacks.
-    let plain_session = session(&url, PLAIN).await;
-    let response = post(
-        &url,
-        Some(PLAIN),
-        Some(&plain_session),
-        call("add", json!({"a": 1, "b": 2})),
-    )
-    .await;
+    let plain = RawClient::new(&url).with_token(PLAIN);
+    let plain_session = plain.open_session().await.expect("a session");
+    let response = plain
+        .post(
+            Some(&plain_session),
+            call(1, "add", json!({"a": 1, "b": 2})),
+        )
+        .await;
     assert_eq!(response.status(), 403);
     let metadata_url = format!(
         "http://{}/.well-known/oauth-protected-resource/mcp",
@@ -206,18 +152,17 @@ async fn a_token_sees_and_calls_only_the_tools_its_scopes_allow() {
         )
     );
     assert_eq!(
-        message(response).await,
-        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32001,
-            "message": "The token may not call the tool \"add\": it needs the scopes math"}})
+        response.headers().get("content-type").map(|v| v.as_bytes()),
+        Some(&b"application/json"[..])
+    );
+    assert_eq!(
+        response.text().await.expect("a body"),
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"The token may not call the tool \"add\": it needs the scopes math"}}"#
     );
     // The tool it may call answers.
-    let response = post(
-        &url,
-        Some(PLAIN),
-        Some(&plain_session),
-        call("echo", json!({"text": "hi"})),
-    )
-    .await;
+    let response = plain
+        .post(Some(&plain_session), call(1, "echo", json!({"text": "hi"})))
+        .await;
     assert_eq!(response.status(), 200);
     assert_eq!(
         message(response).await["result"]["content"][0]["text"],
@@ -225,13 +170,10 @@ async fn a_token_sees_and_calls_only_the_tools_its_scopes_allow() {
     );
 
     // Another token does not find the session, even with the scope the call needs.
-    let response = post(
-        &url,
-        Some(MATH),
-        Some(&plain_session),
-        call("echo", json!({"text": "hi"})),
-    )
-    .await;
+    let response = RawClient::new(&url)
+        .with_token(MATH)
+        .post(Some(&plain_session), call(1, "echo", json!({"text": "hi"})))
+        .await;
     assert_eq!(response.status(), 404);
     server.shutdown().await;
 }
@@ -524,7 +466,10 @@ async fn the_server_takes_jwts_and_their_scopes() {
         ),
         token("issuer", "k1", json!({"exp": now() - 120})),
     ] {
-        let response = post(&url, Some(&bad), None, initialize()).await;
+        let response = RawClient::new(&url)
+            .with_token(&bad)
+            .post(None, initialize())
+            .await;
         assert_eq!(response.status(), 401);
         assert!(
             challenge(&response).contains(

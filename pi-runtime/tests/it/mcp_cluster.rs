@@ -11,6 +11,8 @@ use pi_runtime::mcp::{Cluster, McpHttpServer, McpServer};
 use pi_runtime::{State, ToolContext, ToolResult, tool};
 use serde_json::{Value, json};
 
+use crate::mcp_support::{RawClient, call, messages_until_answer};
+
 /// Reports progress, then waits until cancelled and says so.
 #[tool]
 async fn wait(State(cancelled): State<Arc<AtomicBool>>, ctx: ToolContext) -> String {
@@ -59,77 +61,26 @@ async fn cluster() -> (Vec<McpHttpServer>, Vec<Arc<AtomicBool>>) {
     (servers, flags)
 }
 
-async fn post(url: &str, session: Option<&str>, message: Value) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18")
-        .json(&message);
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    request.send().await.expect("an answer")
-}
-
-async fn open_session(url: &str) -> String {
-    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}});
-    let response = post(url, None, initialize).await;
-    let session = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .expect("a session")
-        .to_owned();
-    drop(response.bytes().await);
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(post(url, Some(&session), initialized).await.status(), 202);
-    session
-}
-
-fn call(id: u32, name: &str, arguments: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-           "params": {"name": name, "arguments": arguments, "_meta": {"progressToken": id}}})
-}
-
-/// The JSON-RPC messages of an SSE answer, read until one answers `id`.
-async fn messages_until_answer(response: &mut reqwest::Response, id: u32) -> Vec<Value> {
-    let mut messages = Vec::new();
-    let mut buffer = String::new();
-    loop {
-        let chunk = tokio::time::timeout(Duration::from_secs(10), response.chunk())
-            .await
-            .expect("the answer goes on")
-            .expect("a readable answer");
-        let Some(chunk) = chunk else { return messages };
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buffer.find("\n\n") {
-            let event: String = buffer.drain(..end + 2).collect();
-            for data in event.lines().filter_map(|line| line.strip_prefix("data:")) {
-                if let Ok(message) = serde_json::from_str::<Value>(data.trim()) {
-                    let answers = message["id"] == id && message.get("method").is_none();
-                    messages.push(message);
-                    if answers {
-                        return messages;
-                    }
-                }
-            }
-        }
-    }
+/// A `tools/call` that asks for progress (its token is its id).
+fn call_with_progress(id: u32, name: &str, arguments: Value) -> Value {
+    let mut message = call(id, name, arguments);
+    message["params"]["_meta"] = json!({"progressToken": id});
+    message
 }
 
 #[tokio::test]
 async fn every_instance_serves_a_session_on_the_instance_that_holds_it() {
     let (servers, flags) = cluster().await;
     let urls: Vec<String> = servers.iter().map(McpHttpServer::url).collect();
-    let session = open_session(&urls[0]).await;
+    let instances: Vec<RawClient> = urls.iter().map(RawClient::new).collect();
+    let session = instances[0].open_session().await.expect("a session");
     assert!(session.starts_with("a."), "{session}");
 
     // A call through each instance.
-    for (i, url) in urls.iter().enumerate() {
+    for (i, (url, instance)) in urls.iter().zip(&instances).enumerate() {
         let id = u32::try_from(i).expect("small") + 1;
-        let mut response = post(url, Some(&session), call(id, "echo", json!({"text": url}))).await;
+        let echo = call_with_progress(id, "echo", json!({"text": url}));
+        let mut response = instance.post(Some(&session), echo).await;
         assert_eq!(response.status(), 200, "through {url}");
         let messages = messages_until_answer(&mut response, id).await;
         let answer = messages.last().expect("an answer");
@@ -138,7 +89,9 @@ async fn every_instance_serves_a_session_on_the_instance_that_holds_it() {
 
     // A call through b, cancelled through c: the tool on a sees it, and b's stream carries
     // the progress and then the answer.
-    let mut waiting = post(&urls[1], Some(&session), call(7, "wait", json!({}))).await;
+    let mut waiting = instances[1]
+        .post(Some(&session), call_with_progress(7, "wait", json!({})))
+        .await;
     assert_eq!(waiting.status(), 200);
     let mut buffer = String::new();
     while !buffer.contains("notifications/progress") {
@@ -152,7 +105,10 @@ async fn every_instance_serves_a_session_on_the_instance_that_holds_it() {
     assert!(buffer.contains("\"message\":\"waiting\""), "{buffer}");
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                         "params": {"requestId": 7, "reason": "enough"}});
-    assert_eq!(post(&urls[2], Some(&session), cancel).await.status(), 202);
+    assert_eq!(
+        instances[2].post(Some(&session), cancel).await.status(),
+        202
+    );
     let start = Instant::now();
     while !flags[0].load(Ordering::SeqCst) {
         assert!(
@@ -166,12 +122,8 @@ async fn every_instance_serves_a_session_on_the_instance_that_holds_it() {
     // Another instance's name, or a forged one, finds nothing.
     let (_, id) = session.split_once('.').expect("named");
     for forged in [format!("b.{id}"), format!("x.{id}"), id.to_owned()] {
-        let response = post(
-            &urls[0],
-            Some(&forged),
-            call(9, "echo", json!({"text": "x"})),
-        )
-        .await;
+        let echo = call_with_progress(9, "echo", json!({"text": "x"}));
+        let response = instances[0].post(Some(&forged), echo).await;
         assert_eq!(response.status(), 404, "{forged}");
     }
     for server in servers {
@@ -182,10 +134,12 @@ async fn every_instance_serves_a_session_on_the_instance_that_holds_it() {
 #[tokio::test]
 async fn when_an_instance_stops_its_calls_fail_and_its_sessions_are_gone() {
     let (mut servers, _flags) = cluster().await;
-    let urls: Vec<String> = servers.iter().map(McpHttpServer::url).collect();
-    let session = open_session(&urls[0]).await;
+    let instances: Vec<RawClient> = servers.iter().map(|s| RawClient::new(s.url())).collect();
+    let session = instances[0].open_session().await.expect("a session");
     // A call running on a, through b.
-    let mut waiting = post(&urls[1], Some(&session), call(3, "wait", json!({}))).await;
+    let mut waiting = instances[1]
+        .post(Some(&session), call_with_progress(3, "wait", json!({})))
+        .await;
     assert_eq!(waiting.status(), 200);
     let mut seen = String::new();
     while !seen.contains("notifications/progress") {
@@ -205,20 +159,12 @@ async fn when_an_instance_stops_its_calls_fail_and_its_sessions_are_gone() {
     );
     assert!(took < Duration::from_secs(5), "the error took {took:?}");
     // Its sessions are gone; the other instances serve new ones.
-    let response = post(
-        &urls[2],
-        Some(&session),
-        call(4, "echo", json!({"text": "x"})),
-    )
-    .await;
+    let echo = call_with_progress(4, "echo", json!({"text": "x"}));
+    let response = instances[2].post(Some(&session), echo).await;
     assert_eq!(response.status(), 404);
-    let fresh = open_session(&urls[2]).await;
-    let mut response = post(
-        &urls[1],
-        Some(&fresh),
-        call(5, "echo", json!({"text": "x"})),
-    )
-    .await;
+    let fresh = instances[2].open_session().await.expect("a session");
+    let echo = call_with_progress(5, "echo", json!({"text": "x"}));
+    let mut response = instances[1].post(Some(&fresh), echo).await;
     let messages = messages_until_answer(&mut response, 5).await;
     assert_eq!(
         messages.last().expect("an answer")["result"]["content"][0]["text"],

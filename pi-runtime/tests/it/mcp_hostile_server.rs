@@ -11,6 +11,7 @@ use pi_runtime::{State, ToolContext, tool};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 
+use crate::mcp_support::{RawClient, call, initialize, message};
 use crate::memory_support::{ALONE, alone, measured, peak_rss, rss};
 
 const MB: u64 = 1 << 20;
@@ -30,59 +31,16 @@ async fn serve(server: McpServer) -> McpHttpServer {
         .expect("a loopback port")
 }
 
-/// POST `message` to `url` in `session` (if any); the response.
-async fn post(
-    client: &reqwest::Client,
-    url: &str,
-    session: Option<&str>,
-    message: Value,
-) -> reqwest::Response {
-    let mut request = client
-        .post(url)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18")
-        .json(&message);
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    request.send().await.expect("an answer")
-}
-
-fn initialize() -> Value {
-    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}})
-}
-
-/// Open a session (initialize, then `notifications/initialized`); its id, or the status of
-/// the refusal.
-async fn open_session(client: &reqwest::Client, url: &str) -> Result<String, reqwest::StatusCode> {
-    let response = post(client, url, None, initialize()).await;
-    let status = response.status();
-    let Some(session) = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned)
-    else {
-        return Err(status);
-    };
-    drop(response.bytes().await);
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    drop(post(client, url, Some(&session), initialized).await);
-    Ok(session)
-}
-
 #[tokio::test]
 async fn sessions_never_closed_are_capped() {
     let _alone = measured().await;
     let http = serve(McpServer::new((Wait::new(Arc::default()),)).expect("tools register")).await;
-    let client = reqwest::Client::new();
+    let client = RawClient::new(http.url());
     let (peak, started) = (peak_rss(), Instant::now());
     let mut opened = 0;
     let mut refused = None;
     for _ in 0..10_000 {
-        match open_session(&client, &http.url()).await {
+        match client.open_session().await {
             Ok(_) => opened += 1,
             Err(status) => refused = refused.or(Some(status)),
         }
@@ -111,34 +69,28 @@ async fn sessions_deleted_or_expired_free_their_place_and_memory() {
         .expect("tools register")
         .with_session_limits(limits);
     let http = serve(server).await;
-    let client = reqwest::Client::new();
-    let url = http.url();
+    let client = RawClient::new(http.url());
     let (peak, started) = (peak_rss(), Instant::now());
     for round in 0..5 {
         let mut sessions = Vec::new();
         for _ in 0..20 {
-            sessions.push(open_session(&client, &url).await.expect("a place"));
+            sessions.push(client.open_session().await.expect("a place"));
         }
-        let refused = post(&client, &url, None, initialize()).await;
+        let refused = client.post(None, initialize()).await;
         assert_eq!(refused.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(
             refused.headers().get("retry-after").map(|v| v.as_bytes()),
             Some(&b"5"[..])
         );
-        let error: Value = refused.json().await.expect("a JSON-RPC error");
+        let error = message(refused).await;
         assert_eq!(
             error["error"]["message"],
             "The server has 20 sessions open, the most it keeps; try again later"
         );
         // Deleting one frees its place at once; the others expire.
-        let deleted = client
-            .delete(&url)
-            .header("mcp-session-id", &sessions[0])
-            .send()
-            .await
-            .expect("an answer");
+        let deleted = client.close_session(&sessions[0]).await;
         assert!(deleted.status().is_success(), "{}", deleted.status());
-        let again = open_session(&client, &url).await.expect("the freed place");
+        let again = client.open_session().await.expect("the freed place");
         assert!(!sessions.contains(&again), "round {round}");
         tokio::time::sleep(Duration::from_millis(2_500)).await;
     }
@@ -173,13 +125,12 @@ async fn expired_sessions_alone() {
         .expect("tools register")
         .with_session_limits(limits);
     let http = serve(server).await;
-    let client = reqwest::Client::new();
-    let url = http.url();
+    let client = RawClient::new(http.url());
     let (peak, started) = (peak_rss(), Instant::now());
     let mut resident = Vec::new();
     for _ in 0..8 {
         for _ in 0..500 {
-            open_session(&client, &url).await.expect("a place");
+            client.open_session().await.expect("a place");
         }
         resident.push(rss() / MB);
         // Every session expires; their places and memory are free for the next round.
@@ -212,11 +163,11 @@ async fn a_client_that_drops_its_connection_cancels_its_call() {
     let http =
         serve(McpServer::new((Wait::new(Arc::clone(&cancelled)),)).expect("tools register")).await;
     let peak = peak_rss();
-    let client = reqwest::Client::new();
-    let session = open_session(&client, &http.url()).await.expect("a session");
-    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                      "params": {"name": "wait", "arguments": {}}});
-    let response = post(&client, &http.url(), Some(&session), call).await;
+    let client = RawClient::new(http.url());
+    let session = client.open_session().await.expect("a session");
+    let response = client
+        .post(Some(&session), call(1, "wait", json!({})))
+        .await;
     assert!(response.status().is_success(), "{}", response.status());
     // Give the call time to start, then hang up.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -423,8 +374,7 @@ async fn connections_that_answer_nothing_are_closed_when_idle() {
         })
         .collect();
     // A client with a whole request is answered meanwhile.
-    let client = reqwest::Client::new();
-    assert!(open_session(&client, &http.url()).await.is_ok());
+    assert!(RawClient::new(http.url()).open_session().await.is_ok());
     let mut closed_after = Vec::new();
     for task in slow {
         let took = tokio::time::timeout(Duration::from_secs(20), task)
@@ -478,9 +428,11 @@ async fn a_huge_body_or_batch_is_refused_without_being_held() {
         .map(|id| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}))
         .collect();
     let started = Instant::now();
-    let response = post(&client, &http.url(), None, Value::Array(batch)).await;
+    let response = RawClient::new(http.url())
+        .post(None, Value::Array(batch))
+        .await;
     assert_eq!(response.status(), reqwest::StatusCode::BAD_REQUEST);
-    let error: Value = response.json().await.expect("a JSON-RPC error");
+    let error = message(response).await;
     assert_eq!(error["error"]["code"], -32600);
     let batch = started.elapsed();
     let grown = peak_rss().saturating_sub(peak);
@@ -489,7 +441,7 @@ async fn a_huge_body_or_batch_is_refused_without_being_held() {
         grown / MB
     );
     // The server still answers.
-    assert!(open_session(&client, &http.url()).await.is_ok());
+    assert!(RawClient::new(http.url()).open_session().await.is_ok());
     http.shutdown().await;
     assert!(huge < Duration::from_secs(10) && batch < Duration::from_secs(10));
     assert!(grown < 64 * MB, "peak memory grew by {} MB", grown / MB);
@@ -502,23 +454,19 @@ async fn running_calls_are_capped_per_client() {
         .expect("tools register")
         .with_session_limits(limits);
     let http = serve(server).await;
-    let client = reqwest::Client::new();
-    let url = http.url();
-    let session = open_session(&client, &url).await.expect("a session");
-    let call = |id: u32| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-               "params": {"name": "wait", "arguments": {}}})
-    };
+    let client = RawClient::new(http.url());
+    let session = client.open_session().await.expect("a session");
+    let wait = |id: u32| call(id, "wait", json!({}));
     // Two calls wait; their answers (SSE streams) stay open.
-    let first = post(&client, &url, Some(&session), call(1)).await;
-    let second = post(&client, &url, Some(&session), call(2)).await;
+    let first = client.post(Some(&session), wait(1)).await;
+    let second = client.post(Some(&session), wait(2)).await;
     assert_eq!(
         (first.status().as_u16(), second.status().as_u16()),
         (200, 200)
     );
-    let third = post(&client, &url, Some(&session), call(3)).await;
+    let third = client.post(Some(&session), wait(3)).await;
     assert_eq!(third.status(), reqwest::StatusCode::TOO_MANY_REQUESTS);
-    let error: Value = third.json().await.expect("a JSON-RPC error");
+    let error = message(third).await;
     assert_eq!(
         error,
         json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32000, "message":
@@ -529,7 +477,7 @@ async fn running_calls_are_capped_per_client() {
     drop(first);
     let start = Instant::now();
     loop {
-        let again = post(&client, &url, Some(&session), call(4)).await;
+        let again = client.post(Some(&session), wait(4)).await;
         if again.status() == 200 {
             break;
         }

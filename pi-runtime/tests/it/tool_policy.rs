@@ -7,10 +7,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use pi_runtime::agent::{Agent, BuildError, RunEnd};
+use pi_runtime::agent::approval::ApprovalDecision;
+use pi_runtime::agent::{Agent, BuildError, RunEnd, RunState};
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
-use pi_runtime::tool::{TempFileSaver, ToolPolicy};
-use pi_runtime::{FnTool, Message, ToolContext, ToolDefinition, ToolError, ToolResult, tool};
+use pi_runtime::tool::{ApprovalPolicy, TempFileSaver, ToolPolicy};
+use pi_runtime::{
+    FnTool, Message, ToolCall, ToolContext, ToolDefinition, ToolError, ToolResult, tool,
+};
 use serde_json::json;
 
 /// `(toolCallId, isError, text)` of every tool result.
@@ -219,6 +222,167 @@ async fn explicit_retries_count_and_final_errors_do_not() {
         results(&run)
     );
     assert_eq!(results(&run).len(), 3);
+}
+
+/// Calls `lookup` through its context `n` times with an id that is not a number.
+fn prober(n: usize) -> FnTool {
+    FnTool::new(
+        "probe",
+        "Probes.",
+        json!({"type": "object"}),
+        move |_, ctx| async move {
+            for _ in 0..n {
+                let call = ToolCall::new("nested", "lookup", json!({"id": "abc"}));
+                let result = ctx.call_tool(call).await;
+                assert_eq!(result.text_content(), NOT_A_NUMBER);
+            }
+            Ok::<_, ToolError>(ToolResult::text("probed"))
+        },
+    )
+}
+
+#[tokio::test]
+async fn nested_failures_count_toward_the_budget_with_the_models_own() {
+    // One failed call of the model's, then two nested ones: three failures, budget two.
+    let model = FauxModel::new()
+        .respond(call_lookup("c1", json!({"id": "abc"})))
+        .respond(FauxResponse::tool_call("c2", "probe", json!({})))
+        .respond(FauxResponse::text("never asked"));
+    let agent = Agent::builder()
+        .model(model.clone())
+        .tools((Lookup, prober(2)))
+        .build()
+        .unwrap();
+    let run = agent.prompt("go").await.unwrap();
+    assert_eq!(
+        run.end,
+        RunEnd::RetriesExhausted {
+            tool: "lookup".to_owned(),
+            retries: 2
+        }
+    );
+    assert_eq!(
+        results(&run),
+        [
+            error("c1", NOT_A_NUMBER),
+            ("c2".to_owned(), false, "probed".to_owned())
+        ]
+    );
+    assert_eq!(
+        model.request_count(),
+        2,
+        "no request after the probe's turn"
+    );
+
+    // Two nested failures alone are within the budget.
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call("c1", "probe", json!({})))
+        .respond(FauxResponse::text("done"));
+    let agent = Agent::builder()
+        .model(model)
+        .tools((Lookup, prober(2)))
+        .build()
+        .unwrap();
+    assert_eq!(agent.prompt("go").await.unwrap().end, RunEnd::Completed);
+}
+
+#[tokio::test]
+async fn run_tool_call_counts_toward_the_running_run_only() {
+    let go = Arc::new(tokio::sync::Notify::new());
+    let started = Arc::new(tokio::sync::Notify::new());
+    let (wait_go, say_started) = (Arc::clone(&go), Arc::clone(&started));
+    let gate = FnTool::new("gate", "Waits.", json!({"type": "object"}), move |_, _| {
+        let (go, started) = (Arc::clone(&wait_go), Arc::clone(&say_started));
+        async move {
+            started.notify_one();
+            go.notified().await;
+            Ok::<_, ToolError>(ToolResult::text("open"))
+        }
+    });
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call("c1", "gate", json!({})))
+        .respond(FauxResponse::text("never asked"));
+    let agent = Agent::builder()
+        .model(model.clone())
+        .tools((Lookup, gate))
+        .build()
+        .unwrap();
+    // Between runs, failed calls count toward nothing.
+    for _ in 0..3 {
+        let result = agent
+            .run_tool_call(ToolCall::new("x", "lookup", json!({"id": "abc"})))
+            .await;
+        assert_eq!(result.text_content(), NOT_A_NUMBER);
+    }
+    let running = tokio::spawn({
+        let agent = agent.clone();
+        async move { agent.prompt("go").await }
+    });
+    started.notified().await;
+    // While the run waits for `gate`, three failed calls of `lookup` count toward its budget.
+    for _ in 0..3 {
+        let result = agent
+            .run_tool_call(ToolCall::new("x", "lookup", json!({"id": "abc"})))
+            .await;
+        assert_eq!(result.text_content(), NOT_A_NUMBER);
+    }
+    go.notify_one();
+    let run = running.await.unwrap().unwrap();
+    assert_eq!(
+        run.end,
+        RunEnd::RetriesExhausted {
+            tool: "lookup".to_owned(),
+            retries: 2
+        }
+    );
+    assert_eq!(model.request_count(), 1);
+}
+
+#[tokio::test]
+async fn nested_failures_are_kept_across_a_pause_for_approval() {
+    const KEY: &[u8] = b"test key";
+    let agent = |model: &FauxModel| {
+        let approve = FnTool::new(
+            "deploy",
+            "Deploys.",
+            json!({"type": "object"}),
+            |_, _| async { Ok::<_, ToolError>(ToolResult::text("deployed")) },
+        )
+        .with_approval(ApprovalPolicy::Always);
+        Agent::builder()
+            .model(model.clone())
+            .tools((Lookup, prober(2), approve))
+            .build()
+            .unwrap()
+    };
+    // Two nested failures, then a pause; after it, one more failure goes past the budget.
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call("c1", "probe", json!({})))
+        .respond(FauxResponse::tool_call("c2", "deploy", json!({})))
+        .respond(call_lookup("c3", json!({"id": "abc"})))
+        .respond(FauxResponse::text("never asked"));
+    let run = agent(&model).prompt("go").await.unwrap();
+    assert!(
+        matches!(run.end, RunEnd::AwaitingApproval { .. }),
+        "{:?}",
+        run.end
+    );
+    let saved = run.paused_state().unwrap().to_signed_json(KEY);
+    let state = RunState::from_signed_json(&saved, KEY).unwrap();
+    let resumed = agent(&model)
+        .resume_with(state, [ApprovalDecision::approve("c2")])
+        .await
+        .unwrap();
+    assert_eq!(
+        resumed.end,
+        RunEnd::RetriesExhausted {
+            tool: "lookup".to_owned(),
+            retries: 2
+        },
+        "{:?}",
+        results(&resumed)
+    );
+    assert_eq!(model.request_count(), 3);
 }
 
 static RUNNING: AtomicUsize = AtomicUsize::new(0);

@@ -206,9 +206,50 @@ async fn an_edit_then_a_write_on_one_file_the_write_wins() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_edits_of_one_path_never_overlap_and_two_paths_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.txt"), dir.path().join("b.txt"));
+    std::fs::write(&a, "a0\n").unwrap();
+    std::fs::write(&b, "b0\n").unwrap();
+    let cwd = WorkingDir::from(dir.path());
+    let read = |path: &std::path::Path| std::fs::read_to_string(path).unwrap();
+    // An operation on a.txt is under way (the queue every built-in edit and write uses).
+    let running = FileMutationQueue::global().lock(&a).await.unwrap();
+    let edit_a = tokio::spawn(replace_in(&cwd, "a.txt", "a0", "a1"));
+    let edit_b = tokio::spawn(replace_in(&cwd, "b.txt", "b0", "b1"));
+    // The edit of b.txt runs and ends meanwhile; the edit of a.txt waits its turn.
+    tokio::time::timeout(Duration::from_secs(10), edit_b)
+        .await
+        .expect("the edit of another file does not wait")
+        .unwrap()
+        .unwrap();
+    assert_eq!(read(&b), "b1\n");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!edit_a.is_finished(), "the edit of a.txt waited");
+    assert_eq!(read(&a), "a0\n");
+    drop(running);
+    tokio::time::timeout(Duration::from_secs(10), edit_a)
+        .await
+        .expect("the edit of a.txt runs once the file is free")
+        .unwrap()
+        .unwrap();
+    assert_eq!(read(&a), "a1\n");
+}
+
 /// `edit` of `f.txt` with one replacement; the future borrows nothing.
 fn replace_in_f(
     cwd: &WorkingDir,
+    old: &str,
+    new: &str,
+) -> impl Future<Output = Result<ToolResult, ToolError>> + use<> {
+    replace_in(cwd, "f.txt", old, new)
+}
+
+/// `edit` of `file` with one replacement; the future borrows nothing.
+fn replace_in(
+    cwd: &WorkingDir,
+    file: &str,
     old: &str,
     new: &str,
 ) -> impl Future<Output = Result<ToolResult, ToolError>> + use<> {
@@ -217,5 +258,5 @@ fn replace_in_f(
         new_text: new.into(),
     }];
     let ctx = ToolContext::detached("c1");
-    edit(State(cwd.clone()), "f.txt".into(), edits, ctx)
+    edit(State(cwd.clone()), file.into(), edits, ctx)
 }

@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::policy::{self, Policies};
+use super::policy::{self, NestedFailures, Policies};
 use crate::agent::approval::{self, Approval};
 use crate::agent::failure::{self, BLOCKED, CallFailure, OPERATION_ABORTED};
 use crate::agent::hooks::{AfterToolCall, BeforeToolCall, Hooks, ToolCallDecision};
@@ -47,6 +47,9 @@ pub(crate) struct RunLimits {
     pub(crate) context: Option<RunContext>,
     /// A durable run's key: with a call's id, the idempotency key its tool gets.
     pub(crate) run_key: Option<Arc<str>>,
+    /// Where the run's calls that leave no result message count their failures toward the
+    /// retry budgets; `None` outside a run (a server's calls, `run_tool_call` between runs).
+    pub(crate) nested_failures: Option<Arc<NestedFailures>>,
 }
 
 /// What every call of one batch shares, in one `Arc` that each spawned job and each
@@ -82,6 +85,7 @@ impl ToolCaller for CallScope {
                     execute(ready, &call, &self, |_| std::future::ready(())).await
                 }
             };
+            self.count_nested(&call, &outcome);
             telemetry::record_outcome(&recorded, &outcome, self.capture_content);
             outcome.result
         };
@@ -96,6 +100,15 @@ impl ToolCaller for CallScope {
 impl CallScope {
     pub(super) fn signal(&self) -> &CancellationToken {
         &self.limits.signal
+    }
+
+    /// Count the failure of a call that leaves no result message (a nested call, or one from
+    /// outside the loop) toward the run's retry budgets; a batch's calls count through their
+    /// result messages instead.
+    pub(super) fn count_nested(&self, call: &ToolCall, outcome: &Outcome) {
+        if let Some(failures) = &self.limits.nested_failures {
+            failures.record(&call.name, outcome.failure);
+        }
     }
 
     /// Why the signal fired: the time limit, or an abort.

@@ -22,6 +22,7 @@ pub use call::validate_tool_call;
 pub(crate) use call::{Outcome, RunLimits, guarded, panic_message};
 pub(crate) use held::{HeldCall, decide};
 pub(crate) use policy::Policies;
+pub use policy::ToolPolicies;
 
 use self::call::{CallScope, Preflight};
 use super::hooks::Hooks;
@@ -54,9 +55,12 @@ pub(crate) struct Dispatcher {
 }
 
 impl Dispatcher {
+    /// A dispatcher of `tools` with these hooks, policies (`config`'s, or a server's) and
+    /// run limits.
     pub(crate) fn new(
         tools: Arc<TurnTools>,
         hooks: Arc<Hooks>,
+        policies: Arc<Policies>,
         execution: ExecutionMode,
         limits: Arc<RunLimits>,
         capture_content: bool,
@@ -68,14 +72,8 @@ impl Dispatcher {
             limits,
             capture_content,
             switch: None,
-            policies: Arc::default(),
+            policies,
         }
-    }
-
-    /// Enforce the tools' execution policies with these defaults and limits.
-    pub(crate) fn with_policies(mut self, policies: Arc<Policies>) -> Self {
-        self.policies = policies;
-        self
     }
 
     /// Let the tools change the conversation's tool set through `switch`.
@@ -171,10 +169,10 @@ impl Dispatcher {
         UF: Future<Output = ()>,
     {
         let scope = self.scope(None, messages);
-        match call::prepare(call, &scope).await {
-            Preflight::Immediate(outcome) => outcome.result,
+        let outcome = match call::prepare(call, &scope).await {
+            Preflight::Immediate(outcome) => outcome,
             // Nothing here can pause for a person: the call fails closed.
-            Preflight::Held(held) => held.refused(call).result,
+            Preflight::Held(held) => held.refused(call),
             Preflight::Ready(ready) => {
                 let alone = self.execution == ExecutionMode::Sequential
                     || Self::runs_alone(ready.tool.as_ref());
@@ -184,8 +182,10 @@ impl Dispatcher {
                     Some(lane) => (None, Some(lane.read().await)),
                     None => (None, None),
                 };
-                call::execute(ready, call, &scope, on_update).await.result
+                call::execute(ready, call, &scope, on_update).await
             }
-        }
+        };
+        scope.count_nested(call, &outcome);
+        outcome.result
     }
 }

@@ -1,15 +1,18 @@
 //! Each tool's execution policy around one call: its effective policy (the tool's, over the
 //! agent's defaults), the permit of its named concurrency limit, its time limit, and the
-//! cap on its output. The retry budget is counted over a run's results, by the run driver.
+//! cap on its output. The retry budget is checked by the run driver after each batch, over
+//! the run's result messages and the failures of the calls that leave none, which the
+//! dispatcher counts here ([`NestedFailures`]).
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::failure::CallFailure;
 use crate::tool::output::cap_text;
 use crate::tool::{
     ConcurrencyLimits, OutputSaver, TempFileSaver, ToolDefinition, ToolPolicy, ToolResult,
@@ -89,6 +92,54 @@ impl Policies {
                 Some(_) => {}
             }
         }
+    }
+}
+
+/// An agent's execution policies as a whole, to run its tools elsewhere under the same rules
+/// ([`Agent::tool_policies`](crate::agent::Agent::tool_policies), given to an
+/// [`McpServer`](crate::mcp::McpServer) with `with_tool_policies`): the defaults of
+/// [`AgentBuilder::tool_policy`](crate::agent::AgentBuilder::tool_policy), the named
+/// concurrency limits, shared and not copied (a call served elsewhere holds a permit the
+/// agent's own calls wait for), and where cut output is saved.
+///
+/// The default is what a tool set gets without an agent: each tool's own policy, limits of
+/// its own, output saved to the system's temporary directory.
+#[derive(Clone, Debug, Default)]
+pub struct ToolPolicies {
+    #[cfg_attr(
+        not(feature = "mcp"),
+        allow(dead_code, reason = "only McpServer (feature mcp) reads it")
+    )]
+    pub(crate) inner: Arc<Policies>,
+}
+
+/// The failed calls of one run that its retry budgets count and that leave no result
+/// message: a tool's own calls of other tools (code mode's), and
+/// [`Agent::run_tool_call`](crate::agent::Agent::run_tool_call) while the run goes on. The
+/// dispatcher counts them as they end; the driver moves them into the run's state after each
+/// batch, where they count with the failures its result messages record.
+#[derive(Debug, Default)]
+pub(crate) struct NestedFailures {
+    /// Failures per tool, in the order of each tool's first one.
+    by_tool: Mutex<Vec<(String, u32)>>,
+}
+
+impl NestedFailures {
+    /// Count a call of `tool` that ended with `failure`, if the retry budget counts it.
+    pub(crate) fn record(&self, tool: &str, failure: Option<CallFailure>) {
+        if !failure.is_some_and(CallFailure::counts_as_retry) {
+            return;
+        }
+        let mut by_tool = self.by_tool.lock().unwrap_or_else(PoisonError::into_inner);
+        match by_tool.iter_mut().find(|(name, _)| name == tool) {
+            Some((_, count)) => *count += 1,
+            None => by_tool.push((tool.to_owned(), 1)),
+        }
+    }
+
+    /// The failures counted since the last call, per tool.
+    pub(crate) fn take(&self) -> Vec<(String, u32)> {
+        std::mem::take(&mut *self.by_tool.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
 

@@ -11,8 +11,11 @@ use axum::routing::get;
 use reqwest::Url;
 use serde_json::json;
 
-use super::super::sessions::Posted;
+use super::super::sessions::{Posted, refusal};
 use super::{Authentication, Principal, TokenError};
+
+/// The JSON-RPC error code of a call the token's scopes do not allow.
+const INSUFFICIENT_SCOPE: i32 = -32001;
 
 /// Where RFC 9728 puts a resource's metadata: this, then the resource's own path.
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
@@ -87,7 +90,10 @@ impl Gate {
                 )
             }
         };
-        with_challenge(StatusCode::UNAUTHORIZED, &value, axum::Json(body))
+        with_challenge(
+            &value,
+            (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response(),
+        )
     }
 }
 
@@ -156,11 +162,11 @@ pub(in crate::mcp) async fn authorize(
         "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{metadata}\"",
         quoted(&scopes)
     );
-    let id = posted.and_then(|posted| posted.id.clone());
+    let id = posted.and_then(|posted| posted.id.as_ref());
     let message =
         format!("The token may not call the tool \"{tool}\": it needs the scopes {scopes}");
-    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32001, "message": message}});
-    with_challenge(StatusCode::FORBIDDEN, &value, axum::Json(body))
+    let refused = refusal(StatusCode::FORBIDDEN, INSUFFICIENT_SCOPE, id, &message);
+    with_challenge(&value, refused)
 }
 
 /// The RFC 9728 metadata, at the well-known path and at the well-known path followed by the
@@ -211,8 +217,8 @@ fn quoted(text: &str) -> String {
         .collect()
 }
 
-fn with_challenge(status: StatusCode, challenge: &str, body: impl IntoResponse) -> Response {
-    let mut response = (status, body).into_response();
+/// `response` with `challenge` as its `WWW-Authenticate` header.
+fn with_challenge(challenge: &str, mut response: Response) -> Response {
     if let Ok(value) = HeaderValue::from_str(challenge) {
         response
             .headers_mut()
