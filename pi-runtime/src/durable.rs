@@ -73,7 +73,6 @@ use futures::future::BoxFuture;
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 use crate::agent::approval::{ApprovalDecision, Decision, PendingCall};
 use crate::agent::dispatch::RunLimits;
@@ -300,18 +299,17 @@ impl Journal for RestateJournal<'_, '_> {
         work: Work<'b>,
         limits: &'b RunLimits,
     ) -> BoxFuture<'b, Result<Value, JournalError>> {
-        let signal = &limits.signal;
         Box::pin(async move {
             let recorded = self
                 .ctx
                 .run(|| async move {
                     self.time_limit.arm(limits);
-                    Ok(Json(journal::record(work, signal).await))
+                    Ok(Json(journal::record(work, limits).await))
                 })
                 .name(name)
                 .await;
             match recorded {
-                Ok(Json(recorded)) => Ok(journal::replay(recorded, signal)),
+                Ok(Json(recorded)) => Ok(journal::replay(recorded, limits)),
                 Err(error) => Err(JournalError(error.to_string())),
             }
         })
@@ -322,7 +320,6 @@ impl Journal for RestateJournal<'_, '_> {
         steps: Vec<(String, Work<'static>)>,
         limits: &'b RunLimits,
     ) -> BoxFuture<'b, Result<Vec<Value>, JournalError>> {
-        let signal = &limits.signal;
         Box::pin(async move {
             let (names, works): (Vec<String>, Vec<Work<'static>>) = steps.into_iter().unzip();
             let calls = Arc::new(Mutex::new(Calls::new(works)));
@@ -335,7 +332,7 @@ impl Journal for RestateJournal<'_, '_> {
                         self.time_limit.arm(limits);
                         let running = {
                             let mut calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
-                            calls.start(index, signal)
+                            calls.start(index, limits)
                         };
                         match running {
                             Some(running) => match running.await {
@@ -351,7 +348,7 @@ impl Journal for RestateJournal<'_, '_> {
                     .name(name)
                     .await;
                 match recorded {
-                    Ok(Json(recorded)) => values.push(journal::replay(recorded, signal)),
+                    Ok(Json(recorded)) => values.push(journal::replay(recorded, limits)),
                     Err(error) => return Err(JournalError(error.to_string())),
                 }
             }
@@ -407,11 +404,11 @@ impl Calls {
 
     /// The running call `index`: it starts now, with every later call (nothing after an
     /// unrecorded step is recorded, so none of them ran). `None` if it was taken already.
-    fn start(&mut self, index: usize, signal: &CancellationToken) -> Option<AbortOnDrop<Recorded>> {
+    fn start(&mut self, index: usize, limits: &RunLimits) -> Option<AbortOnDrop<Recorded>> {
         for at in index..self.waiting.len() {
             if let Some(work) = self.waiting.get_mut(at).and_then(Option::take) {
-                let signal = signal.clone();
-                let task = tokio::spawn(async move { journal::record(work, &signal).await });
+                let limits = limits.clone();
+                let task = tokio::spawn(async move { journal::record(work, &limits).await });
                 self.running[at] = Some(AbortOnDrop(task));
             }
         }

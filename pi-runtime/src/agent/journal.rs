@@ -4,9 +4,10 @@
 //!
 //! The driver and the batch ask the journal at exactly the points where a run touches the
 //! world; everything between two steps (events, hooks, validation) runs again on a replay
-//! and must decide the same way, which it does given the same recorded values. The one
-//! input that is not a step, the run's cancellation, is recorded with each step
-//! ([`Recorded::stopped`]) and replayed from there.
+//! and must decide the same way, which it does given the same recorded values. Two inputs
+//! are not steps of their own, so each step records them as they stood at its end and a
+//! replay restores them there: the run's cancellation ([`Recorded::stopped`]) and the
+//! failures of nested calls that the retry budgets count ([`Recorded::nested`]).
 //!
 //! Only durable runs (the `restate` feature) keep a journal; without it the driver never
 //! takes its journal paths.
@@ -18,7 +19,6 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use super::approval::{ApprovalDecision, PendingCall};
 use super::dispatch::RunLimits;
@@ -28,11 +28,14 @@ use super::dispatch::RunLimits;
 #[error("{0}")]
 pub(crate) struct JournalError(pub(crate) String);
 
-/// What a step recorded: its value, and whether the run's signal had fired by its end.
+/// What a step recorded: its value, whether the run's signal had fired by its end, and the
+/// failed nested calls (per tool) counted while it ran, which a replay counts again.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Recorded {
     pub(crate) value: Value,
     pub(crate) stopped: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) nested: Vec<(String, u32)>,
 }
 
 /// A step's work, run at most once unless the process dies while it runs.
@@ -67,20 +70,29 @@ pub(crate) trait Journal: Sync {
     ) -> BoxFuture<'a, Result<Vec<ApprovalDecision>, JournalError>>;
 }
 
-/// `work`'s value as a step records it, with whether `signal` had fired by its end.
-pub(crate) async fn record(work: Work<'_>, signal: &CancellationToken) -> Recorded {
+/// `work`'s value as a step records it, with the run's state at its end: whether the signal
+/// had fired, and the nested failures counted so far (taken: [`replay`] gives them back).
+pub(crate) async fn record(work: Work<'_>, limits: &RunLimits) -> Recorded {
     let value = work.await;
+    let nested = (limits.nested_failures.as_ref()).map_or_else(Vec::new, |f| f.take());
     Recorded {
         value,
-        stopped: signal.is_cancelled(),
+        stopped: limits.signal.is_cancelled(),
+        nested,
     }
 }
 
-/// The value of a recorded step; a replayed step whose run had been stopped by then stops
-/// the run again at the same point.
-pub(crate) fn replay(recorded: Recorded, signal: &CancellationToken) -> Value {
+/// The value of a recorded step, with the run's state restored as it stood at the step's
+/// end: a step whose run had been stopped by then stops the run again at the same point, and
+/// its nested failures count again.
+pub(crate) fn replay(recorded: Recorded, limits: &RunLimits) -> Value {
     if recorded.stopped {
-        signal.cancel();
+        limits.signal.cancel();
+    }
+    if let Some(failures) = &limits.nested_failures {
+        for (tool, count) in &recorded.nested {
+            failures.add(tool, *count);
+        }
     }
     recorded.value
 }
@@ -206,12 +218,12 @@ mod tests {
         ) -> BoxFuture<'a, Result<Value, JournalError>> {
             Box::pin(async move {
                 if let Some(recorded) = self.next_replayed(&name) {
-                    return Ok(replay(recorded, &limits.signal));
+                    return Ok(replay(recorded, limits));
                 }
                 self.time_limit.arm(limits);
-                let recorded = record(work, &limits.signal).await;
+                let recorded = record(work, limits).await;
                 self.keep(name, &recorded);
-                Ok(replay(recorded, &limits.signal))
+                Ok(replay(recorded, limits))
             })
         }
 
@@ -225,7 +237,7 @@ mod tests {
                 let mut live = Vec::new();
                 for (name, work) in steps {
                     match self.next_replayed(&name) {
-                        Some(recorded) => values.push(replay(recorded, &limits.signal)),
+                        Some(recorded) => values.push(replay(recorded, limits)),
                         None => live.push((name, work)),
                     }
                 }
@@ -233,12 +245,11 @@ mod tests {
                     self.time_limit.arm(limits);
                 }
                 let (names, works): (Vec<_>, Vec<_>) = live.into_iter().unzip();
-                let signal = &limits.signal;
                 let done =
-                    futures::future::join_all(works.into_iter().map(|work| record(work, signal)));
+                    futures::future::join_all(works.into_iter().map(|work| record(work, limits)));
                 for (name, recorded) in names.into_iter().zip(done.await) {
                     self.keep(name, &recorded);
-                    values.push(replay(recorded, signal));
+                    values.push(replay(recorded, limits));
                 }
                 Ok(values)
             })
@@ -454,6 +465,62 @@ mod tests {
             ),
             (2, 2)
         );
+        assert_eq!(without_times(&again), without_times(&live));
+    }
+
+    #[tokio::test]
+    async fn a_replay_counts_the_failed_nested_calls_toward_the_retry_budget() {
+        // `outer` calls `inner` with arguments `inner` refuses; `inner` allows one failure.
+        let inner = FnTool::new(
+            "inner",
+            "Needs a number.",
+            json!({"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}),
+            |_, _| async { Ok(ToolResult::text("inner ran")) },
+        )
+        .with_policy(crate::tool::ToolPolicy {
+            retries: Some(1),
+            ..Default::default()
+        });
+        let outer = FnTool::new(
+            "outer",
+            "Calls inner.",
+            json!({"type": "object"}),
+            |_, ctx| async move {
+                let call = crate::ToolCall::new("nested", "inner", json!({}));
+                Ok(ctx.call_tool(call).await)
+            },
+        );
+        let model = FauxModel::new().respond_always(|request: &Context| {
+            let results = (request.messages.iter())
+                .filter(|message| message.as_tool_result().is_some())
+                .count();
+            FauxResponse::tool_call(format!("c{results}"), "outer", json!({}))
+        });
+        let definition = Agent::builder()
+            .model(model)
+            .tools((inner, outer))
+            .build_definition()
+            .expect("an agent");
+        let first = MemoryJournal::new(Vec::new());
+        let started = now_ms();
+        let (live, _) = run(&definition, &first, started).await;
+        let exhausted = RunEnd::RetriesExhausted {
+            tool: "inner".to_owned(),
+            retries: 1,
+        };
+        assert_eq!(live.end, exhausted);
+        let nested: Vec<_> = first
+            .record_of()
+            .into_iter()
+            .map(|(_, r)| r.nested)
+            .collect();
+        let once = vec![("inner".to_owned(), 1)];
+        assert_eq!(nested, [vec![], once.clone(), vec![], once]);
+
+        let replayed = MemoryJournal::new(first.record_of());
+        let (again, _) = run(&definition, &replayed, started).await;
+        assert_eq!(replayed.ran(), Vec::<String>::new());
+        assert_eq!(again.end, exhausted);
         assert_eq!(without_times(&again), without_times(&live));
     }
 }

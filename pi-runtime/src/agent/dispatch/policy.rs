@@ -137,6 +137,15 @@ impl NestedFailures {
         }
     }
 
+    /// Count `count` more failures of `tool` (a journal's record of them, replayed).
+    pub(crate) fn add(&self, tool: &str, count: u32) {
+        let mut by_tool = self.by_tool.lock().unwrap_or_else(PoisonError::into_inner);
+        match by_tool.iter_mut().find(|(name, _)| name == tool) {
+            Some((_, counted)) => *counted += count,
+            None => by_tool.push((tool.to_owned(), count)),
+        }
+    }
+
     /// The failures counted since the last call, per tool.
     pub(crate) fn take(&self) -> Vec<(String, u32)> {
         std::mem::take(&mut *self.by_tool.lock().unwrap_or_else(PoisonError::into_inner))
