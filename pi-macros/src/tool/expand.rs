@@ -184,7 +184,7 @@ fn params_struct(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let ident = params_ident(tool);
     let serde_crate = paths.serde();
     let schemars_crate = paths.schemars();
-    let fields = tool.plain().map(|plain| field(plain, vis, &private));
+    let fields = tool.plain().map(|plain| field(plain, vis, paths));
     let closed = closed(tool).then(|| quote!(#[serde(deny_unknown_fields)]));
     let doc = format!(
         "The arguments of the [`{}`] tool, as the model sends them.",
@@ -194,7 +194,9 @@ fn params_struct(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
         #[doc = #doc]
         #[derive(#private::serde::Deserialize, #private::schemars::JsonSchema)]
         #[serde(crate = #serde_crate)]
-        #[schemars(crate = #schemars_crate)]
+        // The tool's schema has no root title or description (`parameters_schema` drops
+        // them): saying so spares schemars deriving both from the doc at compile time.
+        #[schemars(crate = #schemars_crate, title = "", description = "")]
         #closed
         #[allow(missing_debug_implementations, reason = "argument types need not be Debug")]
         #vis struct #ident {
@@ -203,7 +205,8 @@ fn params_struct(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     }
 }
 
-fn field(plain: &Plain<'_>, vis: &syn::Visibility, private: &TokenStream) -> TokenStream {
+fn field(plain: &Plain<'_>, vis: &syn::Visibility, paths: &Paths) -> TokenStream {
+    let private = paths.private();
     let Some(ident) = plain.ident else {
         return TokenStream::new();
     };
@@ -222,7 +225,7 @@ fn field(plain: &Plain<'_>, vis: &syn::Visibility, private: &TokenStream) -> Tok
         let doc = format!("The `{}` argument.", unraw(ident));
         quote!(#[doc = #doc] #[schemars(title = "", description = "")])
     } else {
-        let description = plain.docs.to_expr(private);
+        let description = plain.docs.to_expr(&private);
         quote!(#[schemars(title = "", description = #description)])
     };
     let optional = crate::optional::attrs(ty, &plain.pat.attrs);
@@ -285,19 +288,29 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
         Some(lit) => quote!(#lit),
         None => tool.docs.to_expr(&private),
     };
+    // `check` rejects a blank literal; only a doc built from `include_str!`/`concat!` is
+    // left for the compiler to find empty.
+    let description_check = (tool.attrs.description.is_none() && tool.docs.literal().is_none())
+        .then(|| {
+            quote! {
+                const _: () = ::core::assert!(
+                    !#ty::DESCRIPTION.is_empty(),
+                    "a tool needs a description for the model: add a `///` doc comment to the fn, or write `#[tool(description = \"...\")]`",
+                );
+            }
+        });
     let args_type = args_type(tool);
     let closed = closed(tool);
-    let sampling = tool.attrs.strict.map(|strict| {
-        let strict = match strict {
-            Strict::Prefer => quote!(Prefer),
-            Strict::Require => quote!(Require),
-        };
-        quote! {
-            .with_constrained_sampling(#private::ConstrainedSampling::JsonSchema {
-                strict: #private::Strictness::#strict,
-            })
+    let strict = match tool.attrs.strict {
+        None => quote!(::core::option::Option::None),
+        Some(strict) => {
+            let strict = match strict {
+                Strict::Prefer => quote!(Prefer),
+                Strict::Require => quote!(Require),
+            };
+            quote!(::core::option::Option::Some(#private::Strictness::#strict))
         }
-    });
+    };
     let label = tool.attrs.label.as_ref().map(|label| {
         quote! {
             fn label(&self) -> &str {
@@ -350,26 +363,22 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             #constructor
         }
 
-        const _: () = ::core::assert!(
-            !#ty::DESCRIPTION.is_empty(),
-            "a tool needs a description for the model: add a `///` doc comment to the fn, or write `#[tool(description = \"...\")]`",
-        );
+        #description_check
 
         #debug
 
         #[automatically_derived]
         impl #private::AgentTool for #ty {
             fn definition(&self) -> &#private::Tool {
-                static DEFINITION: #private::LazyLock<#private::Tool> =
-                    #private::LazyLock::new(|| {
-                        #private::Tool::new(
-                            #ty::NAME,
-                            #ty::DESCRIPTION,
-                            #private::parameters_schema::<#args_type>(#closed),
-                        )
-                        #sampling
-                    });
-                &DEFINITION
+                static DEFINITION: #private::OnceLock<#private::Tool> = #private::OnceLock::new();
+                #private::definition(
+                    &DEFINITION,
+                    #ty::NAME,
+                    #ty::DESCRIPTION,
+                    #private::parameters_schema::<#args_type>,
+                    #closed,
+                    #strict,
+                )
             }
 
             #label
@@ -488,8 +497,8 @@ fn prepare(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
     }
 }
 
-/// `execute`: deserialize the validated arguments, call the fn with them in its own
-/// parameter order, convert what it returns.
+/// `execute`: the shared `__private::execute` with a closure that spreads the arguments
+/// over the fn's parameters in its own order; no `async` block of its own.
 fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let private = paths.private();
     let fn_ident = &tool.original.sig.ident;
@@ -523,31 +532,36 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let context = tool
         .ctx()
         .map(|inner| quote!(let __context: #inner = #private::run_context(&__ctx, #ty::NAME)?;));
-    // Where a non-`Send` future or an unconvertible return type is reported a second time
-    // (after the checks), point at the user's tokens too, not at `#[tool]`.
-    let boxed = {
+    // A non-`Send` future or an unconvertible return type is reported a second time (after
+    // the checks) by these bounds: spanned at the user's tokens, the report names the fn's
+    // own future and its return type rather than code of the macro's.
+    let execute = {
         let private = paths.private_at(fn_ident.span());
-        quote_spanned!(fn_ident.span()=> #private::boxed)
+        quote_spanned!(fn_ident.span()=> #private::execute)
     };
     let into_outcome = {
         let span = output_span(tool);
         let private = paths.private_at(span);
-        quote_spanned!(span=> #private::IntoToolOutcome::into_outcome(__output))
+        quote_spanned!(span=> #private::IntoToolOutcome::into_outcome)
     };
     quote! {
         fn execute(
             &self,
             _call_id: ::std::string::String,
             params: #private::Value,
-            #ctx: #private::ToolContext,
+            __ctx: #private::ToolContext,
         ) -> #private::BoxFuture<'_, ::core::result::Result<#private::ToolResult, #private::ToolError>> {
             #state
-            #boxed(async move {
-                let __args: #args_type = #private::deserialize_arguments(#ty::NAME, params)?;
-                #context
-                let __output = #fn_ident(#(#call_args),*).await;
-                #into_outcome
-            })
+            #execute(
+                #ty::NAME,
+                params,
+                __ctx,
+                move |__args: #args_type, #ctx: #private::ToolContext| {
+                    #context
+                    ::core::result::Result::Ok(#fn_ident(#(#call_args),*))
+                },
+                #into_outcome,
+            )
         }
     }
 }
