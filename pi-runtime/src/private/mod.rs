@@ -4,6 +4,7 @@
 
 mod bounds;
 mod call;
+mod params;
 mod schema;
 mod shim;
 
@@ -12,6 +13,7 @@ pub use bounds::{
     RunContextValue, SendFuture, ToolState,
 };
 pub use call::{definition, execute};
+pub use params::{FieldList, SchemaField, Shape, deserialize_params, field_schema, params_schema};
 pub use schema::{OutputSchemaNone, OutputSchemaOf, OutputSchemaProbe, parameters_schema};
 pub use shim::{PrepareFn, prepare, rename_aliases};
 
