@@ -90,10 +90,15 @@ fn params_ident(tool: &ToolFn<'_>) -> Ident {
     format_ident!("{}Params", ty, span = ty.span())
 }
 
-/// Hidden fns whose bounds fail on the user's own tokens when a type cannot do its job, with
-/// messages from the marker traits in `__private` (axum-macros' `debug_handler` technique).
+/// One hidden fn whose bounds fail on the user's own tokens when a type cannot do its job,
+/// with messages from the marker traits in `__private` (axum-macros' `debug_handler`
+/// technique), and whose body checks the tool type's name (`name_check`).
+///
+/// Two rules need no check of their own: a future that is not `Send` and a return type that
+/// does not convert are reported by the bounds of `__private::execute`, spanned at the fn's
+/// name and its return type (see `execute`). One fn rather than one per rule: each item costs
+/// the user's crate compile time, on every build.
 fn checks(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
-    let fn_ident = &tool.original.sig.ident;
     let mut bounds = Vec::new();
     for param in &tool.params {
         match &param.kind {
@@ -114,32 +119,19 @@ fn checks(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             ParamKind::Context | ParamKind::Receiver => {}
         }
     }
-    let output = match &tool.original.sig.output {
-        ReturnType::Default => quote!(()),
-        ReturnType::Type(_, ty) => quote!(#ty),
-    };
-    let output_span = output_span(tool);
-    let private = paths.private_at(output_span);
-    bounds.push(quote_spanned!(output_span=> #output: #private::IntoToolOutcome));
-
-    // Calling the fn with `loop {}` (type `!`) for every argument gives its future without
-    // values; the fn holding the call is never called.
-    let placeholders = tool.params.iter().map(|_| quote!(loop {}));
-    let private = paths.private_at(fn_ident.span());
-    let send_check = quote_spanned! {fn_ident.span()=>
-        #[allow(unreachable_code, clippy::diverging_sub_expression, clippy::empty_loop, reason = "only type-checked, never run")]
-        fn __pi_check_send() {
-            fn send<F: #private::SendFuture>(_: F) {}
-            send(#fn_ident(#(#placeholders),*));
-        }
-    };
     let name_check = name_check(tool, paths);
     quote! {
         const _: () = {
-            #[allow(clippy::trait_duplication_in_bounds, reason = "one bound per parameter, so each error lands on its own type")]
-            fn __pi_check_types() where #(#bounds),* {}
-            #send_check
-            #name_check
+            #[allow(
+                clippy::trait_duplication_in_bounds,
+                unreachable_code,
+                clippy::diverging_sub_expression,
+                clippy::empty_loop,
+                reason = "one bound per parameter, so each error lands on its own type; only type-checked, never run"
+            )]
+            fn __pi_check() where #(#bounds),* {
+                #name_check
+            }
         };
     }
 }
@@ -157,12 +149,9 @@ fn name_check(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
         None => quote_spanned!(span=> #ty),
     };
     quote_spanned! {span=>
-        #[allow(unreachable_code, clippy::diverging_sub_expression, clippy::empty_loop, reason = "only type-checked, never run")]
-        fn __pi_check_type_name() {
-            // Method syntax: `Self` comes from the value, see `NameCheck`.
-            use #private::NameCheck as _;
-            #value.names_the_tool::<#ty>();
-        }
+        // Method syntax: `Self` comes from the value, see `NameCheck`.
+        use #private::NameCheck as _;
+        #value.names_the_tool::<#ty>();
     }
 }
 
@@ -668,17 +657,27 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let context = tool
         .ctx()
         .map(|inner| quote!(let __context: #inner = #private::run_context(&__ctx, #ty::NAME)?;));
-    // A non-`Send` future or an unconvertible return type is reported a second time (after
-    // the checks) by these bounds: spanned at the user's tokens, the report names the fn's
+    // A non-`Send` future and an unconvertible return type are reported by these bounds
+    // (`checks` has none for them): spanned at the user's tokens, the report names the fn's
     // own future and its return type rather than code of the macro's.
-    let execute = {
-        let private = paths.private_at(fn_ident.span());
-        quote_spanned!(fn_ident.span()=> #private::execute)
-    };
+    let execute_fn = paths.private_at(fn_ident.span());
     let into_outcome = {
         let span = output_span(tool);
         let private = paths.private_at(span);
         quote_spanned!(span=> #private::IntoToolOutcome::into_outcome)
+    };
+    let closure = quote! {
+        move |__args: #args_type, #ctx: #private::ToolContext| {
+            #context
+            ::core::result::Result::Ok(#fn_ident(#(#call_args),*))
+        }
+    };
+    // The closure's future is the fn's: a bound on it (`Send`) is reported at the span of the
+    // call, here the fn's name. Only the call's own tokens carry it: the locals keep the
+    // macro's span, so they resolve as declared however the fn was written.
+    let (params, context_var) = (quote!(params), quote!(__ctx));
+    let execute = quote_spanned! {fn_ident.span()=>
+        #execute_fn::execute(#ty::NAME, #params, #context_var, #closure, #into_outcome)
     };
     quote! {
         fn execute(
@@ -688,16 +687,7 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             __ctx: #private::ToolContext,
         ) -> #private::BoxFuture<'_, ::core::result::Result<#private::ToolResult, #private::ToolError>> {
             #state
-            #execute(
-                #ty::NAME,
-                params,
-                __ctx,
-                move |__args: #args_type, #ctx: #private::ToolContext| {
-                    #context
-                    ::core::result::Result::Ok(#fn_ident(#(#call_args),*))
-                },
-                #into_outcome,
-            )
+            #execute
         }
     }
 }

@@ -3,8 +3,6 @@
 //! says what to write instead (rustc's own "`X: Deserialize<'de>` is not satisfied" points
 //! into generated code and names no fix).
 
-use std::future::Future;
-
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
@@ -50,14 +48,6 @@ impl<S: Clone + Send + Sync + 'static> ToolState for S {}
 pub trait RunContextValue: Clone + Send + Sync + 'static {}
 
 impl<T: Clone + Send + Sync + 'static> RunContextValue for T {}
-
-/// The future a tool fn returns runs on a multi-threaded runtime. No custom message: for an
-/// auto trait rustc ignores `on_unimplemented` and says "future cannot be sent between
-/// threads safely", pointing at the value held across the `.await`, which is the better
-/// error anyway.
-pub trait SendFuture: Future + Send {}
-
-impl<F: Future + Send> SendFuture for F {}
 
 /// What a tool fn's return value becomes: `Ok` (or a plain value) converts through
 /// [`IntoToolResult`], `Err` through [`IntoToolError`] (its `Display` text).

@@ -10,7 +10,7 @@ mod shim;
 
 pub use bounds::{
     DescribeArgument, DeserializeArgument, IntoToolOutcome, NameCheck, NamesTheTool,
-    RunContextValue, SendFuture, ToolState,
+    RunContextValue, ToolState,
 };
 pub use call::{definition, execute};
 pub use params::{FieldList, SchemaField, Shape, deserialize_params, field_schema, params_schema};
