@@ -1,6 +1,6 @@
 //! Code generation for a checked `#[tool]` fn: the cleaned fn, hidden bound checks spanned
-//! at the user's tokens, the parameter struct and the tool type with its `AgentTool` and
-//! `ToolDefinition` impls.
+//! at the user's tokens, the parameter struct and the tool type with its `AgentTool`,
+//! `ToolDefinition` and `ContextTools` impls.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -468,6 +468,17 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let execute = execute(tool, paths);
     let prompt = prompt(tool, &private);
     let policy = policy(tool, &private);
+    // What `AgentBuilder::context_tools` checks at compile time (any context without a
+    // `Ctx`), spanned at the `Ctx<..>` parameter so a mismatch points there too;
+    // `context_type` is the same fact for the checks at run time.
+    let runs_with = tool.params.iter().find_map(|param| {
+        let (ParamKind::Ctx { inner }, FnArg::Typed(pat)) = (&param.kind, param.original) else {
+            return None;
+        };
+        let span = pat.ty.span();
+        let private = paths.private_at(span);
+        Some(quote_spanned!(span=> where #private::Ctx<#inner>: #private::RunsWith<__T>))
+    });
     let context_type = tool.ctx().map(|inner| {
         quote! {
             fn context_type(&self) -> ::core::option::Option<#private::ContextType> {
@@ -521,6 +532,9 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             #policy
             #context_type
         }
+
+        #[automatically_derived]
+        impl<__T> #private::ContextTools<__T> for #ty #runs_with {}
     }
 }
 

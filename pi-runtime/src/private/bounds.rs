@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use crate::tool::{IntoToolError, IntoToolResult, ToolError, ToolResult};
+use crate::tool::{Ctx, IntoToolError, IntoToolResult, ToolError, ToolResult};
 
 /// A plain tool parameter's type is deserialized from the model's arguments.
 #[diagnostic::on_unimplemented(
@@ -98,3 +98,15 @@ pub trait NameCheck {
 }
 
 impl<T> NameCheck for T {}
+
+/// A tool reading `Self` (`Ctx<U>` for a `Ctx<U>` parameter) runs where the run's context is
+/// a `T`: the bound of the `ContextTools` impl `#[tool]` generates for such a tool, so a
+/// mismatch is reported with both types.
+#[diagnostic::on_unimplemented(
+    message = "this tool reads `{Self}`, and the agent's runs supply `{T}`",
+    label = "registered for runs whose context is `{T}`",
+    note = "`context_tools::<T>(..)` takes the tools whose `Ctx<..>` parameter reads that `T`, or that read no context: change the tool's `Ctx<..>` or the type given to `context_tools`"
+)]
+pub trait RunsWith<T> {}
+
+impl<T> RunsWith<T> for Ctx<T> {}

@@ -10,7 +10,7 @@ mod shim;
 
 pub use bounds::{
     DescribeArgument, DeserializeArgument, IntoToolOutcome, NameCheck, NamesTheTool,
-    RunContextValue, ToolState,
+    RunContextValue, RunsWith, ToolState,
 };
 pub use call::{definition, execute};
 pub use params::{FieldList, SchemaField, Shape, deserialize_params, field_schema, params_schema};
@@ -29,7 +29,7 @@ pub use std::sync::OnceLock;
 
 pub use crate::args::deserialize_arguments;
 pub use crate::tool::{
-    AgentTool, Approval, ApprovalPolicy, Args, ConstrainedSampling, ContextType, Ctx,
+    AgentTool, Approval, ApprovalPolicy, Args, ConstrainedSampling, ContextTools, ContextType, Ctx,
     ExecutionMode, Exposure, State, Strictness, Tool, ToolContext, ToolDefinition, ToolError,
     ToolPolicy, ToolResult,
 };
