@@ -165,8 +165,7 @@ async fn main() -> ExitCode {
     let built = Agent::builder()
         .shared_model(choose_model(&cli))
         .system_prompt("You keep notes for the current tenant. Use the tools.")
-        .tools((AddNote, ListNotes))
-        .context_type::<Arc<TenantCtx>>()
+        .context_tools::<Arc<TenantCtx>>((AddNote, ListNotes))
         .build_definition();
     let agent = match built {
         Ok(agent) => agent,

@@ -47,8 +47,33 @@ impl Docs {
             .all(|line| matches!(line, Line::Literal(text) if text.trim().is_empty()))
     }
 
-    /// The description as a `&'static str` expression, evaluated at compile time.
+    /// The text, when every line is a literal: the rule applied here, so the expansion
+    /// carries a plain string and the compiler evaluates nothing.
+    pub(crate) fn literal(&self) -> Option<String> {
+        let mut joined = String::new();
+        for (i, line) in self.lines.iter().enumerate() {
+            let Line::Literal(text) = line else {
+                return None;
+            };
+            if i > 0 {
+                joined.push('\n');
+            }
+            joined.push_str(text);
+        }
+        // `doc_text`'s `str::trim_ascii`: ASCII whitespace only, as at compile time.
+        Some(
+            joined
+                .trim_matches(|c: char| c.is_ascii_whitespace())
+                .to_owned(),
+        )
+    }
+
+    /// The description as a `&'static str` expression, evaluated at compile time: a literal
+    /// when it can be, else `doc_text(concat!(..))`.
     pub(crate) fn to_expr(&self, private: &TokenStream) -> TokenStream {
+        if let Some(text) = self.literal() {
+            return quote!(#text);
+        }
         let mut parts = Vec::with_capacity(self.lines.len() * 2);
         for (i, line) in self.lines.iter().enumerate() {
             if i > 0 {

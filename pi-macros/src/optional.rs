@@ -19,7 +19,7 @@ use syn::{Attribute, GenericArgument, PathArguments, Type, TypePath, parse_quote
 /// `deserialize_with`), so a `#[tool_args(serialize)]` type serializes as before.
 /// `skip_serializing_if` keeps schemars from writing `"default": null`.
 pub(crate) fn attrs(ty: &Type, field_attrs: &[Attribute]) -> Vec<Attribute> {
-    let Some(inner) = wrapper_inner(ty, "Option") else {
+    let Some(inner) = inner(ty) else {
         return Vec::new();
     };
     if has_key(field_attrs, "schemars", &["with", "schema_with"])
@@ -40,6 +40,12 @@ pub(crate) fn attrs(ty: &Type, field_attrs: &[Attribute]) -> Vec<Attribute> {
         #[schemars(with = #inner, skip_serializing_if = "::core::option::Option::is_none")]
     ));
     attrs
+}
+
+/// `T` when `ty` is `Option<T>` (spelled `Option`, any path): the field is optional with
+/// `T`'s schema, unless its attributes choose otherwise (see [`attrs`]).
+pub(crate) fn inner(ty: &Type) -> Option<&Type> {
+    wrapper_inner(ty, "Option")
 }
 
 /// `T` in `Name<T>` (any path prefix).

@@ -4,6 +4,8 @@
 //! - `text/{1,10,100}KiB`: one streamed text answer; throughput per byte.
 //! - `batch/{10,100,1000}`: one response with that many calls of an echo tool, then a text
 //!   answer; throughput per call.
+//! - `batch_typed/{100,1000}`: the same batches calling a `#[tool]` fn, whose arguments are
+//!   deserialized into its parameter struct; throughput per call.
 //! - `turns/20`: twenty responses of one call each; throughput per turn.
 //! - `conversation/start`: a conversation of a shared definition with ten tools, started and
 //!   dropped (what a server pays per request before the first model call).
@@ -16,7 +18,7 @@ use std::sync::Arc;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use pi_runtime::agent::Agent;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
-use pi_runtime::{FnTool, ToolDefinition, ToolError, ToolResult};
+use pi_runtime::{FnTool, ToolDefinition, ToolError, ToolResult, tool};
 use serde_json::{Value, json};
 
 /// pi-ref's faux provider streams 256 characters per delta; the user-path cases use it too.
@@ -33,6 +35,17 @@ fn echo() -> FnTool {
             Ok::<_, ToolError>(ToolResult::text(args.to_string()).with_details(args))
         },
     )
+}
+
+/// Echo the message, as a `#[tool]` fn.
+#[tool(name = "echo")]
+async fn echo_typed(
+    /// The message.
+    msg: String,
+    /// A number.
+    n: Option<i64>,
+) -> String {
+    format!("{msg} {n:?}")
 }
 
 /// About `size` bytes of code-like text with quotes, backslashes and newlines.
@@ -119,6 +132,17 @@ fn agent_loop(c: &mut Criterion) {
         }
         group.finish();
     }
+
+    let typed: Arc<dyn ToolDefinition> = Arc::new(EchoTyped);
+    let mut group = c.benchmark_group("agent_loop/batch_typed");
+    for calls in [100, 1000] {
+        let responses = [batch(calls), FauxResponse::text("(done)")];
+        group.throughput(Throughput::Elements(calls as u64));
+        group.bench_function(BenchmarkId::from_parameter(calls), |b| {
+            b.iter(|| run(&runtime, &typed, &responses));
+        });
+    }
+    group.finish();
 
     let mut group = c.benchmark_group("agent_loop/turns");
     let turns = 20;

@@ -261,8 +261,8 @@
 //!
 //! | item | what it is |
 //! |---|---|
-//! | `ReadFileParams` | a struct with one field per plain parameter, deriving `Deserialize` and `JsonSchema` (absent with `Args<T>`) |
-//! | `ReadFile` | the tool: a unit struct, or a struct holding the state with `ReadFile::new(state)`; implements [`AgentTool`] and [`ToolDefinition`] |
+//! | `ReadFileParams` | a struct with one field per plain parameter, implementing `Deserialize` and `JsonSchema` as serde's and schemars' derives would (absent with `Args<T>`) |
+//! | `ReadFile` | the tool: a unit struct, or a struct holding the state with `ReadFile::new(state)`; implements [`AgentTool`], [`ToolDefinition`] and [`tool::ContextTools`] (its `Ctx<T>`, checked by [`AgentBuilder::context_tools`](agent::AgentBuilder::context_tools)) |
 //! | `ReadFile::NAME`, `ReadFile::DESCRIPTION` | the name the model calls and the description it reads |
 //!
 //! When a type of yours already has the name (`fn report` next to your `struct Report`),

@@ -1,6 +1,6 @@
 //! Code generation for a checked `#[tool]` fn: the cleaned fn, hidden bound checks spanned
-//! at the user's tokens, the parameter struct and the tool type with its `AgentTool` and
-//! `ToolDefinition` impls.
+//! at the user's tokens, the parameter struct and the tool type with its `AgentTool`,
+//! `ToolDefinition` and `ContextTools` impls.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -9,6 +9,7 @@ use syn::{FnArg, Ident, ItemFn, LitBool, ReturnType};
 
 use super::args::{Approval, Mode, Strict};
 use super::ast::{ParamKind, Plain, ToolFn, is_macro_only, unraw};
+use crate::optional;
 use crate::paths::Paths;
 
 pub(crate) fn tool(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
@@ -89,10 +90,15 @@ fn params_ident(tool: &ToolFn<'_>) -> Ident {
     format_ident!("{}Params", ty, span = ty.span())
 }
 
-/// Hidden fns whose bounds fail on the user's own tokens when a type cannot do its job, with
-/// messages from the marker traits in `__private` (axum-macros' `debug_handler` technique).
+/// One hidden fn whose bounds fail on the user's own tokens when a type cannot do its job,
+/// with messages from the marker traits in `__private` (axum-macros' `debug_handler`
+/// technique), and whose body checks the tool type's name (`name_check`).
+///
+/// Two rules need no check of their own: a future that is not `Send` and a return type that
+/// does not convert are reported by the bounds of `__private::execute`, spanned at the fn's
+/// name and its return type (see `execute`). One fn rather than one per rule: each item costs
+/// the user's crate compile time, on every build.
 fn checks(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
-    let fn_ident = &tool.original.sig.ident;
     let mut bounds = Vec::new();
     for param in &tool.params {
         match &param.kind {
@@ -113,32 +119,19 @@ fn checks(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             ParamKind::Context | ParamKind::Receiver => {}
         }
     }
-    let output = match &tool.original.sig.output {
-        ReturnType::Default => quote!(()),
-        ReturnType::Type(_, ty) => quote!(#ty),
-    };
-    let output_span = output_span(tool);
-    let private = paths.private_at(output_span);
-    bounds.push(quote_spanned!(output_span=> #output: #private::IntoToolOutcome));
-
-    // Calling the fn with `loop {}` (type `!`) for every argument gives its future without
-    // values; the fn holding the call is never called.
-    let placeholders = tool.params.iter().map(|_| quote!(loop {}));
-    let private = paths.private_at(fn_ident.span());
-    let send_check = quote_spanned! {fn_ident.span()=>
-        #[allow(unreachable_code, clippy::diverging_sub_expression, clippy::empty_loop, reason = "only type-checked, never run")]
-        fn __pi_check_send() {
-            fn send<F: #private::SendFuture>(_: F) {}
-            send(#fn_ident(#(#placeholders),*));
-        }
-    };
     let name_check = name_check(tool, paths);
     quote! {
         const _: () = {
-            #[allow(clippy::trait_duplication_in_bounds, reason = "one bound per parameter, so each error lands on its own type")]
-            fn __pi_check_types() where #(#bounds),* {}
-            #send_check
-            #name_check
+            #[allow(
+                clippy::trait_duplication_in_bounds,
+                unreachable_code,
+                clippy::diverging_sub_expression,
+                clippy::empty_loop,
+                reason = "one bound per parameter, so each error lands on its own type; only type-checked, never run"
+            )]
+            fn __pi_check() where #(#bounds),* {
+                #name_check
+            }
         };
     }
 }
@@ -156,12 +149,9 @@ fn name_check(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
         None => quote_spanned!(span=> #ty),
     };
     quote_spanned! {span=>
-        #[allow(unreachable_code, clippy::diverging_sub_expression, clippy::empty_loop, reason = "only type-checked, never run")]
-        fn __pi_check_type_name() {
-            // Method syntax: `Self` comes from the value, see `NameCheck`.
-            use #private::NameCheck as _;
-            #value.names_the_tool::<#ty>();
-        }
+        // Method syntax: `Self` comes from the value, see `NameCheck`.
+        use #private::NameCheck as _;
+        #value.names_the_tool::<#ty>();
     }
 }
 
@@ -174,27 +164,166 @@ fn output_span(tool: &ToolFn<'_>) -> Span {
 }
 
 /// The parameter struct of the plain-argument form: one field per argument, in order, with
-/// the argument's doc comment as its description.
+/// the argument's doc comment as its description. Its `Deserialize` and `JsonSchema` impls
+/// call shared code of the runtime (`__private::params`); a parameter with `#[serde]` or
+/// `#[schemars]` attributes of the user's needs the derives, which read them.
 fn params_struct(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     if tool.args().is_some() {
         return TokenStream::new();
     }
+    if tool.plain().any(|plain| !plain.passthrough.is_empty()) {
+        return derived_params_struct(tool, paths);
+    }
+    let private = paths.private();
+    let vis = &tool.original.vis;
+    let ident = params_ident(tool);
+    let doc = params_doc(tool);
+    let fields = tool.plain().map(|plain| {
+        let docs = field_docs(plain);
+        let (Some(field), ty) = (plain.ident, plain.ty) else {
+            return TokenStream::new();
+        };
+        quote!(#docs #vis #field: #ty,)
+    });
+    let deserialize = params_deserialize(tool, &ident, &private);
+    let json_schema = params_json_schema(tool, &ident, &private);
+    quote! {
+        #[doc = #doc]
+        #[allow(missing_debug_implementations, reason = "argument types need not be Debug")]
+        #vis struct #ident {
+            #(#fields)*
+        }
+        #deserialize
+        #json_schema
+    }
+}
+
+fn params_doc(tool: &ToolFn<'_>) -> String {
+    format!(
+        "The arguments of the [`{}`] tool, as the model sends them.",
+        tool.original.sig.ident
+    )
+}
+
+/// The parameter's `///` lines for rustdoc, or a stand-in for an undocumented one (for
+/// `missing_docs`).
+fn field_docs(plain: &Plain<'_>) -> TokenStream {
+    let docs = plain
+        .pat
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("doc"));
+    match plain.ident {
+        Some(ident) if plain.docs.is_blank() => {
+            let doc = format!("The `{}` argument.", unraw(ident));
+            quote!(#(#docs)* #[doc = #doc])
+        }
+        _ => quote!(#(#docs)*),
+    }
+}
+
+/// The plain parameters with their names (all of them: `check` rejects a pattern without one).
+fn named<'t, 'a>(tool: &'t ToolFn<'a>) -> impl Iterator<Item = (&'a Ident, &'t Plain<'a>)> {
+    tool.plain().filter_map(|plain| Some((plain.ident?, plain)))
+}
+
+/// `Deserialize`: the fields as nested pairs from `__private::deserialize_params`, moved into
+/// the struct. Locals are `__field0`, ... so no parameter name can be read as a constant
+/// pattern.
+fn params_deserialize(tool: &ToolFn<'_>, ident: &Ident, private: &TokenStream) -> TokenStream {
+    let fields: Vec<(&Ident, &Plain<'_>)> = named(tool).collect();
+    let locals: Vec<Ident> = (0..fields.len())
+        .map(|index| format_ident!("__field{}", index))
+        .collect();
+    let pattern = locals
+        .iter()
+        .rev()
+        .fold(quote!(()), |rest, local| quote!((#local, #rest)));
+    let names = fields.iter().map(|(field, _)| unraw(field));
+    let defaults = fields
+        .iter()
+        .map(|(_, plain)| optional::inner(plain.ty).is_some());
+    let inits = fields.iter().map(|(field, _)| field);
+    let name = ident.to_string();
+    let closed = closed(tool);
+    quote! {
+        #[automatically_derived]
+        impl<'de> #private::serde::Deserialize<'de> for #ident {
+            fn deserialize<__D: #private::serde::Deserializer<'de>>(
+                __deserializer: __D,
+            ) -> ::core::result::Result<Self, __D::Error> {
+                let #pattern = #private::deserialize_params(
+                    __deserializer,
+                    &#private::Shape {
+                        name: #name,
+                        fields: &[#(#names),*],
+                        defaults: &[#(#defaults),*],
+                        closed: #closed,
+                    },
+                )?;
+                ::core::result::Result::Ok(#ident { #(#inits: #locals),* })
+            }
+        }
+    }
+}
+
+/// `JsonSchema`: `__private::params_schema` over one `SchemaField` per parameter. An
+/// `Option<T>` is described by `T`'s schema (the `Option` rule).
+fn params_json_schema(tool: &ToolFn<'_>, ident: &Ident, private: &TokenStream) -> TokenStream {
+    let fields = named(tool).map(|(field, plain)| {
+        let name = unraw(field);
+        let description = description(plain, private);
+        let (default, schema_ty) = match optional::inner(plain.ty) {
+            Some(inner) => (true, inner),
+            None => (false, plain.ty),
+        };
+        quote! {
+            #private::SchemaField {
+                name: #name,
+                description: #description,
+                default: #default,
+                schema: #private::field_schema::<#schema_ty>,
+            }
+        }
+    });
+    let name = ident.to_string();
+    let closed = closed(tool);
+    quote! {
+        #[automatically_derived]
+        impl #private::schemars::JsonSchema for #ident {
+            fn schema_name() -> #private::Cow<'static, str> {
+                #private::Cow::Borrowed(#name)
+            }
+            fn schema_id() -> #private::Cow<'static, str> {
+                #private::Cow::Borrowed(::core::concat!(::core::module_path!(), "::", #name))
+            }
+            fn json_schema(
+                generator: &mut #private::schemars::SchemaGenerator,
+            ) -> #private::schemars::Schema {
+                #private::params_schema(generator, #closed, &[#(#fields),*])
+            }
+        }
+    }
+}
+
+/// The parameter struct with serde's and schemars' derives, which read the parameters'
+/// `#[serde]` and `#[schemars]` attributes.
+fn derived_params_struct(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let private = paths.private();
     let vis = &tool.original.vis;
     let ident = params_ident(tool);
     let serde_crate = paths.serde();
     let schemars_crate = paths.schemars();
-    let fields = tool.plain().map(|plain| field(plain, vis, &private));
+    let fields = tool.plain().map(|plain| field(plain, vis, paths));
     let closed = closed(tool).then(|| quote!(#[serde(deny_unknown_fields)]));
-    let doc = format!(
-        "The arguments of the [`{}`] tool, as the model sends them.",
-        tool.original.sig.ident
-    );
+    let doc = params_doc(tool);
     quote! {
         #[doc = #doc]
         #[derive(#private::serde::Deserialize, #private::schemars::JsonSchema)]
         #[serde(crate = #serde_crate)]
-        #[schemars(crate = #schemars_crate)]
+        // The tool's schema has no root title or description (`parameters_schema` drops
+        // them): saying so spares schemars deriving both from the doc at compile time.
+        #[schemars(crate = #schemars_crate, title = "", description = "")]
         #closed
         #[allow(missing_debug_implementations, reason = "argument types need not be Debug")]
         #vis struct #ident {
@@ -203,35 +332,34 @@ fn params_struct(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     }
 }
 
-fn field(plain: &Plain<'_>, vis: &syn::Visibility, private: &TokenStream) -> TokenStream {
+fn field(plain: &Plain<'_>, vis: &syn::Visibility, paths: &Paths) -> TokenStream {
+    let private = paths.private();
     let Some(ident) = plain.ident else {
         return TokenStream::new();
     };
     let ty = plain.ty;
-    let docs = plain
-        .pat
-        .attrs
-        .iter()
-        .filter(|attr| attr.path().is_ident("doc"));
+    let docs = field_docs(plain);
     let passthrough = &plain.passthrough;
     // The description follows our doc rule, not schemars' (which turns a `# heading` into a
-    // title): set both explicitly.
-    let description = if plain.docs.is_blank() {
-        // Undocumented: a field doc for rustdoc (and `missing_docs`), but no description for
-        // the model (schemars skips empty metadata).
-        let doc = format!("The `{}` argument.", unraw(ident));
-        quote!(#[doc = #doc] #[schemars(title = "", description = "")])
-    } else {
-        let description = plain.docs.to_expr(private);
-        quote!(#[schemars(title = "", description = #description)])
-    };
+    // title): set both explicitly. Undocumented: no description for the model (schemars
+    // skips empty metadata).
+    let description = description(plain, &private);
     let optional = crate::optional::attrs(ty, &plain.pat.attrs);
     quote! {
-        #(#docs)*
+        #docs
         #(#optional)*
-        #description
+        #[schemars(title = "", description = #description)]
         #(#passthrough)*
         #vis #ident: #ty,
+    }
+}
+
+/// A parameter's description for the model: its doc comment, or `""` (no description).
+fn description(plain: &Plain<'_>, private: &TokenStream) -> TokenStream {
+    if plain.docs.is_blank() {
+        quote!("")
+    } else {
+        plain.docs.to_expr(private)
     }
 }
 
@@ -285,19 +413,29 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
         Some(lit) => quote!(#lit),
         None => tool.docs.to_expr(&private),
     };
+    // `check` rejects a blank literal; only a doc built from `include_str!`/`concat!` is
+    // left for the compiler to find empty.
+    let description_check = (tool.attrs.description.is_none() && tool.docs.literal().is_none())
+        .then(|| {
+            quote! {
+                const _: () = ::core::assert!(
+                    !#ty::DESCRIPTION.is_empty(),
+                    "a tool needs a description for the model: add a `///` doc comment to the fn, or write `#[tool(description = \"...\")]`",
+                );
+            }
+        });
     let args_type = args_type(tool);
     let closed = closed(tool);
-    let sampling = tool.attrs.strict.map(|strict| {
-        let strict = match strict {
-            Strict::Prefer => quote!(Prefer),
-            Strict::Require => quote!(Require),
-        };
-        quote! {
-            .with_constrained_sampling(#private::ConstrainedSampling::JsonSchema {
-                strict: #private::Strictness::#strict,
-            })
+    let strict = match tool.attrs.strict {
+        None => quote!(::core::option::Option::None),
+        Some(strict) => {
+            let strict = match strict {
+                Strict::Prefer => quote!(Prefer),
+                Strict::Require => quote!(Require),
+            };
+            quote!(::core::option::Option::Some(#private::Strictness::#strict))
         }
-    });
+    };
     let label = tool.attrs.label.as_ref().map(|label| {
         quote! {
             fn label(&self) -> &str {
@@ -330,6 +468,17 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let execute = execute(tool, paths);
     let prompt = prompt(tool, &private);
     let policy = policy(tool, &private);
+    // What `AgentBuilder::context_tools` checks at compile time (any context without a
+    // `Ctx`), spanned at the `Ctx<..>` parameter so a mismatch points there too;
+    // `context_type` is the same fact for the checks at run time.
+    let runs_with = tool.params.iter().find_map(|param| {
+        let (ParamKind::Ctx { inner }, FnArg::Typed(pat)) = (&param.kind, param.original) else {
+            return None;
+        };
+        let span = pat.ty.span();
+        let private = paths.private_at(span);
+        Some(quote_spanned!(span=> where #private::Ctx<#inner>: #private::RunsWith<__T>))
+    });
     let context_type = tool.ctx().map(|inner| {
         quote! {
             fn context_type(&self) -> ::core::option::Option<#private::ContextType> {
@@ -350,26 +499,22 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             #constructor
         }
 
-        const _: () = ::core::assert!(
-            !#ty::DESCRIPTION.is_empty(),
-            "a tool needs a description for the model: add a `///` doc comment to the fn, or write `#[tool(description = \"...\")]`",
-        );
+        #description_check
 
         #debug
 
         #[automatically_derived]
         impl #private::AgentTool for #ty {
             fn definition(&self) -> &#private::Tool {
-                static DEFINITION: #private::LazyLock<#private::Tool> =
-                    #private::LazyLock::new(|| {
-                        #private::Tool::new(
-                            #ty::NAME,
-                            #ty::DESCRIPTION,
-                            #private::parameters_schema::<#args_type>(#closed),
-                        )
-                        #sampling
-                    });
-                &DEFINITION
+                static DEFINITION: #private::OnceLock<#private::Tool> = #private::OnceLock::new();
+                #private::definition(
+                    &DEFINITION,
+                    #ty::NAME,
+                    #ty::DESCRIPTION,
+                    #private::parameters_schema::<#args_type>,
+                    #closed,
+                    #strict,
+                )
             }
 
             #label
@@ -387,6 +532,9 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             #policy
             #context_type
         }
+
+        #[automatically_derived]
+        impl<__T> #private::ContextTools<__T> for #ty #runs_with {}
     }
 }
 
@@ -488,8 +636,8 @@ fn prepare(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
     }
 }
 
-/// `execute`: deserialize the validated arguments, call the fn with them in its own
-/// parameter order, convert what it returns.
+/// `execute`: the shared `__private::execute` with a closure that spreads the arguments
+/// over the fn's parameters in its own order; no `async` block of its own.
 fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let private = paths.private();
     let fn_ident = &tool.original.sig.ident;
@@ -523,31 +671,37 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let context = tool
         .ctx()
         .map(|inner| quote!(let __context: #inner = #private::run_context(&__ctx, #ty::NAME)?;));
-    // Where a non-`Send` future or an unconvertible return type is reported a second time
-    // (after the checks), point at the user's tokens too, not at `#[tool]`.
-    let boxed = {
-        let private = paths.private_at(fn_ident.span());
-        quote_spanned!(fn_ident.span()=> #private::boxed)
-    };
+    // A non-`Send` future and an unconvertible return type are reported by these bounds
+    // (`checks` has none for them): spanned at the user's tokens, the report names the fn's
+    // own future and its return type rather than code of the macro's.
+    let execute_fn = paths.private_at(fn_ident.span());
     let into_outcome = {
         let span = output_span(tool);
         let private = paths.private_at(span);
-        quote_spanned!(span=> #private::IntoToolOutcome::into_outcome(__output))
+        quote_spanned!(span=> #private::IntoToolOutcome::into_outcome)
+    };
+    let closure = quote! {
+        move |__args: #args_type, #ctx: #private::ToolContext| {
+            #context
+            ::core::result::Result::Ok(#fn_ident(#(#call_args),*))
+        }
+    };
+    // The closure's future is the fn's: a bound on it (`Send`) is reported at the span of the
+    // call, here the fn's name. Only the call's own tokens carry it: the locals keep the
+    // macro's span, so they resolve as declared however the fn was written.
+    let (params, context_var) = (quote!(params), quote!(__ctx));
+    let execute = quote_spanned! {fn_ident.span()=>
+        #execute_fn::execute(#ty::NAME, #params, #context_var, #closure, #into_outcome)
     };
     quote! {
         fn execute(
             &self,
             _call_id: ::std::string::String,
             params: #private::Value,
-            #ctx: #private::ToolContext,
+            __ctx: #private::ToolContext,
         ) -> #private::BoxFuture<'_, ::core::result::Result<#private::ToolResult, #private::ToolError>> {
             #state
-            #boxed(async move {
-                let __args: #args_type = #private::deserialize_arguments(#ty::NAME, params)?;
-                #context
-                let __output = #fn_ident(#(#call_args),*).await;
-                #into_outcome
-            })
+            #execute
         }
     }
 }

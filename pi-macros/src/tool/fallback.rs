@@ -53,5 +53,8 @@ pub(crate) fn tool(tool: &ToolFn<'_>, paths: &Paths, errors: &syn::Error) -> Tok
         }
 
         impl #private::ToolDefinition for #ty {}
+
+        // Any context: `context_tools` calls with the stand-in report nothing more.
+        impl<__T> #private::ContextTools<__T> for #ty {}
     }
 }

@@ -22,8 +22,8 @@ use crate::message::Message;
 use crate::prompt::ToolSectionStyle;
 use crate::stream::{LanguageModel, ThinkingLevel, ToolChoice};
 use crate::tool::{
-    ConcurrencyLimits, ContextType, ExecutionMode, OutputSaver, ToolDefinition, ToolError,
-    ToolPolicy, ToolRegistry, ToolSet,
+    ConcurrencyLimits, ContextTools, ContextType, ExecutionMode, OutputSaver, ToolDefinition,
+    ToolError, ToolPolicy, ToolRegistry, ToolSet,
 };
 
 /// Builds an [`Agent`]; start with [`Agent::builder`].
@@ -285,6 +285,66 @@ impl AgentBuilder {
     pub fn context_type<T: Send + Sync + 'static>(mut self) -> Self {
         self.context_type = Some(ContextType::of::<T>());
         self
+    }
+
+    /// Register tools and declare `T`, the type of the context the agent's runs supply (as
+    /// [`context_type`](Self::context_type) does), with the check at compile time: a
+    /// `#[tool]` in `tools` whose `Ctx<U>` parameter reads another type than `T` does not
+    /// compile. `tools` is a `#[tool]` type (reading `Ctx<T>` or no context), an `Arc` of
+    /// one, or a tuple of them ([`ContextTools`]). Tools whose context type is known only at
+    /// run time (an [`FnTool`](crate::FnTool), an MCP server's) register with
+    /// [`tools`](Self::tools), and `build()` checks them.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use pi_runtime::agent::Agent;
+    /// use pi_runtime::provider::faux::FauxModel;
+    /// use pi_runtime::{Ctx, tool};
+    ///
+    /// struct Tenant;
+    ///
+    /// /// The tenant's name.
+    /// #[tool]
+    /// async fn tenant_name(Ctx(_tenant): Ctx<Arc<Tenant>>) -> String {
+    ///     "acme".to_owned()
+    /// }
+    ///
+    /// /// The time.
+    /// #[tool]
+    /// async fn now() -> String {
+    ///     "noon".to_owned()
+    /// }
+    ///
+    /// let agent = Agent::builder()
+    ///     .model(FauxModel::new())
+    ///     .context_tools::<Arc<Tenant>>((TenantName, Now))
+    ///     .build();
+    /// assert!(agent.is_ok());
+    /// ```
+    ///
+    /// A tool reading another context type is an error at the call:
+    ///
+    /// ```compile_fail,E0277
+    /// # use std::sync::Arc;
+    /// # use pi_runtime::agent::Agent;
+    /// # use pi_runtime::provider::faux::FauxModel;
+    /// # use pi_runtime::{Ctx, tool};
+    /// struct Tenant;
+    /// struct User;
+    ///
+    /// /// Who is asking.
+    /// #[tool]
+    /// async fn whoami(Ctx(_user): Ctx<Arc<User>>) -> String {
+    ///     "someone".to_owned()
+    /// }
+    ///
+    /// // error[E0277]: this tool reads `Ctx<Arc<User>>`, and the agent's runs supply a `Arc<Tenant>`
+    /// let _ = Agent::builder().model(FauxModel::new()).context_tools::<Arc<Tenant>>(Whoami);
+    /// ```
+    #[must_use]
+    pub fn context_tools<T: Send + Sync + 'static>(self, tools: impl ContextTools<T>) -> Self {
+        self.context_type::<T>().tools(tools)
     }
 
     /// Abort a run that takes longer than this: the tools see the cancellation, and the run

@@ -3,12 +3,10 @@
 //! says what to write instead (rustc's own "`X: Deserialize<'de>` is not satisfied" points
 //! into generated code and names no fix).
 
-use std::future::Future;
-
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use crate::tool::{IntoToolError, IntoToolResult, ToolError, ToolResult};
+use crate::tool::{Ctx, IntoToolError, IntoToolResult, ToolError, ToolResult};
 
 /// A plain tool parameter's type is deserialized from the model's arguments.
 #[diagnostic::on_unimplemented(
@@ -50,14 +48,6 @@ impl<S: Clone + Send + Sync + 'static> ToolState for S {}
 pub trait RunContextValue: Clone + Send + Sync + 'static {}
 
 impl<T: Clone + Send + Sync + 'static> RunContextValue for T {}
-
-/// The future a tool fn returns runs on a multi-threaded runtime. No custom message: for an
-/// auto trait rustc ignores `on_unimplemented` and says "future cannot be sent between
-/// threads safely", pointing at the value held across the `.await`, which is the better
-/// error anyway.
-pub trait SendFuture: Future + Send {}
-
-impl<F: Future + Send> SendFuture for F {}
 
 /// What a tool fn's return value becomes: `Ok` (or a plain value) converts through
 /// [`IntoToolResult`], `Err` through [`IntoToolError`] (its `Display` text).
@@ -108,3 +98,15 @@ pub trait NameCheck {
 }
 
 impl<T> NameCheck for T {}
+
+/// A tool reading `Self` (`Ctx<U>` for a `Ctx<U>` parameter) runs where the run's context is
+/// a `T`: the bound of the `ContextTools` impl `#[tool]` generates for such a tool, so a
+/// mismatch is reported with both types.
+#[diagnostic::on_unimplemented(
+    message = "this tool reads `{Self}`, and the agent's runs supply `{T}`",
+    label = "registered for runs whose context is `{T}`",
+    note = "`context_tools::<T>(..)` takes the tools whose `Ctx<..>` parameter reads that `T`, or that read no context: change the tool's `Ctx<..>` or the type given to `context_tools`"
+)]
+pub trait RunsWith<T> {}
+
+impl<T> RunsWith<T> for Ctx<T> {}

@@ -3,13 +3,17 @@
 //! Not public API: names and signatures change without notice.
 
 mod bounds;
+mod call;
+mod params;
 mod schema;
 mod shim;
 
 pub use bounds::{
     DescribeArgument, DeserializeArgument, IntoToolOutcome, NameCheck, NamesTheTool,
-    RunContextValue, SendFuture, ToolState,
+    RunContextValue, RunsWith, ToolState,
 };
+pub use call::{definition, execute};
+pub use params::{FieldList, SchemaField, Shape, deserialize_params, field_schema, params_schema};
 pub use schema::{OutputSchemaNone, OutputSchemaOf, OutputSchemaProbe, parameters_schema};
 pub use shim::{PrepareFn, prepare, rename_aliases};
 
@@ -21,11 +25,11 @@ pub use serde_json;
 pub use futures::future::BoxFuture;
 pub use serde_json::Value;
 pub use std::borrow::Cow;
-pub use std::sync::LazyLock;
+pub use std::sync::OnceLock;
 
 pub use crate::args::deserialize_arguments;
 pub use crate::tool::{
-    AgentTool, Approval, ApprovalPolicy, Args, ConstrainedSampling, ContextType, Ctx,
+    AgentTool, Approval, ApprovalPolicy, Args, ConstrainedSampling, ContextTools, ContextType, Ctx,
     ExecutionMode, Exposure, State, Strictness, Tool, ToolContext, ToolDefinition, ToolError,
     ToolPolicy, ToolResult,
 };
@@ -52,15 +56,6 @@ pub fn approval_of<T: serde::de::DeserializeOwned>(
             "the approval policy could not read the arguments: {error}"
         )),
     }
-}
-
-/// Guards the tool type's `Box::pin(async move { .. })` so a non-`Send` user future is
-/// reported once, by [`SendFuture`], and not again by the coercion to `BoxFuture`.
-pub fn boxed<'a, F>(future: F) -> BoxFuture<'a, Result<ToolResult, ToolError>>
-where
-    F: Future<Output = Result<ToolResult, ToolError>> + Send + 'a,
-{
-    Box::pin(future)
 }
 
 /// A `Ctx<T>` parameter's value: a clone of the run's context. A run without one, or with

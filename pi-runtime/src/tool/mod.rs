@@ -6,7 +6,8 @@
 //! - [`ToolDefinition`] (trait): an `AgentTool` with what the agent needs around it (prompt
 //!   snippet and guidelines, execution mode, `prepare_arguments`, validation). `#[tool]`
 //!   generates one; [`FnTool`] is one made at run time.
-//! - [`ToolSet`] (trait): anything that registers as tools in one call.
+//! - [`ToolSet`] (trait): anything that registers as tools in one call; [`ContextTools`]
+//!   (trait): `#[tool]` types whose context type is checked at compile time.
 //! - [`ToolRegistry`] (struct): registered tools by name, with the active subset.
 
 mod approval;
@@ -40,6 +41,6 @@ pub use registry::{RegistryError, ToolRegistry, ToolSet};
 pub use result::{
     IntoToolError, IntoToolResult, Json, JsonOutput, ToolError, ToolErrorKind, ToolResult,
 };
-pub use run_context::{ContextType, RunContext};
+pub use run_context::{ContextTools, ContextType, RunContext};
 pub use switch::ConversationTools;
 pub(crate) use switch::ToolSwitch;

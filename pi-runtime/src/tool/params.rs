@@ -65,9 +65,10 @@ pub struct State<S>(pub S);
 /// [`Agent::set_context`](crate::Agent::set_context). A run that supplies no context, or one
 /// of another type, does not start: `prompt` fails with an error naming the tool and both
 /// types ([`AgentError::MissingContext`](crate::agent::AgentError::MissingContext),
-/// [`AgentError::ContextType`](crate::agent::AgentError::ContextType)), and
+/// [`AgentError::ContextType`](crate::agent::AgentError::ContextType)).
 /// [`AgentBuilder::context_type`](crate::agent::AgentBuilder::context_type) moves that check
-/// to `build()`.
+/// to `build()`, and [`AgentBuilder::context_tools`](crate::agent::AgentBuilder::context_tools)
+/// to compile time.
 ///
 /// ```
 /// use std::sync::Arc;

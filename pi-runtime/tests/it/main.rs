@@ -43,6 +43,7 @@ mod e2e_parallel_edits;
 #[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
 mod e2e_self_correction;
 mod macro_lints;
+mod macro_params;
 mod macro_tool;
 #[cfg(feature = "mcp")]
 mod mcp;

@@ -229,6 +229,32 @@ fn a_tool_reading_another_context_type_does_not_build() {
 }
 
 #[tokio::test]
+async fn context_tools_declares_the_context_type_and_registers_the_tools() {
+    // `Whoami` reads `Arc<Tenant>` and `Relay` no context: both compile with
+    // `context_tools::<Arc<Tenant>>` (a tool reading another type does not: the trybuild case
+    // `ctx_mismatched_type`). The declared type then holds for tools registered the dynamic way.
+    let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "relay", json!({})));
+    let agent = Agent::builder()
+        .model(model)
+        .context_tools::<Arc<Tenant>>((Whoami, Arc::new(Relay)))
+        .build()
+        .unwrap();
+    let run = agent.prompt_with("who?", Tenant::new(7)).await.unwrap();
+    assert_eq!(tool_texts(&run), ["tenant 7"]);
+
+    let error = Agent::builder()
+        .model(FauxModel::new())
+        .context_tools::<String>(Relay)
+        .tools(Whoami)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "tool \"whoami\" reads a context of type `alloc::sync::Arc<it::run_context::Tenant>`, and the agent's context type is `alloc::string::String`"
+    );
+}
+
+#[tokio::test]
 async fn a_call_from_outside_a_run_gets_an_error_naming_the_type() {
     let result = pi_runtime::AgentTool::execute(
         &Whoami,
