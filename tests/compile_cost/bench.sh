@@ -1,25 +1,44 @@
 #!/usr/bin/env bash
-# Best of N runs (alternating) of the crate's own `cargo check` / `cargo build`, deps already
-# built: touch src/lib.rs, time cargo. Usage: bench.sh check|build [N] [crates...]
+# Best of N wall times (the crates alternating) of each crate's own compilation, dependencies
+# already built: the rustc command cargo runs for `cargo check` (MODE=build: `cargo build`),
+# run directly, with a warm incremental cache (INC=0: without one). CARGO=1 times the whole
+# `touch src/lib.rs && cargo check` instead, cargo's checks of the dependencies included.
+# Usage: bench.sh [N] [crate...], a crate being a directory of the compile-cost workspace
+# (`pi40`) or of another one (`../compile-cost-before/pi40`). The last crate is the ratios'
+# base.
 set -euo pipefail
-cd "${COMPILE_COST_DIR:-$(dirname "$0")/../../target/compile-cost}"
-mode=${1:-check}; n=${2:-5}; shift 2 || true
-crates=("${@:-pi40 rmcp40}")
-read -r -a crates <<< "${crates[*]}"
-for c in "${crates[@]}"; do cargo "$mode" -q -p "$c" 2>/dev/null; done   # warm
+here=$(cd "$(dirname "$0")" && pwd)
+cd "${COMPILE_COST_DIR:-$here/../../target/compile-cost}"
+n=${1:-5}; shift || true
+read -r -a crates <<< "${*:-pi40 rmcp40}"
+export INC=${INC:-1}
+declare -A cmds
+for c in "${crates[@]}"; do
+  cmds[$c]=$(cd "$(dirname "$c")" && "$here/rustc-cmd.sh" "$(basename "$c")")
+done
+run() {
+  (
+    cd "$(dirname "$1")"
+    if [[ "${CARGO:-0}" == 1 ]]; then
+      touch "$(basename "$1")/src/lib.rs"
+      CARGO_INCREMENTAL=$INC cargo "${MODE:-check}" -q -p "$(basename "$1")" 2>/dev/null
+    else
+      eval "${cmds[$1]}" >/dev/null 2>&1
+    fi
+  )
+}
+for c in "${crates[@]}"; do run "$c"; done   # warm
 declare -A best
-for i in $(seq "$n"); do
+for _ in $(seq "$n"); do
   for c in "${crates[@]}"; do
-    touch "$c/src/lib.rs"
-    s=$(date +%s.%N); cargo "$mode" -q -p "$c" 2>/dev/null; e=$(date +%s.%N)
+    s=$(date +%s.%N); run "$c"; e=$(date +%s.%N)
     t=$(echo "$e - $s" | bc)
     if [[ -z "${best[$c]:-}" ]] || (( $(echo "$t < ${best[$c]}" | bc) )); then best[$c]=$t; fi
   done
 done
-for c in "${crates[@]}"; do printf '%s %s best of %d: %.2f s\n' "$c" "$mode" "$n" "${best[$c]}"; done
-if [[ -n "${best[pi40]:-}" && -n "${best[rmcp40]:-}" ]]; then
-  printf 'ratio pi40/rmcp40: %.2fx\n' "$(echo "${best[pi40]} / ${best[rmcp40]}" | bc -l)"
-fi
-if [[ -n "${best[pi40-before]:-}" && -n "${best[rmcp40]:-}" ]]; then
-  printf 'ratio pi40-before/rmcp40: %.2fx\n' "$(echo "${best[pi40-before]} / ${best[rmcp40]}" | bc -l)"
-fi
+last=${crates[-1]}
+for c in "${crates[@]}"; do
+  printf '%s %s (incremental %s%s) best of %d: %.2f s (%.2fx %s)\n' "$c" "${MODE:-check}" "$INC" \
+    "$([[ "${CARGO:-0}" == 1 ]] && echo ', via cargo')" "$n" "${best[$c]}" \
+    "$(echo "${best[$c]} / ${best[$last]}" | bc -l)" "$last"
+done

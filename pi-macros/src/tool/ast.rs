@@ -2,7 +2,7 @@
 //! `State<S>`, `Ctx<T>`, `ToolContext`), each node keeping the user's tokens so later stages can put an
 //! error on the exact token.
 
-use syn::{Attribute, FnArg, Ident, ItemFn, Pat, PatType, PathArguments, Type};
+use syn::{Attribute, FnArg, Ident, ItemFn, LitBool, Pat, PatType, PathArguments, Type};
 
 use super::args::{ParamAttrs, ToolAttrs};
 use crate::ctxt::Ctxt;
@@ -96,6 +96,12 @@ impl<'a> ToolFn<'a> {
             ParamKind::Ctx { inner } => Some(inner),
             _ => None,
         })
+    }
+
+    /// `closed` (the default) or `closed = false`: whether an unknown argument is an error
+    /// (`#[serde(deny_unknown_fields)]`, `"additionalProperties": false`).
+    pub(crate) fn closed(&self) -> bool {
+        self.attrs.closed.as_ref().is_none_or(LitBool::value)
     }
 
     /// The name the model calls: `name = "..."` or the fn's name.

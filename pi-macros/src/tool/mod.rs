@@ -7,6 +7,7 @@ mod ast;
 mod check;
 mod expand;
 mod fallback;
+mod params;
 mod policy;
 
 use proc_macro2::TokenStream;
