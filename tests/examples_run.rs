@@ -6,12 +6,12 @@
 //! `cargo test` did not. The programs run with every provider key removed from their
 //! environment, so they stay on the scripted model and off the network.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::{Mutex, PoisonError};
 
 use serde_json::json;
+
+mod support;
+use support::example_binary;
 
 const KEY_VARIABLES: [&str; 4] = [
     "DEEPSEEK_API_KEY",
@@ -22,7 +22,7 @@ const KEY_VARIABLES: [&str; 4] = [
 
 /// Run an example with these arguments and no provider key.
 fn run(example: &str, args: &[&str]) -> Output {
-    let mut command = Command::new(built(example));
+    let mut command = Command::new(example_binary(example));
     command.args(args);
     for variable in KEY_VARIABLES {
         command.env_remove(variable);
@@ -30,52 +30,6 @@ fn run(example: &str, args: &[&str]) -> Output {
     command
         .output()
         .unwrap_or_else(|error| panic!("cannot start example {example}: {error}"))
-}
-
-/// The path of the built example; cargo runs once per example and test binary.
-fn built(example: &str) -> PathBuf {
-    static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
-    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
-    built
-        .entry(example.to_owned())
-        .or_insert_with(|| {
-            let mut build = escargot::CargoBuild::new()
-                .package("pi-examples")
-                .example(example)
-                .current_release();
-            for (name, _) in std::env::vars_os() {
-                if let Some(name) = name.to_str()
-                    && describes_the_test_crate(name)
-                {
-                    build = build.env_remove(name);
-                }
-            }
-            build
-                .run()
-                .unwrap_or_else(|error| panic!("cannot build example {example}: {error}"))
-                .path()
-                .to_owned()
-        })
-        .clone()
-}
-
-/// A variable `cargo test` sets for this process about the test crate. A nested cargo
-/// must not inherit it: build scripts that watch it (ring watches `CARGO_MANIFEST_DIR`)
-/// would see it change, and the nested build and the next `cargo test` would each rebuild
-/// half the dependency tree.
-fn describes_the_test_crate(name: &str) -> bool {
-    name.starts_with("CARGO_PKG_")
-        || name.starts_with("CARGO_BIN_EXE_")
-        || matches!(
-            name,
-            "CARGO_MANIFEST_DIR"
-                | "CARGO_MANIFEST_PATH"
-                | "CARGO_CRATE_NAME"
-                | "CARGO_PRIMARY_PACKAGE"
-                | "CARGO_TARGET_TMPDIR"
-                | "CARGO_RUSTC_CURRENT_DIR"
-                | "OUT_DIR"
-        )
 }
 
 fn stdout(output: &Output) -> String {

@@ -21,12 +21,7 @@ pub(crate) fn example_binary(example: &str) -> PathBuf {
                 .current_release();
             for (name, _) in std::env::vars_os() {
                 if let Some(name) = name.to_str()
-                    && (name.starts_with("CARGO_PKG_")
-                        || name.starts_with("CARGO_BIN_")
-                        || name == "CARGO_CRATE_NAME"
-                        || name == "CARGO_MANIFEST_DIR"
-                        || name == "CARGO_MANIFEST_PATH"
-                        || name == "CARGO_PRIMARY_PACKAGE")
+                    && describes_the_test_crate(name)
                 {
                     build = build.env_remove(name);
                 }
@@ -38,6 +33,24 @@ pub(crate) fn example_binary(example: &str) -> PathBuf {
                 .to_owned()
         })
         .clone()
+}
+
+/// Whether `name` is one of the variables cargo gives a running test about its own crate:
+/// passed on to the example's build, they would make build scripts that watch them (ring's
+/// watches `CARGO_MANIFEST_DIR`) rebuild on every run.
+fn describes_the_test_crate(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_BIN_")
+        || matches!(
+            name,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "CARGO_TARGET_TMPDIR"
+                | "CARGO_RUSTC_CURRENT_DIR"
+                | "OUT_DIR"
+        )
 }
 
 /// The peer that `variable` points at, or `None` with a note saying why the test is
