@@ -58,15 +58,30 @@ pub fn request_body(
 
 /// The headers of the wire API itself a request for `model` would send with
 /// [`request_body`]'s body (a version, beta flags such as Anthropic's `anthropic-beta`),
-/// without the key and the caller's own headers.
+/// without the key and the caller's own headers (which replace a header of the same name).
+///
+/// ```
+/// use pi_runtime::provider::{Api, Model, request_headers};
+/// use pi_runtime::{Context, StreamOptions, ThinkingLevel, UserMessage};
+///
+/// let mut model = Model::new(Api::AnthropicMessages, "anthropic", "claude-test", "https://api.anthropic.com");
+/// model.reasoning = true;
+/// let context = Context::new("Be brief.", vec![UserMessage::text("hi").into()], vec![]);
+/// let mut options = StreamOptions::default();
+/// options.reasoning = Some(ThinkingLevel::Medium);
+/// let headers = request_headers(&model, &context, &options)?;
+/// assert!(headers.contains(&("anthropic-beta".into(), "interleaved-thinking-2025-05-14".into())));
+/// # Ok::<(), pi_runtime::provider::RequestError>(())
+/// ```
 ///
 /// # Errors
 /// [`RequestError::NotBuilt`]: the model's API is not compiled in.
 pub fn request_headers(
     model: &Model,
     context: &Context,
+    options: &StreamOptions,
 ) -> Result<Vec<(String, String)>, RequestError> {
-    Ok(wire_api(model.api)?.headers(model, context))
+    Ok(wire_api(model.api)?.headers(model, context, options))
 }
 
 /// The implementation of `api`, if its feature is on.

@@ -22,7 +22,12 @@ pub(crate) trait WireApi: Sync {
     fn auth(&self, key: &str) -> (&'static str, String);
 
     /// The API's own headers for this request (a version, a beta flag).
-    fn headers(&self, _model: &Model, _context: &Context) -> Vec<(String, String)> {
+    fn headers(
+        &self,
+        _model: &Model,
+        _context: &Context,
+        _options: &StreamOptions,
+    ) -> Vec<(String, String)> {
         Vec::new()
     }
 

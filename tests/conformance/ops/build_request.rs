@@ -25,7 +25,7 @@ pub(crate) fn prepare(request: &Map<String, Value>) -> Result<Prepared, String> 
                 Answer::Ok(sdk_parameters(&model, body))
             }
             Ok(body) if payload && model.api == Api::AnthropicMessages => {
-                Answer::Ok(with_betas(body, &model, &context))
+                Answer::Ok(with_betas(body, &model, &context, &options))
             }
             Ok(body) => Answer::Ok(body),
             Err(error) => Answer::Err(error.to_string()),
@@ -70,8 +70,8 @@ fn sdk_parameters(model: &Model, mut body: Value) -> Value {
 
 /// pi's Anthropic params (D6 `capture: payload`): the body plus the `betas` the SDK sends as
 /// the `anthropic-beta` header, after `stream` as pi writes them.
-fn with_betas(body: Value, model: &Model, context: &Context) -> Value {
-    let betas: Vec<Value> = request_headers(model, context)
+fn with_betas(body: Value, model: &Model, context: &Context, options: &StreamOptions) -> Value {
+    let betas: Vec<Value> = request_headers(model, context, options)
         .unwrap_or_default()
         .into_iter()
         .filter(|(name, _)| name == "anthropic-beta")

@@ -25,9 +25,14 @@ impl WireApi for Messages {
         ("x-api-key", key.to_owned())
     }
 
-    fn headers(&self, model: &Model, context: &Context) -> Vec<(String, String)> {
+    fn headers(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Vec<(String, String)> {
         let mut headers = vec![("anthropic-version".to_owned(), ANTHROPIC_VERSION.to_owned())];
-        if let Some(beta) = request::beta_header(model, context) {
+        if let Some(beta) = request::beta_header(model, context, options) {
             headers.push(("anthropic-beta".to_owned(), beta));
         }
         headers

@@ -408,7 +408,7 @@ impl HttpModel {
             // Nothing here decodes gzip or brotli: a body so encoded is reported, not read.
             ("accept-encoding".to_owned(), "identity".to_owned()),
         ];
-        headers.extend(wire.headers(&self.model, context));
+        headers.extend(wire.headers(&self.model, context, options));
         if let Some(key) = self.api_key()? {
             let (name, value) = wire.auth(key);
             headers.push((name.to_owned(), value));

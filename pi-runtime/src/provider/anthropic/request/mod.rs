@@ -23,6 +23,8 @@ use crate::transcript;
 /// The beta that streams tool input in fine-grained pieces where `eager_input_streaming` is
 /// not accepted.
 const FINE_GRAINED_TOOL_STREAMING_BETA: &str = "fine-grained-tool-streaming-2025-05-14";
+/// The beta under which a reasoning model may think between tool calls.
+const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
 /// Anthropic rejects error results with images: they follow the results, behind this text.
 const ERROR_IMAGE_PLACEHOLDER: &str = "(image attached after the tool results)";
 /// Anthropic's longest tool-use id.
@@ -142,9 +144,14 @@ fn tool_choice(choice: Option<&ToolChoice>, serial: bool) -> Option<ToolChoicePa
 }
 
 /// The `anthropic-beta` header value, when the request needs one: the betas joined with
-/// `,`, in pi's order: fine-grained tool streaming when tools are sent without
-/// `eager_input_streaming`, inline tools for native tool changes.
-pub(crate) fn beta_header(model: &Model, context: &Context) -> Option<String> {
+/// `,`, in this order: fine-grained tool streaming when tools are sent without
+/// `eager_input_streaming`, interleaved thinking when a reasoning model thinks, and inline
+/// tools for native tool changes, always after the others (which it never replaces).
+pub(crate) fn beta_header(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+) -> Option<String> {
     let compat = AnthropicCompat::resolve(model);
     // Folding keeps the current tools, and native changes need the unfolded transcript: the
     // normalized one answers both.
@@ -154,6 +161,9 @@ pub(crate) fn beta_header(model: &Model, context: &Context) -> Option<String> {
         && !transcript::current_tools(&transcript).is_empty()
     {
         betas.push(FINE_GRAINED_TOOL_STREAMING_BETA);
+    }
+    if model.reasoning && thinking::requested(options).is_some() {
+        betas.push(INTERLEAVED_THINKING_BETA);
     }
     if system::native_tool_changes(&compat, transcript::leading(&transcript)) {
         betas.push(system::INLINE_TOOLS_BETA);
