@@ -273,6 +273,32 @@
 //! The [`Tool`] definition (name, description, schema, constrained sampling) is built once,
 //! on first use, and the registry compiles its schema when the tool is registered.
 //!
+//! ## Capabilities
+//!
+//! Each is one line here and a module of its own:
+//!
+//! - **Approvals**: calls a person approves before they run; the run pauses, its signed
+//!   state goes to storage, and a resume in any process runs the approved calls
+//!   ([`agent::approval`]).
+//! - **Durable runs**: a run as a Restate workflow whose every model response and tool
+//!   execution is a journal step, so a crash resumes it without repeating a finished call
+//!   (`pi_runtime::durable`, feature `restate`).
+//! - **Code mode**: the model writes one JavaScript program that calls many tools, run in
+//!   an embedded QuickJS sandbox with time and memory limits (`pi_runtime::codemode`,
+//!   feature `codemode`).
+//! - **Tool search**: hundreds of tools declared on demand; the model searches them by
+//!   words and loads what it needs ([`tool_search`]).
+//! - **Policies**: a call's timeout, retry budget, named concurrency limits and output cap,
+//!   per tool or for the agent ([`tool::ToolPolicy`]).
+//! - **Per-run context**: a value each run supplies and its tools read as [`Ctx<T>`],
+//!   checked against the tools at compile time
+//!   ([`AgentBuilder::context_tools`](agent::AgentBuilder::context_tools)).
+//! - **MCP**: serve any [`ToolSet`] to MCP clients over stdio or authenticated streamable
+//!   HTTP that scales out, and give an MCP server's tools to the agent (`pi_runtime::mcp`,
+//!   feature `mcp`).
+//!
+//! The common names are in one import: [`prelude`].
+//!
 //! ## Cargo features
 //!
 //! | feature | default | brings |
@@ -286,6 +312,8 @@
 //! | `icu-segmenter` | yes | ICU word segmentation (ICU4C's rules and CJK engine over ICU4X's data) in [`tool_search`]: Chinese, Japanese, Korean and Thai text splits into words as pi splits it; without it, such text splits at spaces only |
 //! | `mcp` | no | `pi_runtime::mcp`: serve any [`ToolSet`] to MCP clients (stdio, streamable HTTP), and give an MCP server's tools to the agent, on rmcp (the official Rust SDK) and axum |
 //! | `codemode` | no | `pi_runtime::codemode`: pi's `codemode` tool, where the model writes one JavaScript program that calls many tools, run in an embedded QuickJS (rquickjs) |
+//! | `jwt` | no | JWT access tokens for the MCP server (`pi_runtime::mcp::auth::JwtVerifier`), checked against a JWKS from a URL or a fixed key set; enables `mcp` |
+//! | `restate` | no | `pi_runtime::durable`: an agent's run as a Restate workflow, each model response and tool execution a step of its journal, so a crash anywhere resumes it |
 //!
 //! Without default features the crate is the macro, the tool layers, the argument pipeline,
 //! streaming JSON ([`json`]), the agent loop ([`agent`]), tool search ([`tool_search`]) and
@@ -532,6 +560,7 @@ pub mod mcp;
 #[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
 pub mod durable;
 pub mod message;
+pub mod prelude;
 #[cfg(all(unix, any(feature = "tools", feature = "mcp")))]
 mod process;
 pub mod prompt;
