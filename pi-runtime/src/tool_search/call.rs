@@ -1,4 +1,4 @@
-//! One call of the `tool_search` tool (SPEC §13.3): the arguments' checks, the candidates
+//! One call of the `tool_search` tool: the arguments' checks, the candidates
 //! (searchable tools that are not active), the ranking and the result text the model reads.
 
 use serde_json::{Value, json};

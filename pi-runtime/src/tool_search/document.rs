@@ -1,4 +1,4 @@
-//! What tool search reads of a tool (SPEC §13.3): its name, its text (the description, then
+//! What tool search reads of a tool: its name, its text (the description, then
 //! the descriptions and property names of its parameter schema) and its namespace's text.
 
 use serde::{Deserialize, Serialize};
@@ -254,7 +254,7 @@ fn schema_pieces(root: &Value, emit: &mut impl FnMut(&str)) {
     }
 }
 
-/// pi-codemode's `resolveSchemaRef` (SPEC §13.4): `#` or `#/...`, segments split at `/`
+/// pi-codemode's `resolveSchemaRef`: `#` or `#/...`, segments split at `/`
 /// (empty ones skipped), each percent-decoded as `decodeURIComponent` does (a malformed
 /// escape resolves to nothing) and then `~1` → `/`, `~0` → `~`; every step is a key of an
 /// object.

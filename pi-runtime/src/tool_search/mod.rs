@@ -1,4 +1,4 @@
-//! pi 1.6's `tool_search` (SPEC §13.3): the model searches the tools that were not declared
+//! pi 1.6's `tool_search`: the model searches the tools that were not declared
 //! to it (exposure [`Codemode`](crate::tool::Exposure::Codemode) or
 //! [`Deferred`](crate::tool::Exposure::Deferred), not active) with BM25 over their names,
 //! descriptions, schemas and namespaces, and the matches are activated, so the next request

@@ -1,4 +1,4 @@
-//! The BM25 ranking of tool search (SPEC §13.3, pi's `Bm25Ranker`) over an index built once
+//! The BM25 ranking of tool search (pi's `Bm25Ranker`) over an index built once
 //! per tool set: every document's terms are counted and interned when the index is built,
 //! and a query only visits the postings of its own terms.
 
@@ -266,7 +266,7 @@ impl ToolSearchIndex {
         postings.len() - excluded_holding
     }
 
-    /// The documents whose name the query is (SPEC §13.3 *exact*): the normalized query is
+    /// The documents whose name the query is (an *exact* match): the normalized query is
     /// the normalized name, or the name ends with `__` and the query.
     fn exact_documents(&self, query: &str) -> Vec<DocId> {
         let mut query_name = String::new();

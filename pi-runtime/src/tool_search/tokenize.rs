@@ -1,4 +1,4 @@
-//! `tokenize`: the words tool search compares (SPEC §13.3): Unicode NFC, identifier
+//! `tokenize`: the words tool search compares: Unicode NFC, identifier
 //! boundaries, lower case, letters/marks/digits only, word segmentation, stop words and naive
 //! singular forms.
 

@@ -9,7 +9,7 @@
 //! What differs between APIs is small and lives in each API's folder, behind one
 //! crate-private trait (`WireApi`): the URL path, the credential header, the API's own
 //! headers, the JSON body, the parser of its events, and the words of an error status
-//! (`HTTP 400 Bad Request: <body>`, or pi's text where the SPEC gives it: `openai-responses`
+//! (`HTTP 400 Bad Request: <body>`, or pi's own wording where it has one: `openai-responses`
 //! says `OpenAI API error (400): ...`). Everything else (sending,
 //! retrying, the limits below, SSE decoding, ending the message with its stop reason) is
 //! here, once.

@@ -1,5 +1,5 @@
-//! The `errorMessage` of a response with an error status, as pi 1.6 words it for this API
-//! (SPEC §7.7 "HTTP errors"): the OpenAI SDK's error for the status and body, shown by pi's
+//! The `errorMessage` of a response with an error status, as pi 1.6 words it for this API:
+//! the OpenAI SDK's error for the status and body, shown by pi's
 //! `formatProviderError` as `<Name> API error (<status>): <text>`.
 
 use serde_json::Value;

@@ -10,7 +10,7 @@
 //! Tool-call ids are pi's composite `"<call_id>|<item id>"`: the call id pairs a call with
 //! its output, the item id (`fc_...`) pairs it with the reasoning that produced it.
 //!
-//! Prompt caching follows the model's compat flags (SPEC §7.7): `prompt_cache_key` (the
+//! Prompt caching follows the model's compat flags: `prompt_cache_key` (the
 //! session id) unless [`prompt_cache_key_mode`](crate::provider::Compat::prompt_cache_key_mode)
 //! is `disabled`; `prompt_cache_retention: "24h"` for long retention unless
 //! [`supports_long_cache_retention`](crate::provider::Compat::supports_long_cache_retention)

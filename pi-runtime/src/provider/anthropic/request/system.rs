@@ -1,5 +1,5 @@
 //! Later system messages on the Messages API: `{"role":"system"}` messages with their text
-//! and, with native tool changes, `tool_addition` / `tool_removal` blocks (SPEC §13.2.1).
+//! and, with native tool changes, `tool_addition` / `tool_removal` blocks.
 
 use std::collections::HashSet;
 

@@ -107,7 +107,7 @@ pub(crate) fn build_request(
     serde_json::to_value(&request).map_err(|error| error.to_string())
 }
 
-/// The prompt cache fields of a request, as pi's compat flags shape them (SPEC §7.7).
+/// The prompt cache fields of a request, as pi's compat flags shape them.
 struct PromptCache<'a> {
     /// The session id, while caching is on and the server takes a key.
     key: Option<&'a str>,

@@ -1,5 +1,5 @@
 //! Transcript system messages on the Responses API: instructions in place, and tool changes
-//! as `additional_tools` items or as client tool-search pairs (SPEC §13.2.2).
+//! as `additional_tools` items or as client tool-search pairs.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
