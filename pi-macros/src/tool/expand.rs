@@ -3,12 +3,13 @@
 //! `AgentTool`, `ToolDefinition` and `ContextTools` impls.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, ReturnType};
 
 use super::args::{Approval, Mode, Strict};
 use super::ast::{ParamKind, Plain, ToolFn, is_macro_only, unraw};
+use super::names::{params_ident, type_ident};
 use crate::paths::Paths;
 
 pub(crate) fn tool(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
@@ -40,39 +41,6 @@ pub(crate) fn cleaned_fn(original: &ItemFn) -> ItemFn {
     func
 }
 
-/// The tool type: `type_name = "..."`, else the fn's name in upper camel case
-/// (`read_file` → `ReadFile`).
-pub(crate) fn type_ident(tool: &ToolFn<'_>) -> Ident {
-    // An invalid `type_name` is reported by `check`; the fallback still needs an ident.
-    if let Some(type_name) = &tool.attrs.type_name
-        && let Ok(ident) = syn::parse_str::<Ident>(&type_name.value())
-    {
-        return Ident::new(&ident.to_string(), type_name.span());
-    }
-    let ident = &tool.original.sig.ident;
-    let camel = upper_camel(&unraw(ident));
-    // `fn __()` has no word to capitalise; an empty ident would panic.
-    let camel = if camel.is_empty() {
-        "Tool".to_owned()
-    } else {
-        camel
-    };
-    Ident::new(&camel, ident.span())
-}
-
-fn upper_camel(snake: &str) -> String {
-    snake
-        .split('_')
-        .filter(|word| !word.is_empty())
-        .map(|word| {
-            let mut chars = word.chars();
-            chars.next().map_or_else(String::new, |first| {
-                first.to_uppercase().chain(chars).collect()
-            })
-        })
-        .collect()
-}
-
 /// The type the arguments deserialize into: `T` of `Args<T>`, or the generated struct.
 fn args_type(tool: &ToolFn<'_>) -> TokenStream {
     match tool.args() {
@@ -82,11 +50,6 @@ fn args_type(tool: &ToolFn<'_>) -> TokenStream {
             quote!(#ident)
         }
     }
-}
-
-pub(super) fn params_ident(tool: &ToolFn<'_>) -> Ident {
-    let ty = type_ident(tool);
-    format_ident!("{}Params", ty, span = ty.span())
 }
 
 /// One hidden fn whose bounds fail on the user's own tokens when a type cannot do its job,
@@ -518,16 +481,4 @@ fn prompt(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
         }
     });
     quote!(#snippet #guidelines)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::upper_camel;
-
-    #[test]
-    fn tool_types_are_upper_camel_case() {
-        assert_eq!(upper_camel("bash"), "Bash");
-        assert_eq!(upper_camel("submit_analysis"), "SubmitAnalysis");
-        assert_eq!(upper_camel("_read__file2"), "ReadFile2");
-    }
 }

@@ -7,7 +7,8 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::ast::{ParamKind, ToolFn};
-use super::expand::{cleaned_fn, type_ident};
+use super::expand::cleaned_fn;
+use super::names::type_ident;
 use crate::paths::Paths;
 
 pub(crate) fn tool(tool: &ToolFn<'_>, paths: &Paths, errors: &syn::Error) -> TokenStream {

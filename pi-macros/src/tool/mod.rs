@@ -7,6 +7,7 @@ mod ast;
 mod check;
 mod expand;
 mod fallback;
+mod names;
 mod params;
 mod policy;
 

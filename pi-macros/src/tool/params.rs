@@ -7,7 +7,7 @@ use quote::{format_ident, quote};
 use syn::Ident;
 
 use super::ast::{Plain, ToolFn, unraw};
-use super::expand::params_ident;
+use super::names::params_ident;
 use crate::optional;
 use crate::paths::Paths;
 
