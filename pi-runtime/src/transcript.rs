@@ -211,6 +211,16 @@ pub fn leading_message(system_prompt: &str, tools: &[Tool]) -> Option<SystemMess
     })
 }
 
+// The transcript's rules read a `Context`; `stream` only defines it.
+impl Context {
+    /// The tools this request declares: `tools`, changed by the system messages of
+    /// `messages` in order (see [`transcript`](crate::transcript)).
+    pub fn current_tools(&self) -> Vec<Tool> {
+        let leading = leading_message("", &self.tools).map(Message::from);
+        current_tools(leading.iter().chain(&self.messages))
+    }
+}
+
 /// A request's whole transcript: the context's system prompt and tools as the leading system
 /// message, then its messages.
 pub fn normalize(context: &Context) -> Vec<Message> {

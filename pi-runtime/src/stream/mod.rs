@@ -165,13 +165,6 @@ impl Context {
             tools,
         }
     }
-
-    /// The tools this request declares: `tools`, changed by the system messages of
-    /// `messages` in order (see [`transcript`](crate::transcript)).
-    pub fn current_tools(&self) -> Vec<Tool> {
-        let leading = crate::transcript::leading_message("", &self.tools).map(Message::from);
-        crate::transcript::current_tools(leading.iter().chain(&self.messages))
-    }
 }
 
 /// Reasoning effort requested from a model that reasons.
