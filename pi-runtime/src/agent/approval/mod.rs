@@ -91,6 +91,7 @@
 //! is an [`ApprovalError`], and nothing runs. The run's time limit stops counting while it is
 //! paused.
 
+mod ledger;
 mod signed;
 
 use std::panic::AssertUnwindSafe;
@@ -99,7 +100,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use signed::StateFileError;
+pub use ledger::{ClaimError, FileLedger, MemoryLedger, PauseLedger};
+pub(crate) use ledger::{new_pause_id, process_ledger};
+pub use signed::{DEFAULT_MAX_STATE_BYTES, MIN_KEY_BYTES, StateFileError, StateKey};
 
 use crate::message::ToolCall;
 use crate::tool::ToolDefinition;
@@ -324,6 +327,30 @@ pub enum ApprovalError {
         /// The validation error.
         message: String,
     },
+    /// `before_tool_call` blocks the edited arguments (or fails on them), as it would the
+    /// model's.
+    #[error("the edited arguments of call {id} are blocked: {reason}")]
+    EditBlocked {
+        /// The call.
+        id: String,
+        /// The hook's reason (or its error).
+        reason: String,
+    },
+    /// `before_tool_call` changed the edited arguments, and the policy asks for approval of
+    /// the changed ones, which the person did not see.
+    #[error(
+        "the edited arguments of call {id}, as before_tool_call changed them, need approval: {reason}"
+    )]
+    EditNeedsApproval {
+        /// The call.
+        id: String,
+        /// The policy's reason.
+        reason: String,
+    },
+    /// The pause was resumed before, or its resume cannot be recorded: a pause is
+    /// single-use (see [`PauseLedger`]).
+    #[error(transparent)]
+    Claim(#[from] ClaimError),
     /// The state's paused batch does not match its response.
     #[error("the run state's paused batch does not match its response")]
     Malformed,
