@@ -614,7 +614,8 @@ impl Agent {
         Ok((limits, run))
     }
 
-    /// Drive a [`RunState`] (saved by this process or another, serialized with serde) to its
+    /// Drive a [`RunState`] (this process's, or another's read back with
+    /// [`RunState::from_signed_json`]) to its
     /// end with this conversation's model, tools and hooks, exactly as the run it was taken
     /// from would have gone on. The transcript becomes the state's; the time limit is the
     /// absolute one the state carries. A run paused for approval needs
