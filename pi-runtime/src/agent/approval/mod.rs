@@ -121,7 +121,7 @@
 //!   created exclusively (`O_EXCL`): every process that may resume a state must use the same
 //!   directory, on a file system whose exclusive creation is atomic (a local one).
 //! - Your own [`PauseLedger`] over a database: an insert that fails on a duplicate key.
-//! - A durable run ([`durable`](crate::durable), feature `restate`) needs none: its journal
+//! - A durable run (`pi_runtime::durable`, feature `restate`) needs none: its journal
 //!   takes each pause's decisions once.
 //!
 //! # The state file
