@@ -9,16 +9,22 @@
 //! Offline, on a scripted model. The model asks to append a line to the effects file; the
 //! tool needs approval (`#[tool(approval = "always")]`), so `pause` stops before it runs and
 //! writes the signed run state. `resume` builds a fresh agent, reads the state (refusing one
-//! that was changed or signed with another key), applies the decision and prints the final
-//! assistant text. `run` is the same run in one process, decided as soon as it asks. The
-//! effects file gets one line per execution; `--transcript FILE` writes the final transcript
-//! (JSON), which is the same whether the run crossed a process boundary or not.
+//! that was changed or signed with another key, or larger than 8 MiB), applies the decision
+//! and prints the final assistant text. `run` is the same run in one process, decided as
+//! soon as it asks. The effects file gets one line per execution; `--transcript FILE` writes
+//! the final transcript (JSON), which is the same whether the run crossed a process
+//! boundary or not.
+//!
+//! A pause resumes once: `resume` claims the pause in a ledger directory (`pause-ledger`
+//! beside the state file, or `--ledger DIR`), so a second `resume` of the same state, after
+//! the first or at the same moment, fails and runs nothing. Every process that may resume
+//! the state must use the same ledger directory.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use pi_runtime::agent::approval::ApprovalDecision;
+use pi_runtime::agent::approval::{ApprovalDecision, FileLedger, StateKey};
 use pi_runtime::agent::{Agent, RunEnd, RunOutcome, RunState};
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::{Message, State, ToolError, tool};
@@ -46,7 +52,8 @@ async fn append_line(
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// The key that signs the run state (both commands must use the same one).
+    /// The key that signs the run state (both commands must use the same one; 16 bytes or
+    /// more).
     #[arg(long, global = true, default_value = "approval example key")]
     key: String,
     /// The file the tool appends a line to, once per execution.
@@ -73,6 +80,10 @@ enum Command {
         /// What the person decided.
         #[arg(long, value_enum)]
         decision: Choice,
+        /// The directory where resumes claim their pause, shared by every process that may
+        /// resume the state; by default `pause-ledger` beside the state file.
+        #[arg(long)]
+        ledger: Option<PathBuf>,
     },
     /// The whole run in this process: the decision is taken when the run asks for it.
     Run {
@@ -105,11 +116,20 @@ fn model() -> FauxModel {
     FauxModel::new().respond_with(step).respond_with(step)
 }
 
-fn agent(effects: PathBuf) -> Result<Agent, Box<dyn std::error::Error>> {
-    Ok(Agent::builder()
+/// The agent; with `ledger`, its resumes claim their pause there (without, in this process's
+/// memory only).
+fn agent(
+    effects: PathBuf,
+    ledger: Option<FileLedger>,
+) -> Result<Agent, Box<dyn std::error::Error>> {
+    let builder = Agent::builder()
         .model(model())
-        .tools(AppendLine::new(effects))
-        .build()?)
+        .tools(AppendLine::new(effects));
+    let builder = match ledger {
+        Some(ledger) => builder.pause_ledger(ledger),
+        None => builder,
+    };
+    Ok(builder.build()?)
 }
 
 /// One decision per pending call of `paused`.
@@ -146,10 +166,12 @@ fn final_text(run: &RunOutcome) -> String {
 }
 
 async fn main_inner(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
-    let key = cli.key.as_bytes();
+    let key = StateKey::new(&cli.key)?;
     match cli.command {
         Command::Pause { state } => {
-            let run = agent(cli.effects)?.prompt("Append a greeting.").await?;
+            let run = agent(cli.effects, None)?
+                .prompt("Append a greeting.")
+                .await?;
             let (RunEnd::AwaitingApproval { pending }, Some(paused)) =
                 (&run.end, run.paused_state())
             else {
@@ -161,19 +183,25 @@ async fn main_inner(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                     call.id, call.tool, call.args, call.reason
                 );
             }
-            std::fs::write(&state, paused.to_signed_json(key))?;
+            std::fs::write(&state, paused.to_signed_json(&key))?;
             println!("state written to {}", state.display());
         }
-        Command::Resume { state, decision } => {
-            let text = std::fs::read_to_string(&state)?;
-            let paused = RunState::from_signed_json(&text, key)?;
+        Command::Resume {
+            state,
+            decision,
+            ledger,
+        } => {
+            let ledger = ledger.unwrap_or_else(|| beside(&state, "pause-ledger"));
+            let file = std::fs::File::open(&state)
+                .map_err(|error| format!("cannot open {}: {error}", state.display()))?;
+            let paused = RunState::from_signed_reader(file, &key)?;
             let decisions = decide(&paused, decision);
-            let agent = agent(cli.effects)?;
+            let agent = agent(cli.effects, Some(FileLedger::new(ledger)?))?;
             let run = agent.resume_with(paused, decisions).await?;
             finish(&agent, &run, cli.transcript)?;
         }
         Command::Run { decision } => {
-            let agent = agent(cli.effects)?;
+            let agent = agent(cli.effects, None)?;
             let mut run = agent.prompt("Append a greeting.").await?;
             while let Some(paused) = run.paused_state().cloned() {
                 let decisions = decide(&paused, decision);
@@ -183,6 +211,14 @@ async fn main_inner(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
+}
+
+/// `name` in the directory of `file`.
+fn beside(file: &std::path::Path, name: &str) -> PathBuf {
+    match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.join(name),
+        _ => PathBuf::from(name),
+    }
 }
 
 #[tokio::main(flavor = "current_thread")]

@@ -523,11 +523,15 @@ async fn a_denied_call_never_runs_and_a_decision_too_early_is_refused() {
     let service = Service::start(free_port(), &effects);
     restate.register(&service.uri()).await;
     restate.start_run("deny", "Go").await;
-    // The run is still in its first steps: nothing to decide yet.
+    // The run is still in its first steps: nothing to decide yet. A clear refusal (409), not
+    // a server error (it was 500).
     let (status, body) = restate.call("deny", "decide", Some(json!("approve"))).await;
-    assert!(
-        body.contains("the run deny waits for no approval"),
-        "{status} {body}"
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            409,
+            r#"{"code":409,"message":"the run deny waits for no approval","source":"invocation"}"#
+        )
     );
     let started = Instant::now();
     loop {

@@ -395,14 +395,108 @@ impl ApprovalRun {
 
 #[test]
 fn approval_resumes_in_another_process_and_runs_the_tool_once() {
-    let run = ApprovalRun::paused("k1");
-    let output = run.resume("approve", "k1");
+    let run = ApprovalRun::paused("k1 of sixteen bytes");
+    let output = run.resume("approve", "k1 of sixteen bytes");
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(
         stdout(&output),
         "The tool said: appended \"hello from the agent\"\n"
     );
     assert_eq!(run.effects(), "hello from the agent\n");
+}
+
+impl ApprovalRun {
+    /// The text of the error a resume of the already resumed pause prints: the pause id and
+    /// the time of the claim, read from the ledger beside the state (its only file).
+    fn already_resumed(&self) -> String {
+        let ledger = self.dir.path().join("pause-ledger");
+        let claims: Vec<_> = std::fs::read_dir(&ledger)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(claims.len(), 1, "one claim in {}", ledger.display());
+        let pause_id = claims[0].file_name().into_string().unwrap();
+        let claim: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(claims[0].path()).unwrap()).unwrap();
+        let at = std::time::UNIX_EPOCH
+            + std::time::Duration::from_millis(claim["resumedAtMs"].as_u64().unwrap());
+        format!(
+            "error: this pause ({pause_id}) was already resumed at {}\n",
+            httpdate::fmt_http_date(at)
+        )
+    }
+}
+
+#[test]
+fn approval_resumed_twice_in_a_row_runs_the_tool_once() {
+    example_binary("approval");
+    let started = std::time::Instant::now();
+    let run = ApprovalRun::paused("k1 of sixteen bytes");
+    let first = run.resume("approve", "k1 of sixteen bytes");
+    assert!(first.status.success(), "{}", stderr(&first));
+    let second = run.resume("approve", "k1 of sixteen bytes");
+    assert!(!second.status.success());
+    assert_eq!(stdout(&second), "");
+    assert_eq!(stderr(&second), run.already_resumed());
+    assert_eq!(run.effects(), "hello from the agent\n");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}
+
+#[test]
+fn approval_resumed_twice_at_once_runs_the_tool_once() {
+    example_binary("approval");
+    let started = std::time::Instant::now();
+    for _ in 0..5 {
+        let run = ApprovalRun::paused("k1 of sixteen bytes");
+        let (state, effects) = (run.path("run.json"), run.path("effects.txt"));
+        let args = [
+            "resume",
+            "--decision",
+            "approve",
+            "--key",
+            "k1 of sixteen bytes",
+            "--state",
+            &state,
+            "--effects",
+            &effects,
+        ];
+        let resumes: Vec<_> = (0..2)
+            .map(|_| {
+                Command::new(example_binary("approval"))
+                    .args(args)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let outputs: Vec<Output> = resumes
+            .into_iter()
+            .map(|child| child.wait_with_output().unwrap())
+            .collect();
+        let (done, refused): (Vec<_>, Vec<_>) =
+            outputs.iter().partition(|output| output.status.success());
+        assert_eq!((done.len(), refused.len()), (1, 1), "{outputs:?}");
+        assert_eq!(
+            stdout(done[0]),
+            "The tool said: appended \"hello from the agent\"\n"
+        );
+        assert_eq!(stderr(refused[0]), run.already_resumed());
+        assert_eq!(run.effects(), "hello from the agent\n");
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
+
+#[test]
+fn approval_refuses_a_signing_key_under_16_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("run.json").display().to_string();
+    let output = run("approval", &["pause", "--key", "short", "--state", &state]);
+    assert!(!output.status.success());
+    assert_eq!(
+        stderr(&output),
+        "error: a run state signing key needs at least 16 bytes; this one has 5\n"
+    );
 }
 
 /// `value` without its clocks (`timestamp` and `durationMs` keys).
@@ -425,14 +519,14 @@ fn timeless(mut value: serde_json::Value) -> serde_json::Value {
 #[test]
 fn approval_resumed_in_another_process_has_the_transcript_of_a_run_in_one() {
     for decision in ["approve", "deny", "edit"] {
-        let paused = ApprovalRun::paused("k1");
+        let paused = ApprovalRun::paused("k1 of sixteen bytes");
         let resumed = paused.path("resumed.json");
         let output = paused.approval(&[
             "resume",
             "--decision",
             decision,
             "--key",
-            "k1",
+            "k1 of sixteen bytes",
             "--transcript",
             &resumed,
         ]);
@@ -475,8 +569,8 @@ fn approval_resumed_in_another_process_has_the_transcript_of_a_run_in_one() {
 
 #[test]
 fn approval_denied_runs_nothing_and_the_model_reads_the_reason() {
-    let run = ApprovalRun::paused("k1");
-    let output = run.resume("deny", "k1");
+    let run = ApprovalRun::paused("k1 of sixteen bytes");
+    let output = run.resume("deny", "k1 of sixteen bytes");
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(
         stdout(&output),
@@ -487,8 +581,8 @@ fn approval_denied_runs_nothing_and_the_model_reads_the_reason() {
 
 #[test]
 fn approval_edited_runs_the_edited_arguments() {
-    let run = ApprovalRun::paused("k1");
-    let output = run.resume("edit", "k1");
+    let run = ApprovalRun::paused("k1 of sixteen bytes");
+    let output = run.resume("edit", "k1 of sixteen bytes");
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(run.effects(), "edited by the operator\n");
 }
@@ -496,8 +590,8 @@ fn approval_edited_runs_the_edited_arguments() {
 #[test]
 fn approval_refuses_a_wrong_key_or_a_tampered_state_without_running_anything() {
     let refused = "error: the run state's signature does not match: it was signed with another key, or changed after it was signed\n";
-    let run = ApprovalRun::paused("k1");
-    let output = run.resume("approve", "k2");
+    let run = ApprovalRun::paused("k1 of sixteen bytes");
+    let output = run.resume("approve", "k2 of sixteen bytes");
     assert!(!output.status.success());
     assert_eq!(stderr(&output), refused);
     assert_eq!(run.effects(), "");
@@ -505,7 +599,7 @@ fn approval_refuses_a_wrong_key_or_a_tampered_state_without_running_anything() {
     let state = run.path("run.json");
     let saved = std::fs::read_to_string(&state).unwrap();
     std::fs::write(&state, saved.replace("hello from the agent", "rm -rf /")).unwrap();
-    let output = run.resume("approve", "k1");
+    let output = run.resume("approve", "k1 of sixteen bytes");
     assert!(!output.status.success());
     assert_eq!(stderr(&output), refused);
     assert_eq!(run.effects(), "");

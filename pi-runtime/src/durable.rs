@@ -10,6 +10,9 @@
 //! - **Approvals** wait on a durable promise per held call, keyed by its call id. A person's
 //!   decision goes to the workflow's shared handler ([`decide`], [`decide_each`]) over
 //!   Restate's ingress, hours later, whether or not a service process runs at that moment.
+//!   The journal is this path's [`PauseLedger`](crate::agent::approval::PauseLedger): each
+//!   pause's decisions are taken once, and a decision sent while the run waits for none
+//!   (before its pause, or after it was decided) is refused with HTTP 409.
 //! - **Limits** survive restarts: turns are counted over the replayed steps, and the time
 //!   limit counts from the run's recorded start.
 //!
@@ -116,7 +119,8 @@ pub async fn run(
 /// Decide every call the run of `ctx`'s workflow holds for approval, as `decision`.
 ///
 /// # Errors
-/// A terminal error when the run waits for no approval now.
+/// A terminal error with HTTP status 409 when the run waits for no approval now (it has not
+/// reached its pause yet, or the pause was decided).
 pub async fn decide(
     ctx: &SharedWorkflowContext<'_>,
     decision: Decision,
@@ -131,8 +135,9 @@ pub async fn decide(
 /// per pending call, by call id.
 ///
 /// # Errors
-/// A terminal error when the run waits for no approval now, or `decisions` names a call it
-/// does not wait on, names one twice, or leaves one out; nothing is decided then.
+/// A terminal error when the run waits for no approval now (HTTP status 409), or
+/// `decisions` names a call it does not wait on, names one twice, or leaves one out (400);
+/// nothing is decided then.
 pub async fn decide_each(
     ctx: &SharedWorkflowContext<'_>,
     decisions: Vec<ApprovalDecision>,
@@ -141,14 +146,21 @@ pub async fn decide_each(
     resolve(ctx, &pending, decisions)
 }
 
+/// The HTTP status of a decision sent while the run waits for none: the request is fine,
+/// the run's state refuses it (Restate answers a terminal error's code to the caller).
+const CONFLICT: u16 = 409;
+
+/// The HTTP status of decisions that do not fit the pending calls.
+const BAD_REQUEST: u16 = 400;
+
 /// The approval the run of `ctx`'s workflow waits for.
 async fn waiting(ctx: &SharedWorkflowContext<'_>) -> Result<Pending, TerminalError> {
     match ctx.get::<Json<Pending>>(PENDING).await? {
         Some(Json(pending)) => Ok(pending),
-        None => Err(TerminalError::new(format!(
-            "the run {} waits for no approval",
-            ctx.key()
-        ))),
+        None => Err(TerminalError::new_with_code(
+            CONFLICT,
+            format!("the run {} waits for no approval", ctx.key()),
+        )),
     }
 }
 
@@ -163,20 +175,24 @@ fn resolve(
     for decision in &decisions {
         let call = decision.call_id();
         if !pending.calls.iter().any(|pending| pending.id == call) {
-            return Err(TerminalError::new(format!(
-                "no call {call} waits for approval"
-            )));
+            return Err(TerminalError::new_with_code(
+                BAD_REQUEST,
+                format!("no call {call} waits for approval"),
+            ));
         }
         if by_call.insert(call, decision).is_some() {
-            return Err(TerminalError::new(format!("call {call} is decided twice")));
+            return Err(TerminalError::new_with_code(
+                BAD_REQUEST,
+                format!("call {call} is decided twice"),
+            ));
         }
     }
     for call in &pending.calls {
         if !by_call.contains_key(call.id.as_str()) {
-            return Err(TerminalError::new(format!(
-                "call {} is not decided",
-                call.id
-            )));
+            return Err(TerminalError::new_with_code(
+                BAD_REQUEST,
+                format!("call {} is not decided", call.id),
+            ));
         }
     }
     for call in &pending.calls {

@@ -73,7 +73,7 @@
 //! | [`agent::Hooks`] | struct | what an application decides around each call and turn |
 //! | [`agent::AgentDefinition`] | struct | model, tools, hooks and settings, shared by many conversations |
 //! | [`Agent`] | struct | one conversation of a definition: transcript, queues, runs |
-//! | [`agent::RunState`] | struct | a run in progress, as data that serializes and resumes |
+//! | [`agent::RunState`] | struct | a run in progress, as data that resumes (saved signed) |
 //!
 //! Every tool call, whoever makes it (the loop, [`Agent::run_tool_call`], an MCP client of
 //! an `mcp::McpServer`), takes the same path: lookup among the turn's tools,

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::approval::{Approval, ApprovalRequest};
+use super::approval::{self, Approval, ApprovalRequest, PauseLedger};
 use super::config::{AgentDefinition, Config, Opening};
 use super::dispatch::Policies;
 use super::error::BuildError;
@@ -50,6 +50,7 @@ pub struct AgentBuilder {
     follow_up_mode: QueueMode,
     policies: Policies,
     context_type: Option<ContextType>,
+    ledger: Option<Arc<dyn PauseLedger>>,
 }
 
 impl Default for AgentBuilder {
@@ -75,6 +76,7 @@ impl Default for AgentBuilder {
             follow_up_mode: QueueMode::OneAtATime,
             policies: Policies::default(),
             context_type: None,
+            ledger: None,
         }
     }
 }
@@ -230,6 +232,32 @@ impl AgentBuilder {
         F: Fn(&ApprovalRequest<'_>) -> Approval + Send + Sync + 'static,
     {
         self.hooks = self.hooks.approval(policy);
+        self
+    }
+
+    /// Where [`Agent::resume_with`](super::Agent::resume_with) claims each pause, so that a
+    /// paused run resumes once (see [`PauseLedger`]). Every process that may resume one saved
+    /// state must share the ledger: a [`FileLedger`](super::approval::FileLedger) on one
+    /// directory, or a ledger of your own on a database. Without one, the agent uses one
+    /// [`MemoryLedger`](super::approval::MemoryLedger) per process, shared by every agent of
+    /// the process: a pause resumes once within it, not across processes.
+    ///
+    /// ```
+    /// use pi_runtime::agent::Agent;
+    /// use pi_runtime::agent::approval::FileLedger;
+    /// use pi_runtime::provider::faux::FauxModel;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// let agent = Agent::builder()
+    ///     .model(FauxModel::new())
+    ///     .pause_ledger(FileLedger::new(dir.path().join("resumed"))?)
+    ///     .build()?;
+    /// # drop(agent); Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn pause_ledger(mut self, ledger: impl PauseLedger + 'static) -> Self {
+        self.ledger = Some(Arc::new(ledger));
         self
     }
 
@@ -512,6 +540,7 @@ impl AgentBuilder {
                 .capture_content
                 .unwrap_or_else(telemetry::capture_content_from_env),
             policies: Arc::new(self.policies),
+            ledger: self.ledger.unwrap_or_else(approval::process_ledger),
         });
         let opening = Arc::new(Opening {
             messages: self.messages,

@@ -3,6 +3,7 @@
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
+use super::approval::PauseLedger;
 use super::dispatch::Policies;
 use super::error::AgentError;
 use super::hooks::Hooks;
@@ -43,6 +44,8 @@ pub(crate) struct Config {
     /// The tools' execution policies: the agent's defaults, the named concurrency limits
     /// (shared by every conversation of the definition), where cut output is saved.
     pub(crate) policies: Arc<Policies>,
+    /// Where resumes claim their pause, so that each pause resumes once.
+    pub(crate) ledger: Arc<dyn PauseLedger>,
 }
 
 impl Config {

@@ -10,10 +10,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::AgentEvent;
-use super::approval::ApprovalDecision;
+use super::approval::{ApprovalDecision, ApprovalError};
 use super::builder::AgentBuilder;
 use super::config::{AgentDefinition, Config, Opening, Shared, check_context};
-use super::dispatch::{Dispatcher, RunLimits, ToolPolicies};
+use super::dispatch::{Decided, Dispatcher, RunLimits, ToolPolicies};
 use super::error::AgentError;
 use super::hooks::Hooks;
 #[cfg(any(test, feature = "restate"))]
@@ -229,7 +229,7 @@ impl Agent {
         let (limits, state) = self.start(AgentError::BusyPrompting, context, |_, messages| {
             Ok((messages, prompts, false))
         })?;
-        Ok(self.drive(limits, state).await)
+        Ok(self.drive(RunGuard(&self.shared), limits, state).await)
     }
 
     /// Run again from the current transcript (pi's `continue()`): after a tool result or a
@@ -263,7 +263,7 @@ impl Agent {
                     Some(_) => Ok((messages, Vec::new(), false)),
                 },
             )?;
-        Ok(self.drive(limits, state).await)
+        Ok(self.drive(RunGuard(&self.shared), limits, state).await)
     }
 
     /// Cancel the current run: running tools see the signal, the next model request is not
@@ -614,7 +614,8 @@ impl Agent {
         Ok((limits, run))
     }
 
-    /// Drive a [`RunState`] (saved by this process or another, serialized with serde) to its
+    /// Drive a [`RunState`] (this process's, or another's read back with
+    /// [`RunState::from_signed_json`]) to its
     /// end with this conversation's model, tools and hooks, exactly as the run it was taken
     /// from would have gone on. The transcript becomes the state's; the time limit is the
     /// absolute one the state carries. A run paused for approval needs
@@ -633,11 +634,18 @@ impl Agent {
     /// pause: the approved and edited calls execute with the calls that needed no approval,
     /// each denied call gets an error result carrying its reason, and the run continues.
     ///
+    /// A pause resumes once: once the decisions are checked, the resume claims the state's
+    /// [`pause_id`](RunState::pause_id) in the agent's
+    /// [`PauseLedger`](super::approval::PauseLedger)
+    /// ([`AgentBuilder::pause_ledger`](super::AgentBuilder::pause_ledger); by default one
+    /// per process), and every later resume of the same pause fails.
+    ///
     /// # Errors
-    /// A run is in progress here, the state has an unsupported version, or the decisions do
+    /// A run is in progress here, the state has an unsupported version, the decisions do
     /// not fit the pending calls ([`AgentError::Approval`]: missing, duplicate or unknown, an
-    /// edit that does not validate, changed arguments, a tool this agent lacks). Nothing ran
-    /// then.
+    /// edit that does not validate or that `before_tool_call` blocks, changed arguments, a
+    /// tool this agent lacks), or the pause was resumed before
+    /// ([`ApprovalError::Claim`](super::approval::ApprovalError::Claim)). Nothing ran then.
     pub async fn resume_with(
         &self,
         mut state: RunState,
@@ -647,28 +655,44 @@ impl Agent {
             .check_version()
             .map_err(|error| AgentError::UnsupportedState(error.to_string()))?;
         let config = self.shared.config();
-        let limits = {
+        let (mut limits, decided) = {
             let mut slot = self.shared.bus.state();
             if slot.slot.is_busy() {
                 return Err(AgentError::BusyContinuing);
             }
-            state.decide(decisions.into_iter().collect(), &config.tools)?;
+            let decided = state.decided(decisions.into_iter().collect(), &config.tools)?;
             let context = self.shared.context();
             check_context(config.tools.registry(), context.as_ref())?;
-            slot.awaiting_approval = false;
             let limits = RunLimits {
                 signal: CancellationToken::new(),
-                deadline: state.deadline_ms().map(instant_at),
+                deadline: None,
                 context,
                 run_key: None,
                 nested_failures: Some(Arc::default()),
             };
+            // The slot is this resume's from here: the checks below wait (a hook, the
+            // ledger), and the guard frees it if they refuse.
+            slot.slot.claim(limits.clone());
+            (limits, decided)
+        };
+        let guard = RunGuard(&self.shared);
+        if let Some(decided) = decided {
+            let decided = preflight_edits(&config, &limits, &state, decided).await?;
+            if let Some(pause_id) = state.pause_id() {
+                (config.ledger.claim(pause_id).await).map_err(ApprovalError::from)?;
+            }
+            state.go_on(decided);
+        }
+        // The time limit counts again from now (it stopped while the run was paused).
+        limits.deadline = state.deadline_ms().map(instant_at);
+        {
+            let mut slot = self.shared.bus.state();
+            slot.awaiting_approval = false;
             slot.slot.claim(limits.clone());
             slot.view.messages = state.transcript().to_vec();
             slot.opening_tools = state.opening_tools().cloned();
-            limits
-        };
-        Ok(self.drive(limits, state).await)
+        }
+        Ok(self.drive(guard, limits, state).await)
     }
 
     /// Run until `pause` holds between two steps, and return the state there (the run slot
@@ -694,9 +718,13 @@ impl Agent {
 
     /// Run the loop under the time limit, in the run's span; the slot is free again when
     /// this returns or is dropped.
-    async fn drive(&self, limits: RunLimits, mut state: RunState) -> RunOutcome {
+    async fn drive(
+        &self,
+        _guard: RunGuard<'_>,
+        limits: RunLimits,
+        mut state: RunState,
+    ) -> RunOutcome {
         let shared = &*self.shared;
-        let _guard = RunGuard(shared);
         let config = shared.config();
         let span = telemetry::run_span(&*config.model);
         let signal = limits.signal.clone();
@@ -770,14 +798,43 @@ impl Agent {
             telemetry::record_pause(state.pending_approvals());
             pauses += 1;
             let pending = state.pending_approvals().cloned().collect();
-            match journal.decisions(pauses, pending).await {
-                Ok(decisions) => state.decide(decisions, &config.tools)?,
-                Err(error) => return Err(AgentError::Journal(error.0)),
+            // The journal takes each decision once (it is this path's ledger): no claim.
+            let decisions = (journal.decisions(pauses, pending).await)
+                .map_err(|error| AgentError::Journal(error.0))?;
+            if let Some(decided) = state.decided(decisions, &config.tools)? {
+                let decided = preflight_edits(&config, &limits, &state, decided).await?;
+                state.go_on(decided);
             }
         };
         let timed_out = signal.is_cancelled() && deadline_ms.is_some();
         Ok(outcome(state, messages, timed_out, &config))
     }
+}
+
+/// Put the edited calls of `decided` (the paused batch of `state`) through their preflight
+/// again, with `config`'s tools and hooks under `limits`.
+async fn preflight_edits(
+    config: &Config,
+    limits: &RunLimits,
+    state: &RunState,
+    decided: Decided,
+) -> Result<Decided, ApprovalError> {
+    let Some(response) = state.paused_response() else {
+        return Ok(decided);
+    };
+    let dispatcher = Dispatcher::new(
+        Arc::clone(&config.tools),
+        Arc::clone(&config.hooks),
+        Arc::clone(&config.policies),
+        config.execution,
+        Arc::new(limits.clone()),
+        config.capture_content,
+    );
+    // The hooks see the transcript before the batch, as on the model's path.
+    let messages = dispatcher.hook_transcript(state.transcript());
+    dispatcher
+        .preflight_edits(Arc::clone(response), messages, decided)
+        .await
 }
 
 /// How a run that stopped driving ended: paused for approval, or its end, with an abort by

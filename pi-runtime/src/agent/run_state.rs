@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::AgentEvent;
-use super::approval::{ApprovalDecision, ApprovalError, PendingCall};
-use super::dispatch::{self, BatchOutcome, CallRecord, HeldCall};
+use super::approval::{ApprovalDecision, ApprovalError, PendingCall, new_pause_id};
+use super::dispatch::{self, BatchOutcome, CallRecord, Decided, HeldCall};
 use super::hooks::TurnControl;
 use super::outcome::RunEnd;
 use crate::agent::turn_tools::TurnTools;
@@ -19,17 +19,21 @@ use crate::stream::ThinkingLevel;
 use crate::tool::Tool;
 use crate::transcript;
 
-/// The format version [`RunState`] serializes with; a state of another version is refused.
-pub const RUN_STATE_VERSION: u32 = 1;
+/// The format version of a saved [`RunState`]; a state of another version is refused.
+/// Version 2 gave each pause its id.
+pub const RUN_STATE_VERSION: u32 = 2;
 
 /// A run in progress, as data: the transcript, the inputs waiting to be added, where the
 /// loop stands, and the limits in force. It holds no tools and no model: whoever drives it
 /// supplies them.
 ///
-/// It serializes with serde between steps (after a batch, for instance); the events a step
-/// queued but did not yet deliver are not part of it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// A run paused for approval hands one out
+/// ([`RunOutcome::paused_state`](super::RunOutcome::paused_state)). It leaves the process
+/// only as a signed file ([`to_signed_json`](Self::to_signed_json)) and comes back only
+/// through the signature check ([`from_signed_json`](Self::from_signed_json)): it has no
+/// serde implementation, so no state that its key did not sign can be resumed. The events
+/// a step queued but did not yet deliver are not part of it.
+#[derive(Debug, Clone)]
 pub struct RunState {
     version: u32,
     /// The whole transcript; what this run added starts at `first_new`.
@@ -40,7 +44,6 @@ pub struct RunState {
     /// The tools the conversation's leading system message declares (the request's own
     /// tool list); the transcript's system messages change them from there. Set at the
     /// conversation's first declaration.
-    #[serde(default)]
     opening_tools: Option<Arc<[Tool]>>,
     phase: Phase,
     first_turn: bool,
@@ -57,27 +60,55 @@ pub struct RunState {
     /// Why the run ended, once it did.
     end: Option<RunEnd>,
     /// How the run ends once the current turn is over (a tool's retry budget ran out).
-    #[serde(default)]
     end_after_turn: Option<RunEnd>,
     /// The thinking level a `prepare_request` hook chose for the rest of the run.
     thinking_level: Option<ThinkingLevel>,
     /// When the run's time limit ends it, in milliseconds since the Unix epoch.
     deadline_ms: Option<u64>,
     /// While paused for approval: how much of the time limit is left (the clock stops).
-    #[serde(default)]
     time_left_ms: Option<u64>,
     /// One record per tool result of this run, in the order of the result messages: what a
     /// result message alone does not say.
     calls: Vec<CallRecord>,
     /// Failed calls of this run that leave no result message (nested calls, `run_tool_call`)
     /// and that the retry budgets count, per tool.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     nested_failures: BTreeMap<String, u32>,
     /// Events a step decided on and the driver has not delivered yet, as small notes: each
     /// event is built from the state when it is delivered, so an event is moved once.
-    #[serde(skip)]
     outbox: VecDeque<Announce>,
     /// The turn whose `turn_end` is in the outbox.
+    ended_turn: Option<(Arc<AssistantMessage>, Vec<Arc<ToolResultMessage>>)>,
+}
+
+/// How a [`RunState`] serializes, field by field (serde's remote derive): the functions it
+/// derives are private to this module, so a state is read only where the signature is
+/// checked (`approval::signed`, through [`RunState::from_raw_json`]). The compiler keeps it
+/// in step with [`RunState`]: reading builds a `RunState` from every field.
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "RunState", rename_all = "camelCase")]
+struct Saved {
+    version: u32,
+    messages: Vec<Message>,
+    first_new: usize,
+    pending: Vec<Message>,
+    opening_tools: Option<Arc<[Tool]>>,
+    phase: Phase,
+    first_turn: bool,
+    forced: bool,
+    more_tool_calls: bool,
+    turns: usize,
+    max_turns: Option<usize>,
+    terminated: bool,
+    end: Option<RunEnd>,
+    end_after_turn: Option<RunEnd>,
+    thinking_level: Option<ThinkingLevel>,
+    deadline_ms: Option<u64>,
+    time_left_ms: Option<u64>,
+    calls: Vec<CallRecord>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    nested_failures: BTreeMap<String, u32>,
+    #[serde(skip)]
+    outbox: VecDeque<Announce>,
     #[serde(skip)]
     ended_turn: Option<(Arc<AssistantMessage>, Vec<Arc<ToolResultMessage>>)>,
 }
@@ -123,10 +154,12 @@ enum Phase {
     Request,
     /// Waiting for the response's batch.
     Batch { response: Arc<AssistantMessage> },
-    /// The batch is held for approval after its preflight: the run paused here.
+    /// The batch is held for approval after its preflight: the run paused here. A resume
+    /// claims `pause_id` (see [`PauseLedger`](super::approval::PauseLedger)).
     Approval {
         response: Arc<AssistantMessage>,
         calls: Vec<HeldCall>,
+        pause_id: String,
     },
     /// The held batch, decided, waiting to go on.
     Resume {
@@ -263,6 +296,27 @@ impl RunState {
         }
     }
 
+    /// This state as JSON (see [`Saved`]), for the signed envelope.
+    pub(crate) fn to_raw_json(&self) -> Box<serde_json::value::RawValue> {
+        let mut json = Vec::new();
+        // Plain data (strings, numbers, maps with string keys): this always serializes.
+        Saved::serialize(self, &mut serde_json::Serializer::new(&mut json))
+            .unwrap_or_else(|_| unreachable!("a run state is plain data"));
+        let json =
+            String::from_utf8(json).unwrap_or_else(|_| unreachable!("serde_json writes UTF-8"));
+        serde_json::value::RawValue::from_string(json)
+            .unwrap_or_else(|_| unreachable!("serde_json writes valid JSON"))
+    }
+
+    /// Read a state from its JSON; only the signed envelope calls this, once the signature
+    /// matched.
+    pub(crate) fn from_raw_json(json: &str) -> Result<RunState, serde_json::Error> {
+        let mut reader = serde_json::Deserializer::from_str(json);
+        let state = Saved::deserialize(&mut reader)?;
+        reader.end()?;
+        Ok(state)
+    }
+
     /// The transcript: the messages before the run and those it added.
     pub fn transcript(&self) -> &[Message] {
         &self.messages
@@ -296,6 +350,16 @@ impl RunState {
     /// The run paused for approval.
     pub fn is_paused(&self) -> bool {
         matches!(self.phase, Phase::Approval { .. })
+    }
+
+    /// The id of this pause, while the run is paused for approval: random, signed with the
+    /// state, and claimed by the resume ([`PauseLedger`](super::approval::PauseLedger)), so
+    /// that the pause resumes once.
+    pub fn pause_id(&self) -> Option<&str> {
+        match &self.phase {
+            Phase::Approval { pause_id, .. } => Some(pause_id),
+            _ => None,
+        }
     }
 
     /// The calls a paused run waits to have decided, in source order.
@@ -560,38 +624,63 @@ impl RunState {
             .deadline_ms
             .map(|deadline| deadline.saturating_sub(now_ms()));
         self.outbox.push_back(Announce::ApprovalRequested);
-        self.phase = Phase::Approval { response, calls };
+        self.phase = Phase::Approval {
+            response,
+            calls,
+            pause_id: new_pause_id(),
+        };
     }
 
-    /// Take one decision per pending call (see [`dispatch::decide`]); a state that is not
-    /// paused takes none. The time limit counts again from now.
+    /// Check one decision per pending call (see [`dispatch::decide`]) without changing the
+    /// state: the batch as it would go on, its edits still to be put through their
+    /// preflight. `None` for a state that is not paused (it takes no decisions).
     ///
     /// # Errors
-    /// The decisions do not fit the pending calls, or `tools` lacks a tool the batch needs;
-    /// the state is unchanged then.
-    pub(crate) fn decide(
-        &mut self,
+    /// The decisions do not fit the pending calls, or `tools` lacks a tool the batch needs.
+    pub(crate) fn decided(
+        &self,
         decisions: Vec<ApprovalDecision>,
         tools: &TurnTools,
-    ) -> Result<(), ApprovalError> {
-        let Phase::Approval { response, calls } = &self.phase else {
+    ) -> Result<Option<Decided>, ApprovalError> {
+        let Phase::Approval {
+            response, calls, ..
+        } = &self.phase
+        else {
             return match decisions.into_iter().next() {
                 Some(decision) => Err(ApprovalError::UnknownCall {
                     id: decision.call_id().to_owned(),
                 }),
-                None => Ok(()),
+                None => Ok(None),
             };
         };
-        let calls = dispatch::decide(calls, response, decisions, tools)?;
+        dispatch::decide(calls, response, decisions, tools).map(Some)
+    }
+
+    /// The response whose batch is paused.
+    pub(crate) fn paused_response(&self) -> Option<&Arc<AssistantMessage>> {
+        match &self.phase {
+            Phase::Approval { response, .. } => Some(response),
+            _ => None,
+        }
+    }
+
+    /// Go on with the paused batch as `decided` (checked by [`decided`](Self::decided), its
+    /// edits through their preflight, its pause claimed). The time limit counts again from
+    /// now.
+    pub(crate) fn go_on(&mut self, decided: Decided) {
+        let Phase::Approval { response, .. } = std::mem::replace(&mut self.phase, Phase::TurnCheck)
+        else {
+            debug_assert!(false, "the run was not paused");
+            return;
+        };
         self.phase = Phase::Resume {
-            response: Arc::clone(response),
-            calls,
+            response,
+            calls: decided.into_calls(),
         };
         self.end = None;
         if let Some(left) = self.time_left_ms.take() {
             self.deadline_ms = Some(now_ms().saturating_add(left));
         }
-        Ok(())
     }
 
     /// The `finish_turn` hook's answer.
@@ -758,11 +847,11 @@ mod tests {
             .await
             .expect("the run pauses after its first batch");
         assert!(!first.is_streaming(), "the paused run frees its agent");
-        let saved = serde_json::to_string(&state).unwrap();
-        assert!(saved.contains(r#""phase":"finishTurn""#), "{saved}");
+        let saved = state.to_raw_json();
+        assert!(saved.get().contains(r#""phase":"finishTurn""#), "{saved}");
 
         // Another agent, as a new process would build it, with the rest of the script.
-        let restored: RunState = serde_json::from_str(&saved).unwrap();
+        let restored = RunState::from_raw_json(saved.get()).unwrap();
         let rest = FauxModel::new()
             .respond(FauxResponse::tool_call("c2", "count", json!({"n": 2})).and_text("more"))
             .respond(FauxResponse::text("counted"));
@@ -781,9 +870,9 @@ mod tests {
             .run_until("count twice", &RunState::is_after_batch)
             .await
             .unwrap();
-        let mut saved = serde_json::to_value(&state).unwrap();
+        let mut saved: Value = serde_json::from_str(state.to_raw_json().get()).unwrap();
         saved["version"] = json!(RUN_STATE_VERSION + 1);
-        let future: RunState = serde_json::from_value(saved).unwrap();
+        let future = RunState::from_raw_json(&saved.to_string()).unwrap();
         let model = FauxModel::new();
         let requests = model.clone();
         let error = agent(model, &ran).resume(future).await.unwrap_err();

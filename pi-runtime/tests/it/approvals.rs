@@ -5,15 +5,18 @@
 use std::sync::{Arc, Mutex};
 
 use pi_runtime::agent::approval::{
-    ApprovalDecision, ApprovalError, PendingCall, StateFileError, destructive_tools,
+    ApprovalDecision, ApprovalError, PendingCall, StateFileError, StateKey, destructive_tools,
 };
-use pi_runtime::agent::{Agent, AgentError, AgentEvent, RunEnd, RunState};
+use pi_runtime::agent::{Agent, AgentError, AgentEvent, RUN_STATE_VERSION, RunEnd, RunState};
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::tool::{Approval, ApprovalPolicy, ToolHints};
 use pi_runtime::{ExecutionMode, FnTool, Message, ToolCall, ToolResult, tool};
 use serde_json::{Value, json};
 
-pub(crate) const KEY: &[u8] = b"test key";
+/// The key the tests sign their states with.
+pub(crate) fn key() -> StateKey {
+    StateKey::new(b"the approval tests' key").expect("a key of 16 bytes or more")
+}
 
 pub(crate) type Ran = Arc<Mutex<Vec<String>>>;
 
@@ -143,7 +146,7 @@ async fn paused(ran: &Ran) -> (String, Vec<String>, RunEnd) {
     let events = trace(&first);
     let run = first.prompt("go").await.unwrap();
     assert!(!first.is_streaming(), "a paused run frees its agent");
-    let saved = run.paused_state().unwrap().to_signed_json(KEY);
+    let saved = run.paused_state().unwrap().to_signed_json(&key());
     let events = events.lock().unwrap().clone();
     (saved, events, run.end)
 }
@@ -181,7 +184,7 @@ async fn a_batch_with_a_call_needing_approval_pauses_before_executing_anything()
             "approval_requested c2",
         ]
     );
-    let state = RunState::from_signed_json(&saved, KEY).unwrap();
+    let state = RunState::from_signed_json(&saved, &key()).unwrap();
     assert!(state.is_paused());
     let pending: Vec<&PendingCall> = state.pending_approvals().collect();
     assert_eq!(
@@ -211,7 +214,7 @@ async fn a_resumed_run_has_the_events_and_transcript_of_an_uninterrupted_one() {
     let (saved, mut events, _) = paused(&ran).await;
     let fresh = agent(after_pause(), &ran, true, ExecutionMode::Parallel);
     let resumed_events = trace(&fresh);
-    let state = RunState::from_signed_json(&saved, KEY).unwrap();
+    let state = RunState::from_signed_json(&saved, &key()).unwrap();
     let run = fresh
         .resume_with(state, [ApprovalDecision::approve("c2")])
         .await
@@ -234,7 +237,7 @@ async fn refused(decisions: Vec<ApprovalDecision>) -> AgentError {
     let requests = model.clone();
     let fresh = agent(model, &ran, true, ExecutionMode::Parallel);
     let events = trace(&fresh);
-    let state = RunState::from_signed_json(&saved, KEY).unwrap();
+    let state = RunState::from_signed_json(&saved, &key()).unwrap();
     let error = fresh.resume_with(state, decisions).await.unwrap_err();
     assert_eq!(*ran.lock().unwrap(), Vec::<String>::new());
     assert_eq!(*events.lock().unwrap(), Vec::<String>::new());
@@ -297,7 +300,7 @@ async fn arguments_changed_in_a_signed_state_file_are_refused() {
     let (saved, _, _) = paused(&ran).await;
     let mut file: Value = serde_json::from_str(&saved).unwrap();
     file["state"]["phase"]["calls"][1]["pending"]["args"]["text"] = json!("rm -rf /");
-    let error = RunState::from_signed_json(&file.to_string(), KEY).unwrap_err();
+    let error = RunState::from_signed_json(&file.to_string(), &key()).unwrap_err();
     assert_eq!(error, StateFileError::BadSignature);
     assert_eq!(
         error.to_string(),
@@ -305,29 +308,38 @@ async fn arguments_changed_in_a_signed_state_file_are_refused() {
     );
 }
 
-#[tokio::test]
-async fn arguments_changed_in_an_unsigned_state_are_refused_by_their_hash() {
-    let ran = Ran::default();
-    let first = agent(mixed_batch(), &ran, true, ExecutionMode::Parallel);
-    let run = first.prompt("go").await.unwrap();
-    let mut state = serde_json::to_value(run.paused_state().unwrap()).unwrap();
-    state["phase"]["calls"][1]["pending"]["args"]["text"] = json!("rm -rf /");
-    let state: RunState = serde_json::from_value(state).unwrap();
-    let fresh = agent(after_pause(), &ran, true, ExecutionMode::Parallel);
-    let error = fresh
-        .resume_with(state, [ApprovalDecision::approve("c2")])
-        .await
-        .unwrap_err();
-    let expected = ApprovalError::ArgumentsChanged { id: "c2".into() };
-    assert_eq!(error, AgentError::Approval(expected));
-    assert_eq!(*ran.lock().unwrap(), Vec::<String>::new());
+/// Whether `T` reads from JSON with serde: an inherent constant where the bound holds wins
+/// over the trait's (autoref specialization), so this answers at compile time.
+struct Readable<T>(std::marker::PhantomData<T>);
+
+trait NotReadable {
+    const READABLE: bool = false;
+}
+
+impl<T> NotReadable for Readable<T> {}
+
+impl<T: serde::de::DeserializeOwned> Readable<T> {
+    const READABLE: bool = true;
+}
+
+/// Issue 35: a `RunState` read with serde skipped the signature, and its argument hashes
+/// (unkeyed) could be recomputed by whoever edited it.
+#[test]
+fn a_run_state_cannot_be_read_without_its_signature() {
+    // `PendingCall` reads with serde: the check tells the two apart.
+    let readable = [
+        Readable::<RunState>::READABLE,
+        Readable::<PendingCall>::READABLE,
+    ];
+    assert_eq!(readable, [false, true]);
 }
 
 #[tokio::test]
 async fn a_state_signed_with_another_key_is_refused() {
     let ran = Ran::default();
     let (saved, _, _) = paused(&ran).await;
-    let error = RunState::from_signed_json(&saved, b"another key").unwrap_err();
+    let another = StateKey::new(b"another key of the tests").unwrap();
+    let error = RunState::from_signed_json(&saved, &another).unwrap_err();
     assert_eq!(error, StateFileError::BadSignature);
 }
 
@@ -336,13 +348,16 @@ async fn a_state_of_a_future_version_is_refused() {
     let ran = Ran::default();
     let (saved, _, _) = paused(&ran).await;
     let mut file: Value = serde_json::from_str(&saved).unwrap();
-    file["version"] = json!(2);
+    let next = u64::from(RUN_STATE_VERSION) + 1;
+    file["version"] = json!(next);
     file["state"] = json!({"anything": "a later format holds"});
-    let error = RunState::from_signed_json(&file.to_string(), KEY).unwrap_err();
-    assert_eq!(error, StateFileError::UnsupportedVersion { found: 2 });
+    let error = RunState::from_signed_json(&file.to_string(), &key()).unwrap_err();
+    assert_eq!(error, StateFileError::UnsupportedVersion { found: next });
     assert_eq!(
         error.to_string(),
-        "run state version 2 is not supported (this build reads version 1)"
+        format!(
+            "run state version {next} is not supported (this build reads version {RUN_STATE_VERSION})"
+        )
     );
 }
 
@@ -357,7 +372,7 @@ async fn a_tool_removed_before_the_resume_runs_nothing() {
         .tools(recording("read", &ran))
         .build()
         .unwrap();
-    let state = RunState::from_signed_json(&saved, KEY).unwrap();
+    let state = RunState::from_signed_json(&saved, &key()).unwrap();
     let error = fresh
         .resume_with(state, [ApprovalDecision::approve("c2")])
         .await
@@ -379,7 +394,7 @@ async fn a_tool_removed_before_the_resume_runs_nothing() {
 async fn resume_without_decisions_refuses_a_paused_state() {
     let ran = Ran::default();
     let (saved, _, _) = paused(&ran).await;
-    let state = RunState::from_signed_json(&saved, KEY).unwrap();
+    let state = RunState::from_signed_json(&saved, &key()).unwrap();
     let fresh = agent(after_pause(), &ran, true, ExecutionMode::Parallel);
     let error = fresh.resume(state).await.unwrap_err();
     let expected = ApprovalError::MissingDecision { id: "c2".into() };
@@ -402,11 +417,11 @@ async fn several_in_one_batch(mode: ExecutionMode) -> (Vec<String>, Vec<String>,
     };
     let ids: Vec<&str> = pending.iter().map(|call| call.id.as_str()).collect();
     assert_eq!(ids, ["c1", "c3", "c4"]);
-    let saved = run.paused_state().unwrap().to_signed_json(KEY);
+    let saved = run.paused_state().unwrap().to_signed_json(&key());
 
     let fresh = agent(after_pause(), &ran, true, mode);
     let events = trace(&fresh);
-    let state = RunState::from_signed_json(&saved, KEY).unwrap();
+    let state = RunState::from_signed_json(&saved, &key()).unwrap();
     let decisions = [
         ApprovalDecision::edit("c4", json!({"text": "D"})),
         ApprovalDecision::deny("c3", "not that one"),

@@ -10,7 +10,7 @@ use pi_runtime::provider::presets::{self, Preset};
 use pi_runtime::tool::ApprovalPolicy;
 use serde_json::{Value, json};
 
-use crate::approvals::{KEY, Ran, recording};
+use crate::approvals::{Ran, key, recording};
 use crate::provider_support::{
     Reply, Server, anthropic_sse, anthropic_text, google_text, openai_chunk, openai_sse,
     openai_text, responses_sse, responses_text,
@@ -50,11 +50,11 @@ async fn deny_write(preset: impl Fn() -> Preset, replies: Vec<Reply>) -> Value {
         .collect();
     assert_eq!(ids, [("write", "`write` always needs approval")]);
     let denied = pending[0].id.clone();
-    let saved = run.paused_state().expect("paused").to_signed_json(KEY);
+    let saved = run.paused_state().expect("paused").to_signed_json(&key());
     assert_eq!(server.requests().len(), 1);
 
     let fresh = agent(preset(), &server, &ran);
-    let state = RunState::from_signed_json(&saved, KEY).expect("signed");
+    let state = RunState::from_signed_json(&saved, &key()).expect("signed");
     let resumed = fresh
         .resume_with(state, [ApprovalDecision::deny(denied, "not on a Friday")])
         .await

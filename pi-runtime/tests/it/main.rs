@@ -25,6 +25,7 @@ mod agent_submit;
 mod agent_tracing;
 mod agent_validation;
 mod approvals;
+mod approvals_misuse;
 #[cfg(all(
     feature = "openai",
     feature = "openai-responses",

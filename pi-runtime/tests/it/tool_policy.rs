@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use pi_runtime::agent::approval::ApprovalDecision;
 use pi_runtime::agent::{Agent, BuildError, RunEnd, RunState};
+
+use crate::approvals::key;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::tool::{ApprovalPolicy, TempFileSaver, ToolPolicy};
 use pi_runtime::{
@@ -340,7 +342,6 @@ async fn run_tool_call_counts_toward_the_running_run_only() {
 
 #[tokio::test]
 async fn nested_failures_are_kept_across_a_pause_for_approval() {
-    const KEY: &[u8] = b"test key";
     let agent = |model: &FauxModel| {
         let approve = FnTool::new(
             "deploy",
@@ -367,8 +368,8 @@ async fn nested_failures_are_kept_across_a_pause_for_approval() {
         "{:?}",
         run.end
     );
-    let saved = run.paused_state().unwrap().to_signed_json(KEY);
-    let state = RunState::from_signed_json(&saved, KEY).unwrap();
+    let saved = run.paused_state().unwrap().to_signed_json(&key());
+    let state = RunState::from_signed_json(&saved, &key()).unwrap();
     let resumed = agent(&model)
         .resume_with(state, [ApprovalDecision::approve("c2")])
         .await

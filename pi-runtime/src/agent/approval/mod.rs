@@ -2,7 +2,7 @@
 //! and a resume (in this process or another, hours later) that takes one decision per call.
 //!
 //! ```
-//! use pi_runtime::agent::approval::{ApprovalDecision, PendingCall};
+//! use pi_runtime::agent::approval::{ApprovalDecision, PendingCall, StateKey};
 //! use pi_runtime::agent::{Agent, RunEnd, RunState};
 //! use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 //! use pi_runtime::tool::ApprovalPolicy;
@@ -17,20 +17,26 @@
 //!     .with_approval(ApprovalPolicy::Always);
 //!     Agent::builder().model(model).tools(delete).build()
 //! };
-//! let key = b"application key";
+//! let key = StateKey::new(b"the application's signing key")?;
 //!
 //! // The run stops before executing the batch, and its state goes to storage.
 //! let asks = FauxModel::new().respond(FauxResponse::tool_call("c1", "delete", json!({"path": "a.txt"})));
 //! let run = agent(asks)?.prompt("Delete a.txt").await?;
 //! let RunEnd::AwaitingApproval { pending } = &run.end else { unreachable!() };
 //! assert_eq!(pending[0].tool, "delete");
-//! let saved = run.paused_state().map(|state| state.to_signed_json(key)).unwrap_or_default();
+//! let saved = run.paused_state().map(|state| state.to_signed_json(&key)).unwrap_or_default();
 //!
 //! // Later, anywhere: a fresh agent, the saved state and a decision per pending call.
-//! let state = RunState::from_signed_json(&saved, key)?;
+//! let state = RunState::from_signed_json(&saved, &key)?;
 //! let fresh = agent(FauxModel::new().respond(FauxResponse::text("Done.")))?;
 //! let resumed = fresh.resume_with(state, [ApprovalDecision::approve("c1")]).await?;
 //! assert_eq!(resumed.end, RunEnd::Completed);
+//!
+//! // The pause is used up: the same state does not resume twice.
+//! let again = agent(FauxModel::new())?;
+//! let state = RunState::from_signed_json(&saved, &key)?;
+//! let error = again.resume_with(state, [ApprovalDecision::approve("c1")]).await.unwrap_err();
+//! assert!(error.to_string().starts_with("this pause ("));
 //! # Ok(()) }
 //! ```
 //!
@@ -57,7 +63,7 @@
 //! event fires (no `agent_end`: the run is not over), and the run's span records a
 //! `run paused for approval` event. [`RunOutcome::paused_state`](super::RunOutcome::paused_state)
 //! is the [`RunState`](super::RunState) to keep; sign it with
-//! [`to_signed_json`](super::RunState::to_signed_json).
+//! [`to_signed_json`](super::RunState::to_signed_json) and a [`StateKey`].
 //! Until the run is resumed (or the conversation [`reset`](super::Agent::reset)), the
 //! conversation refuses `prompt` and `continue_run` with
 //! [`AgentError::AwaitingApproval`](super::AgentError::AwaitingApproval): its transcript ends
@@ -85,12 +91,52 @@
 //!
 //! [`Agent::resume_with`](super::Agent::resume_with) takes exactly one [`ApprovalDecision`] per
 //! pending call: approve, deny with a reason (the call's error result carries it, so every
-//! call has a result and the next request is valid on every wire API), or edit the arguments
-//! (prepared and validated again). A missing, duplicate or unknown decision, an edit that does
-//! not validate, arguments that no longer match their hash, or a tool the agent no longer has
-//! is an [`ApprovalError`], and nothing runs. The run's time limit stops counting while it is
+//! call has a result and the next request is valid on every wire API), or edit the arguments.
+//! Edited arguments go through the whole preflight again, as the model's do:
+//! `prepare_arguments`, validation, `before_tool_call` and the policies. An edit is the
+//! person's approval of the arguments they wrote; if `before_tool_call` changes them into
+//! arguments a policy wants approved, the person never saw those, and the edit is refused. A
+//! missing, duplicate or unknown decision, an edit that does not validate or that the hook
+//! blocks, arguments that no longer match their hash, or a tool the agent no longer has is an
+//! [`ApprovalError`], and nothing runs. The run's time limit stops counting while it is
 //! paused.
+//!
+//! # A pause is single-use
+//!
+//! Each pause gets a random id ([`RunState::pause_id`](super::RunState::pause_id)) inside
+//! its signed state. Once the decisions are checked, `resume_with` claims that id in the
+//! agent's [`PauseLedger`], atomically, before anything runs: of any number of resumes of
+//! one saved state, one after another or at the same moment, exactly one runs the approved
+//! calls, and every other fails with [`ClaimError::AlreadyResumed`] (`this pause (<id>) was
+//! already resumed at <time>`) and runs nothing. A refused resume (a missing decision, say)
+//! claims nothing, so the person can decide again.
+//!
+//! What to share across processes: the [`StateKey`]'s secret, and the ledger.
+//!
+//! - Without [`AgentBuilder::pause_ledger`](super::AgentBuilder::pause_ledger), every agent
+//!   of the process shares one [`MemoryLedger`]: a pause resumes once within the process,
+//!   not across processes. It keeps each resumed pause's id (under a hundred bytes) for the
+//!   life of the process.
+//! - [`FileLedger::new(dir)`](FileLedger::new) records each claim as a file in `dir`,
+//!   created exclusively (`O_EXCL`): every process that may resume a state must use the same
+//!   directory, on a file system whose exclusive creation is atomic (a local one).
+//! - Your own [`PauseLedger`] over a database: an insert that fails on a duplicate key.
+//! - A durable run (`pi_runtime::durable`, feature `restate`) needs none: its journal
+//!   takes each pause's decisions once.
+//!
+//! # The state file
+//!
+//! [`to_signed_json`](super::RunState::to_signed_json) writes a versioned JSON envelope
+//! signed with HMAC-SHA-256 under a [`StateKey`] (a secret of at least [`MIN_KEY_BYTES`]).
+//! [`from_signed_json`](super::RunState::from_signed_json) and
+//! [`from_signed_reader`](super::RunState::from_signed_reader) refuse a file larger than the
+//! key's limit ([`DEFAULT_MAX_STATE_BYTES`] unless
+//! [`max_state_bytes`](StateKey::max_state_bytes) says otherwise) before parsing it, and check
+//! the signature over the state's raw bytes before building it. They are the only way into
+//! a [`RunState`](super::RunState) from outside the process: it has no serde implementation,
+//! so a state its key did not sign never resumes.
 
+mod ledger;
 mod signed;
 
 use std::panic::AssertUnwindSafe;
@@ -99,7 +145,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use signed::StateFileError;
+pub use ledger::{ClaimError, FileLedger, MemoryLedger, PauseLedger};
+pub(crate) use ledger::{new_pause_id, process_ledger};
+pub use signed::{DEFAULT_MAX_STATE_BYTES, MIN_KEY_BYTES, StateFileError, StateKey};
 
 use crate::message::ToolCall;
 use crate::tool::ToolDefinition;
@@ -324,6 +372,30 @@ pub enum ApprovalError {
         /// The validation error.
         message: String,
     },
+    /// `before_tool_call` blocks the edited arguments (or fails on them), as it would the
+    /// model's.
+    #[error("the edited arguments of call {id} are blocked: {reason}")]
+    EditBlocked {
+        /// The call.
+        id: String,
+        /// The hook's reason (or its error).
+        reason: String,
+    },
+    /// `before_tool_call` changed the edited arguments, and the policy asks for approval of
+    /// the changed ones, which the person did not see.
+    #[error(
+        "the edited arguments of call {id}, as before_tool_call changed them, need approval: {reason}"
+    )]
+    EditNeedsApproval {
+        /// The call.
+        id: String,
+        /// The policy's reason.
+        reason: String,
+    },
+    /// The pause was resumed before, or its resume cannot be recorded: a pause is
+    /// single-use (see [`PauseLedger`]).
+    #[error(transparent)]
+    Claim(#[from] ClaimError),
     /// The state's paused batch does not match its response.
     #[error("the run state's paused batch does not match its response")]
     Malformed,

@@ -20,7 +20,7 @@ use tokio::sync::RwLock;
 pub(crate) use batch::{BatchOutcome, BatchRun, CallRecord};
 pub use call::validate_tool_call;
 pub(crate) use call::{Outcome, RunLimits, guarded, panic_message};
-pub(crate) use held::{HeldCall, decide};
+pub(crate) use held::{Decided, HeldCall, decide};
 pub(crate) use policy::Policies;
 pub use policy::ToolPolicies;
 
@@ -153,6 +153,18 @@ impl Dispatcher {
         let sequential = self.sequential(&assistant);
         let scope = self.scope(Some(assistant), messages);
         batch::resume(scope, held, sequential, bus, journal).await
+    }
+
+    /// Put the edited calls of `decided`, the batch of `assistant` held for approval,
+    /// through their preflight again (see [`held::preflight_edits`]).
+    pub(crate) async fn preflight_edits(
+        &self,
+        assistant: Arc<AssistantMessage>,
+        messages: Arc<[Message]>,
+        decided: Decided,
+    ) -> Result<Decided, crate::agent::approval::ApprovalError> {
+        let scope = self.scope(Some(assistant), messages);
+        held::preflight_edits(&scope, decided).await
     }
 
     /// Run one call outside a batch: no events and no messages; each progress update goes
