@@ -659,3 +659,18 @@ pub(crate) fn preview(text: &str, max: u64) -> String {
     }
     format!("{}...", utf16_prefix(text, max - 3))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_surrogate_escapes_read_as_replacement_characters() {
+        let json = r#"["\ud800", "\udc00x", "\ud83d\ude00", "\\ud800", {"\ud800": 1}]"#;
+        let value: Value = parse_json(json).expect("the JSON reads");
+        assert_eq!(
+            value,
+            json!(["\u{FFFD}", "\u{FFFD}x", "\u{1F600}", "\\ud800", {"\u{FFFD}": 1}])
+        );
+    }
+}
