@@ -8,7 +8,7 @@
 //!   within a token budget, and the note on declared tools that scripts can call too.
 //! - [`CodemodeTool`]: the tool itself. Each script runs in a fresh QuickJS VM (through
 //!   `rquickjs`) on its own thread: frozen built-ins, no modules, timers, file system or
-//!   network, a 256 MiB heap. Every `tools.x(args)` call runs through the agent's own tool
+//!   network, a 256 MiB heap, a time limit of 60 s unless the script or the tool sets another. Every `tools.x(args)` call runs through the agent's own tool
 //!   pipeline ([`ToolContext::call_tool`](crate::ToolContext::call_tool)).
 //! - [`Sandbox`]: the same VM on its own, with tools that are plain async functions and an
 //!   interrupt budget (pi-codemode's `InlineCodemodeSandbox`).
@@ -37,7 +37,7 @@ pub use output::{OutputFiles, TempOutputFiles};
 pub use runtime::{CallRecord, CallStatus, ErrorKind, ScriptError};
 pub use sandbox::{DEFAULT_INTERRUPT_BUDGET, Sandbox, SandboxOutput, SandboxResult};
 pub use source::{
-    CodemodeSource, MAX_TIMEOUT_MS, OPTIONS_PREFIX, SOURCE_GRAMMAR, SourceError, SourceOptions,
-    parse_codemode_source,
+    CodemodeSource, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, OPTIONS_PREFIX, SOURCE_GRAMMAR,
+    SourceError, SourceOptions, parse_codemode_source,
 };
 pub use tool::{CodemodeStore, CodemodeTool, StoreEntry};

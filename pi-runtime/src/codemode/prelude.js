@@ -9,6 +9,134 @@
 (function (bridge, toolsJson, globalsJson, storeJson) {
 	"use strict";
 
+	// Text reaches the host as Unicode: a lone surrogate (which pi prints and returns as it is)
+	// becomes U+FFFD, the nearest a Rust string holds.
+	const toWellFormed = String.prototype.toWellFormed;
+	const callBridge = bridge;
+	bridge = (...parts) => callBridge(...parts.map((part) => Reflect.apply(toWellFormed, part, [])));
+
+	// QuickJS checks for an interrupt (the time limit, the interrupt budget, an abort) once per
+	// 10,000 engine steps, and most built-ins run to their end in C without a check: a loop of
+	// calls that each take milliseconds went hours between checks, and a call that visits
+	// every index of `new Array(2 ** 32 - 1)` took minutes on its own. So the built-ins whose
+	// work grows with their input are wrapped: an array-like longer than the heap can hold as
+	// elements is refused where a call would visit each index, and every call is charged one
+	// engine step per unit of its work (about a microsecond), which brings the next check as
+	// soon as the work since the last one adds up to about ten milliseconds.
+	(function boundBuiltins() {
+		const apply = Reflect.apply;
+		// 256 MiB of heap holds at most 2 ** 24 elements of 16 bytes.
+		const MAX_ELEMENTS = 16777216;
+		const ELEMENTS_PER_STEP = 256;
+		const CHARS_PER_STEP = 4096;
+		// Past this, sorts compare in JavaScript, where each comparison is a step.
+		const NATIVE_SORT_MAX = 65536;
+		const charge = (units) => {
+			for (let steps = units; steps >= 1; steps--);
+		};
+		const lengthOf = (value) => {
+			const length = Math.trunc(Number(Object(value).length));
+			return length > 0 ? Math.min(length, Number.MAX_SAFE_INTEGER) : 0;
+		};
+		const wrap = (owner, name, call) => {
+			const native = owner[name];
+			if (typeof native !== "function") return;
+			const wrapped = {
+				[name](...args) {
+					return call(native, this, args);
+				},
+			}[name];
+			Object.defineProperty(wrapped, "length", { value: native.length });
+			Object.defineProperty(owner, name, { value: wrapped });
+		};
+		const elementWork = (owner, label, names, sortsByDefault) => {
+			for (const name of names) {
+				wrap(owner, name, (native, receiver, args) => {
+					let length;
+					try {
+						length = lengthOf(receiver);
+						if (name === "concat") for (const arg of args) if (Array.isArray(arg)) length += lengthOf(arg);
+					} catch {
+						// The built-in throws its own error for this receiver.
+						return apply(native, receiver, args);
+					}
+					if (length > MAX_ELEMENTS) {
+						throw new RangeError(
+							label + "." + name + ": length " + length + " is more than the " + MAX_ELEMENTS + " elements the sandbox's heap can hold",
+						);
+					}
+					charge(length / ELEMENTS_PER_STEP);
+					if (sortsByDefault && (name === "sort" || name === "toSorted") && args[0] === undefined && length > NATIVE_SORT_MAX) {
+						return apply(native, receiver, [sortsByDefault]);
+					}
+					return apply(native, receiver, args);
+				});
+			}
+		};
+		// The spec's default orders: as strings for arrays, as numbers for typed arrays.
+		const byString = (a, b) => {
+			const x = `${a}`;
+			const y = `${b}`;
+			return x < y ? -1 : x > y ? 1 : 0;
+		};
+		const byNumber = (a, b) => {
+			if (a !== a) return b !== b ? 0 : 1;
+			if (b !== b) return -1;
+			if (a < b) return -1;
+			if (a > b) return 1;
+			if (a === 0 && b === 0 && typeof a === "number") return Object.is(a, -0) ? (Object.is(b, -0) ? 0 : -1) : Object.is(b, -0) ? 1 : 0;
+			return 0;
+		};
+		elementWork(
+			Array.prototype,
+			"Array.prototype",
+			["join", "toLocaleString", "reverse", "toReversed", "sort", "toSorted", "splice", "toSpliced", "slice", "concat", "copyWithin", "fill", "flat", "flatMap", "with", "shift", "unshift"],
+			byString,
+		);
+		const TypedArray = Object.getPrototypeOf(Int8Array);
+		elementWork(
+			TypedArray.prototype,
+			"TypedArray.prototype",
+			["join", "toLocaleString", "reverse", "toReversed", "sort", "toSorted", "slice", "fill", "copyWithin", "indexOf", "lastIndexOf", "includes", "set", "with"],
+			byNumber,
+		);
+		// Strings: charged by the receiver's length (or the result's, where that is larger).
+		const textWork = (names, result) => {
+			for (const name of names) {
+				wrap(String.prototype, name, (native, receiver, args) => {
+					let chars = typeof receiver === "string" ? receiver.length : 0;
+					for (const arg of args) if (typeof arg === "string") chars += arg.length;
+					if (result) chars = Math.max(chars, result(receiver, args));
+					charge(chars / CHARS_PER_STEP);
+					return apply(native, receiver, args);
+				});
+			}
+		};
+		// Not the calls that read a character or compare a prefix: they cost little, and loops
+		// call them once per character.
+		textWork([
+			"concat", "includes", "indexOf", "isWellFormed", "lastIndexOf", "localeCompare", "match", "matchAll", "normalize",
+			"replace", "replaceAll", "search", "split", "toLowerCase", "toUpperCase", "toLocaleLowerCase", "toLocaleUpperCase",
+			"toWellFormed", "trim", "trimStart", "trimEnd",
+		]);
+		const count = (value) => {
+			const n = Math.trunc(Number(value));
+			return n > 0 ? n : 0;
+		};
+		textWork(["repeat"], (receiver, args) => (typeof receiver === "string" ? receiver.length * count(args[0]) : 0));
+		textWork(["padStart", "padEnd"], (receiver, args) => count(args[0]));
+		// JSON: parsing is charged by its text; writing by what it wrote.
+		wrap(JSON, "parse", (native, receiver, args) => {
+			if (typeof args[0] === "string") charge(args[0].length / CHARS_PER_STEP);
+			return apply(native, receiver, args);
+		});
+		wrap(JSON, "stringify", (native, receiver, args) => {
+			const json = apply(native, receiver, args);
+			if (typeof json === "string") charge(json.length / CHARS_PER_STEP);
+			return json;
+		});
+	})();
+
 	// Freeze what the built-in globals reach, so a script cannot change what this prelude relies
 	// on. Properties that scripts commonly set on their own objects (an Error subclass's `name`)
 	// become accessors that define an own property on the instance instead of failing.
@@ -416,8 +544,10 @@
 				(error) => finish(false, describeError(error)),
 			);
 		},
-		stalled() {
+		// With `check`, only whether the script waits for nothing; without, fail it for that.
+		stalled(check) {
 			if (settled || waiting.size > 0) return false;
+			if (check) return true;
 			finish(
 				false,
 				stringify({

@@ -30,6 +30,21 @@ const ERROR_PREVIEW_CHARS: u64 = 500;
 /// viewer still sees a call within a frame or two of its start while the list is short.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
 const PROGRESS_WAIT_FACTOR: u32 = 30;
+/// How long a script's end waits for its thread to end after stopping it. The VM sees the
+/// stop at its next interrupt poll, which the prelude makes come within milliseconds even in
+/// long built-ins; a thread still running after this is reported (it cannot be killed).
+const THREAD_END_GRACE: Duration = Duration::from_secs(2);
+
+/// Stops the VM when the script's run ends in any way, its future dropped included (a
+/// caller's timeout around `prompt()`, a server whose client hung up): the VM's interrupt
+/// handler sees the flag and ends the script, and with it the thread.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
 
 /// A tool as the script sees it.
 #[derive(Debug, Clone)]
@@ -266,6 +281,7 @@ pub(crate) async fn run_script(run: ScriptRun, host: Arc<dyn CallHost>) -> RawRe
     let (events_tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     let (replies, replies_rx) = mpsc::channel::<Reply>();
     let stop = Arc::new(AtomicBool::new(false));
+    let stop_on_drop = StopOnDrop(Arc::clone(&stop));
     let mut result = RawResult {
         outcome: Err(ScriptError::new(
             ErrorKind::Sandbox,
@@ -346,7 +362,7 @@ pub(crate) async fn run_script(run: ScriptRun, host: Arc<dyn CallHost>) -> RawRe
                         error: None,
                     });
                     progress.changed = true;
-                    let parsed = args.as_deref().and_then(|json| serde_json::from_str(json).ok());
+                    let parsed = args.as_deref().and_then(|json| parse_json(json).ok());
                     waiting.push_back((Started { vm_id: id, record }, tool, parsed));
                 }
                 Some(VmEvent::Done { value, writes }) => break finished(value.as_deref(), &writes),
@@ -385,9 +401,22 @@ pub(crate) async fn run_script(run: ScriptRun, host: Arc<dyn CallHost>) -> RawRe
             progress.publish(&*host, &result.calls);
         }
     };
-    stop.store(true, Ordering::Relaxed);
+    drop(stop_on_drop);
     drop(replies);
     drop(running);
+    // The thread drops its sender when it ends: wait for that, so that a script's end is
+    // its thread's end too.
+    let ended = tokio::time::timeout(THREAD_END_GRACE, async {
+        while events.recv().await.is_some() {}
+    })
+    .await;
+    if ended.is_err() {
+        tracing::error!(
+            call_id = %run.call_id,
+            "a code mode script's thread still runs {THREAD_END_GRACE:?} after the script was stopped: \
+             it is inside a built-in that does not poll for interrupts, and ends when that returns"
+        );
+    }
     for record in &mut result.calls {
         if record.status == CallStatus::Running {
             record.status = CallStatus::Cancelled;
@@ -405,7 +434,7 @@ fn global_call(
     args: Option<&str>,
 ) -> Result<Option<Value>, String> {
     let args: Value = args
-        .and_then(|json| serde_json::from_str(json).ok())
+        .and_then(|json| parse_json(json).ok())
         .unwrap_or(Value::Null);
     let first = args.get(0);
     let entry = |tool: &ScriptTool| json!({"name": tool.js_name, "description": tool.sample});
@@ -533,18 +562,16 @@ fn finished(
     };
     let value = match value {
         None => None,
-        Some(json) => {
-            Some(serde_json::from_str(json).map_err(|_| bridge("return value is not valid JSON"))?)
-        }
+        Some(json) => Some(parse_json(json).map_err(|_| bridge("return value is not valid JSON"))?),
     };
     let entries: Vec<Vec<String>> =
-        serde_json::from_str(writes).map_err(|_| bridge("store writes are not an array"))?;
+        parse_json(writes).map_err(|_| bridge("store writes are not an array"))?;
     let mut store = StoreWrites::default();
     for entry in entries {
         match entry.as_slice() {
             [key] => store.delete.push(key.clone()),
             [key, json] => {
-                let value = serde_json::from_str(json)
+                let value = parse_json(json)
                     .map_err(|_| bridge(&format!("store value for {key:?} is not valid JSON")))?;
                 store.set.insert(key.clone(), value);
             }
@@ -555,7 +582,7 @@ fn finished(
 }
 
 fn script_error(json: &str) -> ScriptError {
-    let parsed: Value = serde_json::from_str(json).unwrap_or(Value::Null);
+    let parsed: Value = parse_json(json).unwrap_or(Value::Null);
     let text = |key: &str| parsed.get(key).and_then(Value::as_str).map(str::to_owned);
     match text("message") {
         Some(message) => ScriptError {
@@ -571,10 +598,79 @@ fn script_error(json: &str) -> ScriptError {
     }
 }
 
+/// JSON the script's `JSON.stringify` wrote. A string holding a lone surrogate (`"\ud800"`,
+/// which pi prints and returns as it is) is written as its `\uXXXX` escape, which is no
+/// Unicode text and which serde refuses: each such escape reads as U+FFFD, the nearest a
+/// Rust string holds.
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(json: &str) -> serde_json::Result<T> {
+    serde_json::from_str(json).or_else(|error| {
+        if json.contains("\\u") {
+            serde_json::from_str(&replace_lone_surrogates(json))
+        } else {
+            Err(error)
+        }
+    })
+}
+
+/// `json` with each escape of a lone surrogate replaced by `\ufffd`. Backslashes occur in
+/// JSON only as escapes, so reading escape by escape never mistakes an escaped backslash
+/// followed by `u` for an escape.
+fn replace_lone_surrogates(json: &str) -> String {
+    let unit = |escape: &str| {
+        let hex = escape.strip_prefix("\\u").and_then(|rest| rest.get(..4))?;
+        u16::from_str_radix(hex, 16).ok()
+    };
+    let mut out = String::with_capacity(json.len());
+    let mut rest = json;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let escape = &rest[at..];
+        let taken = match unit(escape) {
+            Some(0xD800..=0xDBFF)
+                if matches!(escape.get(6..).and_then(unit), Some(0xDC00..=0xDFFF)) =>
+            {
+                out.push_str(&escape[..12]);
+                12
+            }
+            Some(0xD800..=0xDFFF) => {
+                out.push_str("\\ufffd");
+                6
+            }
+            Some(_) => {
+                out.push_str(&escape[..6]);
+                6
+            }
+            None => {
+                let len = 1 + escape[1..].chars().next().map_or(0, char::len_utf8);
+                out.push_str(&escape[..len]);
+                len
+            }
+        };
+        rest = &escape[taken..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// `text` cut to `max` UTF-16 units: the first `max - 3` and `...`.
 pub(crate) fn preview(text: &str, max: u64) -> String {
     if crate::js::utf16_len(text) as u64 <= max {
         return text.to_owned();
     }
     format!("{}...", utf16_prefix(text, max - 3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_surrogate_escapes_read_as_replacement_characters() {
+        let json = r#"["\ud800", "\udc00x", "\ud83d\ude00", "\\ud800", {"\ud800": 1}]"#;
+        let value: Value = parse_json(json).expect("the JSON reads");
+        assert_eq!(
+            value,
+            json!(["\u{FFFD}", "\u{FFFD}x", "\u{1F600}", "\\ud800", {"\u{FFFD}": 1}])
+        );
+    }
 }

@@ -13,6 +13,7 @@ use super::identifier::to_codemode_identifier;
 use super::runtime::{
     CallHost, CallOutcome, CallStatus, RawResult, ScriptError, ScriptRun, ScriptTool, run_script,
 };
+use super::source::DEFAULT_TIMEOUT_MS;
 use super::tool::StoreEntry;
 use super::vm::OutputItem;
 
@@ -104,12 +105,13 @@ impl Default for Sandbox {
 }
 
 impl Sandbox {
-    /// A sandbox with no tools and pi's interrupt budget.
+    /// A sandbox with no tools, pi's interrupt budget and a time limit of
+    /// [`DEFAULT_TIMEOUT_MS`].
     pub fn new() -> Self {
         Sandbox {
             tools: Vec::new(),
             interrupt_budget: DEFAULT_INTERRUPT_BUDGET,
-            timeout_ms: None,
+            timeout_ms: Some(DEFAULT_TIMEOUT_MS),
             store: Map::new(),
         }
     }
@@ -149,7 +151,8 @@ impl Sandbox {
         self
     }
 
-    /// Fail a script that runs longer than `ms` milliseconds.
+    /// Fail a script that runs longer than `ms` milliseconds ([`DEFAULT_TIMEOUT_MS`] by
+    /// default).
     #[must_use]
     pub fn with_timeout_ms(mut self, ms: u64) -> Self {
         self.timeout_ms = Some(ms);

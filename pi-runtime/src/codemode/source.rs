@@ -10,6 +10,10 @@ pub const OPTIONS_PREFIX: &str = "// @options:";
 const SUPPORTED_FIELDS: &str = "`max_output_tokens` and `timeout_ms`";
 /// The largest `timeout_ms`: the largest delay JavaScript's `setTimeout` takes.
 pub const MAX_TIMEOUT_MS: u64 = 2_147_483_647;
+/// The time limit of a script whose options line sets none: 60 seconds, the value the tool's
+/// description shows. A longer one is opt-in, per script (`// @options: {"timeout_ms": N}`, up
+/// to [`MAX_TIMEOUT_MS`]) or per tool ([`CodemodeTool::with_timeout_ms`](super::CodemodeTool::with_timeout_ms)).
+pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 /// JavaScript's `Number.MAX_SAFE_INTEGER`.
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
@@ -39,7 +43,8 @@ pub struct CodemodeSource {
 pub struct SourceOptions {
     /// `max_output_tokens`: the output budget, 4 characters a token (default 10000).
     pub max_output_tokens: Option<u64>,
-    /// `timeout_ms`: the script's time limit (default: none).
+    /// `timeout_ms`: the script's time limit (default: the tool's, [`DEFAULT_TIMEOUT_MS`]
+    /// unless set otherwise).
     pub timeout_ms: Option<u64>,
 }
 

@@ -22,7 +22,7 @@ use super::output::{
 use super::runtime::{
     CallHost, CallOutcome, CallRecord, RawResult, ScriptRun, ScriptTool, StoreWrites, run_script,
 };
-use super::source::{SOURCE_GRAMMAR, parse_codemode_source};
+use super::source::{DEFAULT_TIMEOUT_MS, SOURCE_GRAMMAR, parse_codemode_source};
 use crate::message::{ContentBlock, ToolCall};
 use crate::tool::{
     AgentTool, ConstrainedSampling, ExecutionMode, Exposure, GrammarVariants, RequestLoadout, Tool,
@@ -138,6 +138,8 @@ pub struct CodemodeTool {
     files: Files,
     sequential: bool,
     interrupt_budget: Option<u64>,
+    /// The time limit of scripts whose options line sets none.
+    timeout_ms: u64,
     namespaces: Arc<HashMap<String, Namespace>>,
     /// The last loadout, with the registrations and active tools it was made for.
     loadout: Arc<Mutex<Option<LoadoutKey>>>,
@@ -189,6 +191,7 @@ impl CodemodeTool {
             files: Arc::new(TempOutputFiles::default()),
             sequential: false,
             interrupt_budget: None,
+            timeout_ms: DEFAULT_TIMEOUT_MS,
             namespaces: Arc::default(),
             loadout: Arc::default(),
         }
@@ -213,6 +216,23 @@ impl CodemodeTool {
     #[must_use]
     pub fn with_tool_execution(mut self, mode: ExecutionMode) -> Self {
         self.sequential = mode == ExecutionMode::Sequential;
+        self
+    }
+
+    /// The time limit of scripts whose options line sets none ([`DEFAULT_TIMEOUT_MS`] by
+    /// default): a longer one lets every script run that long; a script still sets its own
+    /// with `// @options: {"timeout_ms": N}`.
+    ///
+    /// ```
+    /// use pi_runtime::codemode::CodemodeTool;
+    ///
+    /// // Scripts that crunch data for up to ten minutes.
+    /// let codemode = CodemodeTool::new().with_timeout_ms(600_000);
+    /// # let _ = codemode;
+    /// ```
+    #[must_use]
+    pub fn with_timeout_ms(mut self, ms: u64) -> Self {
+        self.timeout_ms = ms;
         self
     }
 
@@ -302,7 +322,7 @@ impl CodemodeTool {
                 call_id,
                 tools: script_tools,
                 store: self.store.values(),
-                timeout_ms: source.options.timeout_ms,
+                timeout_ms: Some(source.options.timeout_ms.unwrap_or(self.timeout_ms)),
                 interrupt_budget: self.interrupt_budget,
                 sequential: self.sequential,
                 discovery: true,

@@ -1,14 +1,14 @@
 //! One QuickJS VM running one script on its own thread. The VM only runs when the host hands it
 //! something: it reports calls, output and its end as [`VmEvent`]s, and waits for [`Reply`]s.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 use rquickjs::context::EvalOptions;
-use rquickjs::{Context, Ctx, Function, Object, Runtime, Value};
+use rquickjs::{Context, Ctx, Function, Object, Persistent, Runtime, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 const PRELUDE: &str = include_str!("prelude.js");
@@ -18,6 +18,9 @@ const MEMORY_LIMIT: usize = 256 * 1024 * 1024;
 const MAX_STACK: usize = 1024 * 1024;
 /// The VM thread's stack.
 pub(crate) const THREAD_STACK: usize = 16 * 1024 * 1024;
+/// The failure of a promise job whose error cannot be described (the heap is full).
+const JOB_FAILED: &str =
+    r#"{"name":"InternalError","message":"out of memory","stack":"InternalError: out of memory"}"#;
 /// Promise jobs run between two interrupt polls while the queue drains.
 const JOBS_PER_POLL: u32 = 50;
 
@@ -114,60 +117,131 @@ fn run_vm(
             false
         }
     };
-    let poll = Rc::new(std::cell::RefCell::new(poll));
+    let poll = Rc::new(RefCell::new(poll));
     let handler_poll = Rc::clone(&poll);
     runtime.set_interrupt_handler(Some(Box::new(move || (handler_poll.borrow_mut())())));
+    // The last rejection nothing handled: when the script then waits for nothing, this is
+    // why (a promise job that ran out of memory, say), rather than the wait itself.
+    let unhandled: Rc<RefCell<Option<Persistent<Value<'static>>>>> = Rc::default();
+    let tracked = Rc::clone(&unhandled);
+    runtime.set_host_promise_rejection_tracker(Some(Box::new(
+        move |ctx, _promise, reason, handled| {
+            *tracked.borrow_mut() = (!handled).then(|| Persistent::save(&ctx, reason));
+        },
+    )));
     let context = Context::full(&runtime)?;
     let finished = Rc::new(Cell::new(false));
-    context.with(|ctx| {
-        let session = Session::start(&ctx, &start, events, &finished, &exhausted)?;
-        let Some(session) = session else {
-            return Ok(());
-        };
-        let drain = |session: &Session<'_>| -> rquickjs::Result<()> {
-            let mut jobs = 0u32;
-            while ctx.execute_pending_job() {
-                jobs += 1;
-                if jobs.is_multiple_of(JOBS_PER_POLL) && (poll.borrow_mut())() {
-                    break;
+    let session = context.with(|ctx| {
+        Session::start(&ctx, &start, events, &finished, &exhausted)
+            .map(|session| session.map(|session| session.save(&ctx)))
+    })?;
+    let Some(session) = session else {
+        return Ok(());
+    };
+    // Jobs run through the runtime, not the context, so that a job that fails outside the
+    // script's promises (the engine out of memory between two promise steps) is seen with
+    // its error instead of leaving a script that waits for nothing.
+    let drain = || -> rquickjs::Result<()> {
+        let mut jobs = 0u32;
+        loop {
+            match runtime.execute_pending_job() {
+                Ok(false) => break,
+                Ok(true) => {}
+                Err(failed) => {
+                    failed.0.with(|ctx| -> rquickjs::Result<()> {
+                        let error = ctx.catch();
+                        if exhausted.get() || stop.load(Ordering::Relaxed) {
+                            // The interrupt; the loop below reports why.
+                            return Ok(());
+                        }
+                        let describe = session.describe.clone().restore(&ctx)?;
+                        let described = describe.call((error,)).unwrap_or_else(|_| {
+                            let _ = ctx.catch();
+                            JOB_FAILED.to_owned()
+                        });
+                        finished.set(true);
+                        let _ = events.send(VmEvent::Failed(described));
+                        Ok(())
+                    })?;
+                    return Ok(());
                 }
             }
-            if !exhausted.get() && !stop.load(Ordering::Relaxed) {
-                session.stalled.call::<_, Value<'_>>(())?;
+            jobs += 1;
+            if jobs.is_multiple_of(JOBS_PER_POLL) && (poll.borrow_mut())() {
+                break;
             }
-            Ok(())
+        }
+        if !finished.get() && !exhausted.get() && !stop.load(Ordering::Relaxed) {
+            context.with(|ctx| {
+                let stalled = session.stalled.clone().restore(&ctx)?;
+                let stalls: bool = stalled.call((true,))?;
+                let reason = unhandled.borrow_mut().take();
+                if let Some(reason) = reason.filter(|_| stalls) {
+                    let describe = session.describe.clone().restore(&ctx)?;
+                    let described = describe.call((reason.restore(&ctx)?,)).unwrap_or_else(|_| {
+                        let _ = ctx.catch();
+                        JOB_FAILED.to_owned()
+                    });
+                    finished.set(true);
+                    let _ = events.send(VmEvent::Failed(described));
+                } else if stalls {
+                    stalled.call::<_, Value<'_>>((false,))?;
+                }
+                Ok::<_, rquickjs::Error>(())
+            })?;
+        }
+        Ok(())
+    };
+    drain()?;
+    loop {
+        if finished.get() || stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        if exhausted.get() {
+            let _ = events.send(VmEvent::BudgetExhausted);
+            return Ok(());
+        }
+        let Ok(reply) = replies.recv() else {
+            return Ok(());
         };
-        drain(&session)?;
-        loop {
-            if finished.get() || stop.load(Ordering::Relaxed) {
-                return Ok(());
-            }
-            if exhausted.get() {
-                let _ = events.send(VmEvent::BudgetExhausted);
-                return Ok(());
-            }
-            let Ok(reply) = replies.recv() else {
-                return Ok(());
-            };
-            let settled = session
-                .settle
-                .call::<_, Value<'_>>((reply.id, reply.ok, reply.payload));
-            if settled.is_err() {
+        context.with(|ctx| -> rquickjs::Result<()> {
+            let settle = session.settle.clone().restore(&ctx)?;
+            if settle
+                .call::<_, Value<'_>>((reply.id, reply.ok, reply.payload))
+                .is_err()
+            {
                 // Only an interrupt fails `settle`; the loop reports it above.
                 let _ = ctx.catch();
             }
-            drain(&session)?;
-        }
-    })
+            Ok(())
+        })?;
+        drain()?;
+    }
+}
+
+/// The prelude's functions for one script, kept across the VM's turns.
+struct SavedSession {
+    settle: Persistent<Function<'static>>,
+    stalled: Persistent<Function<'static>>,
+    describe: Persistent<Function<'static>>,
 }
 
 /// The prelude's functions for one script.
 struct Session<'js> {
     settle: Function<'js>,
     stalled: Function<'js>,
+    describe: Function<'js>,
 }
 
 impl<'js> Session<'js> {
+    fn save(self, ctx: &Ctx<'js>) -> SavedSession {
+        SavedSession {
+            settle: Persistent::save(ctx, self.settle),
+            stalled: Persistent::save(ctx, self.stalled),
+            describe: Persistent::save(ctx, self.describe),
+        }
+    }
+
     /// Evaluate the prelude and start the script; `None` when the script did not compile
     /// (its failure is reported).
     fn start(
@@ -236,6 +310,7 @@ impl<'js> Session<'js> {
         let session = Session {
             settle: api.get("settle")?,
             stalled: api.get("stalled")?,
+            describe: describe.clone(),
         };
         // The wrapper shares the first line with the script, so line numbers match the input.
         let mut options = EvalOptions::default();

@@ -859,6 +859,13 @@ mod tests {
             (error.structured_content, error.is_error),
             (None, Some(true))
         );
+        // A `Json<T>` result is sent as structured content, output schema or not.
+        let typed =
+            crate::tool::IntoToolResult::into_tool_result(crate::tool::Json(json!({"n": 1})));
+        assert_eq!(
+            mcp_result(typed, false).structured_content,
+            Some(json!({"n": 1}))
+        );
         // A tool's own structured content is sent when it is an object, never otherwise.
         let mut read = ToolResult::text("x");
         read.structured_content = Some(json!("x"));

@@ -219,7 +219,8 @@ impl From<ToolError> for ToolResult {
 }
 
 /// Wrap a `Serialize` value to return it as a tool's output: the model sees its compact
-/// JSON text, and `details` carries the value itself.
+/// JSON text, and `structured_content` and `details` carry the value itself (code mode
+/// scripts receive it, MCP clients get it as structured content).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Json<T>(pub T);
 
@@ -291,8 +292,11 @@ impl<T: Serialize + ?Sized> JsonOutput for T {}
 impl<T: JsonOutput> IntoToolResult for Json<T> {
     fn into_tool_result(self) -> ToolResult {
         match serde_json::to_value(&self.0) {
+            // The value is the structured content too: what code mode scripts receive (the
+            // tool declares `T`'s schema as its output) and what MCP clients get.
             Ok(value) => ToolResult {
                 content: vec![ContentBlock::text(value.to_string())],
+                structured_content: Some(value.clone()),
                 details: Some(value),
                 ..ToolResult::default()
             },

@@ -72,7 +72,13 @@ fn lookup_tools() -> Vec<Arc<dyn ToolDefinition>> {
 }
 
 async fn run(code: &str) -> Run {
+    run_with(code, Vec::new()).await
+}
+
+/// [`run`] with `extra` tools beside the lookup tools.
+async fn run_with(code: &str, extra: Vec<Arc<dyn ToolDefinition>>) -> Run {
     let mut tools = lookup_tools();
+    tools.extend(extra);
     tools.push(Arc::new(CodemodeTool::new()));
     let model = FauxModel::new()
         .respond(FauxResponse::tool_call(
@@ -324,6 +330,41 @@ struct Hostile {
     /// How much the child's peak resident memory grew during the agent's run.
     peak_growth: u64,
     next_turn: String,
+    /// The child's threads after its warm-up run, and once the case ended (waiting up to
+    /// [`THREAD_SETTLE`] for them to go).
+    threads_before: u64,
+    threads_after: u64,
+    /// The child's CPU time (user and system) over [`QUIET_WINDOW`] after the case.
+    quiet_cpu: Duration,
+}
+
+/// How long a case's threads get to end after its result: the script's thread is stopped
+/// when its result is made, and its end is awaited there for a moment.
+const THREAD_SETTLE: Duration = Duration::from_secs(3);
+/// The window after a case over which the child's CPU time is measured: a thread left
+/// running burns most of it (each case's thread had a core to itself before the fix).
+const QUIET_WINDOW: Duration = Duration::from_secs(1);
+/// What a quiet child may burn in [`QUIET_WINDOW`]: the test harness and the runtime idle.
+const QUIET_CPU: Duration = Duration::from_millis(100);
+
+/// The threads of this process.
+fn thread_count() -> u64 {
+    std::fs::read_dir("/proc/self/task").map_or(0, |tasks| tasks.count() as u64)
+}
+
+/// This process's CPU time: user and system, from `/proc/self/stat` (in clock ticks, 100 a
+/// second on Linux).
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // utime and stime are fields 14 and 15 of stat(5); `fields` starts at field 3.
+    let ticks: u64 =
+        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    Duration::from_millis(ticks * 10)
 }
 
 /// The child's resident memory figures, in bytes: `VmHWM` or `VmRSS`.
@@ -339,13 +380,22 @@ fn status_bytes(field: &str) -> u64 {
 
 /// Run `code` as the `codemode` call of an agent in a fresh copy of this binary.
 fn hostile(code: &str) -> Hostile {
+    hostile_run(code, None)
+}
+
+/// Run `code` in a fresh copy of this binary, and when `drop_after` is set, drop the agent's
+/// run (the future of its `prompt`) that long after it started.
+fn hostile_run(code: &str, drop_after: Option<Duration>) -> Hostile {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let out = std::env::temp_dir().join(format!(
         "pi-codemode-hostile-{}-{}.json",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
-    let request = json!({"code": code, "out": out.to_string_lossy()});
+    let mut request = json!({"code": code, "out": out.to_string_lossy()});
+    if let Some(after) = drop_after {
+        request["drop_after_ms"] = json!(after.as_millis() as u64);
+    }
     let output = Command::new(std::env::current_exe().expect("the test binary"))
         .args(["--exact", "codemode::child_runs_one_script"])
         .args(["--ignored", "--nocapture", "--test-threads=1", "-q"])
@@ -363,7 +413,7 @@ fn hostile(code: &str) -> Hostile {
     let _ = std::fs::remove_file(&out);
     let answer: Value = serde_json::from_str(&written).expect("the child's answer is JSON");
     let text = answer["text"].as_str().unwrap_or_default();
-    let (header, output) = text.split_once("Output:\n").expect("the result's header");
+    let (header, output) = text.split_once("Output:\n").unwrap_or(("Dropped\n", ""));
     let output = output.strip_prefix('\n').unwrap_or(output);
     let output: Vec<&str> = output
         .split('\n')
@@ -371,7 +421,9 @@ fn hostile(code: &str) -> Hostile {
         .collect();
     let status = header.lines().next().unwrap_or_default().to_owned();
     assert!(
-        header.starts_with(&format!("{status}\nWall time ")) && header.ends_with(" seconds\n"),
+        status == "Dropped"
+            || header.starts_with(&format!("{status}\nWall time "))
+                && header.ends_with(" seconds\n"),
         "{header}"
     );
     Hostile {
@@ -382,7 +434,32 @@ fn hostile(code: &str) -> Hostile {
         elapsed: Duration::from_millis(answer["elapsed_ms"].as_u64().unwrap_or(u64::MAX)),
         peak_growth: answer["peak_growth"].as_u64().unwrap_or(u64::MAX),
         next_turn: answer["next_turn"].as_str().unwrap_or_default().to_owned(),
+        threads_before: answer["threads_before"].as_u64().unwrap_or(0),
+        threads_after: answer["threads_after"].as_u64().unwrap_or(u64::MAX),
+        quiet_cpu: Duration::from_millis(answer["quiet_cpu_ms"].as_u64().unwrap_or(u64::MAX)),
     }
+}
+
+/// Drop the agent's run of `code` `after` its start, as a caller's timeout or a server whose
+/// client hung up does: `(elapsed, dropped)`.
+async fn dropped_run(code: &str, after: Duration) -> (Duration, bool) {
+    let mut tools = lookup_tools();
+    tools.push(Arc::new(CodemodeTool::new()));
+    let model = FauxModel::new().respond(FauxResponse::tool_call(
+        "call_1",
+        "codemode",
+        json!({"code": code}),
+    ));
+    let agent = Agent::builder()
+        .model(model)
+        .tools(tools)
+        .build()
+        .expect("the agent builds");
+    let started = Instant::now();
+    let dropped = tokio::time::timeout(after, agent.prompt("go"))
+        .await
+        .is_err();
+    (started.elapsed(), dropped)
 }
 
 #[test]
@@ -404,16 +481,37 @@ fn child_runs_one_script() {
     // read after the run is the run's own.
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let before = status_bytes("VmRSS:");
-    let run = runtime.block_on(run(code));
-    let peak_growth = status_bytes("VmHWM:").saturating_sub(before);
-    let answer = json!({
-        "text": run.text,
-        "is_error": run.is_error,
-        "calls": run.details["calls"].as_array().map_or(0, Vec::len),
-        "elapsed_ms": run.elapsed.as_millis() as u64,
-        "peak_growth": peak_growth,
-        "next_turn": run.next_turn,
-    });
+    // The warm-up script's thread may still be on its way out.
+    std::thread::sleep(Duration::from_millis(300));
+    let threads_before = thread_count();
+    let mut answer = match request["drop_after_ms"].as_u64() {
+        Some(after) => {
+            let (elapsed, dropped) =
+                runtime.block_on(dropped_run(code, Duration::from_millis(after)));
+            assert!(dropped, "the run ended before it was dropped");
+            json!({"text": "", "elapsed_ms": elapsed.as_millis() as u64, "next_turn": "still here"})
+        }
+        None => {
+            let run = runtime.block_on(run(code));
+            json!({
+                "text": run.text,
+                "is_error": run.is_error,
+                "calls": run.details["calls"].as_array().map_or(0, Vec::len),
+                "elapsed_ms": run.elapsed.as_millis() as u64,
+                "next_turn": run.next_turn,
+            })
+        }
+    };
+    answer["peak_growth"] = json!(status_bytes("VmHWM:").saturating_sub(before));
+    let settle = Instant::now();
+    while thread_count() > threads_before && settle.elapsed() < THREAD_SETTLE {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    answer["threads_before"] = json!(threads_before);
+    answer["threads_after"] = json!(thread_count());
+    let cpu = cpu_time();
+    std::thread::sleep(QUIET_WINDOW);
+    answer["quiet_cpu_ms"] = json!((cpu_time() - cpu).as_millis() as u64);
     std::fs::write(out, answer.to_string()).expect("the answer is written");
 }
 
@@ -421,9 +519,23 @@ fn child_runs_one_script() {
 /// next turn that works.
 fn assert_bounded(run: &Hostile, max_time: Duration, max_growth: u64) {
     eprintln!(
-        "hostile script: {:?}, peak +{} KiB",
+        "hostile script: {:?}, peak +{} KiB, threads {} -> {}, quiet CPU {:?}",
         run.elapsed,
-        run.peak_growth / 1024
+        run.peak_growth / 1024,
+        run.threads_before,
+        run.threads_after,
+        run.quiet_cpu
+    );
+    assert!(
+        run.threads_after <= run.threads_before,
+        "a thread outlived the case: {} -> {}",
+        run.threads_before,
+        run.threads_after
+    );
+    assert!(
+        run.quiet_cpu < QUIET_CPU,
+        "the child burned {:?} of CPU in {QUIET_WINDOW:?} after the case",
+        run.quiet_cpu
     );
     assert!(run.elapsed < max_time, "{:?} >= {max_time:?}", run.elapsed);
     assert!(
@@ -581,6 +693,130 @@ fn writes_to_frozen_built_ins_and_tools_fail_in_strict_code() {
         no_calls_failure("TypeError: object is not extensible")
     );
     assert_bounded(&run, Duration::from_secs(5), 16 * MIB);
+}
+
+#[test]
+fn joining_four_billion_holes_is_refused_at_once_and_leaves_no_thread() {
+    // QuickJS's join visits every index in C without polling the interrupt handler: this ran
+    // for minutes on a core after its result said "timed out".
+    let run =
+        hostile("// @options: {\"timeout_ms\": 1000}\nreturn new Array(2 ** 32 - 1).join('');");
+    assert_eq!(run.status, "Script failed");
+    assert_eq!(
+        run.output,
+        no_calls_failure(
+            "RangeError: Array.prototype.join: length 4294967295 is more than the 16777216 elements the sandbox's heap can hold"
+        )
+    );
+    assert_bounded(&run, Duration::from_secs(5), 16 * MIB);
+}
+
+#[test]
+fn long_native_work_stops_at_the_time_limit_and_leaves_no_thread() {
+    // Each native call here runs for tens of milliseconds or more, and QuickJS polls its
+    // interrupt handler once per 10,000 calls: the time limit was reported on time while the
+    // loop kept a core busy for hours.
+    for (what, code) in [
+        ("repeat", "for (;;) \"x\".repeat(2 ** 27);"),
+        (
+            "sort",
+            "const a = Array.from({ length: 200000 }, (_, i) => i);\nfor (;;) a.reverse().sort();",
+        ),
+        (
+            "JSON",
+            "const o = Array.from({ length: 50000 }, (_, i) => ({ i, s: \"x\".repeat(100) }));\n\
+             for (;;) JSON.parse(JSON.stringify(o));",
+        ),
+        ("regex", "for (;;) /(a+)+$/.test(\"a\".repeat(40) + \"b\");"),
+    ] {
+        let run = hostile(&format!("// @options: {{\"timeout_ms\": 1000}}\n{code}"));
+        assert_eq!(
+            run.output,
+            no_calls_failure("Script timed out: Execution timed out after 1000 ms"),
+            "{what}"
+        );
+        assert_bounded(&run, Duration::from_secs(8), 320 * MIB);
+    }
+}
+
+#[test]
+fn a_dropped_run_stops_its_endless_script() {
+    // A caller's `tokio::time::timeout` around `prompt()`, or a server whose client hung up.
+    let run = hostile_run("while (true) {}", Some(Duration::from_millis(300)));
+    assert_eq!(run.status, "Dropped");
+    assert_bounded(&run, Duration::from_secs(5), 16 * MIB);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_endless_script_without_options_times_out_after_sixty_seconds() {
+    // Tokio's clock is paused: it jumps to the script's deadline while the runtime waits on
+    // the script, so the default limit is seen in a moment.
+    let started = Instant::now();
+    let run = run("while (true) {}").await;
+    assert!(run.is_error);
+    assert!(
+        run.text.ends_with(&format!(
+            "Output:\n\n{}",
+            no_calls_failure("Script timed out: Execution timed out after 60000 ms")
+        )),
+        "{}",
+        run.text
+    );
+    assert_eq!(run.next_turn, "still here");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// What [`count_words`] returns.
+#[pi_runtime::tool_args(serialize)]
+struct WordCount {
+    words: usize,
+}
+
+/// Count the words of a text.
+#[pi_runtime::tool]
+async fn count_words(text: String) -> pi_runtime::Json<WordCount> {
+    pi_runtime::Json(WordCount {
+        words: text.split_whitespace().count(),
+    })
+}
+
+#[tokio::test]
+async fn a_json_tool_s_result_reaches_scripts_as_an_object() {
+    let run = run_with(
+        "const counted = await tools.count_words({ text: \"one two three\" });\n\
+         return [typeof counted, counted.words].join();",
+        vec![Arc::new(CountWords)],
+    )
+    .await;
+    assert!(!run.is_error, "{}", run.text);
+    assert!(run.text.ends_with("Output:\n\nobject,3"), "{}", run.text);
+}
+
+#[test]
+fn lone_surrogates_print_and_return_as_replacement_characters() {
+    let run = hostile("console.log(\"a\\ud800b\");\nreturn [\"\\udc00c\", { k: \"\\ud800\" }];");
+    assert_eq!(run.status, "Script completed");
+    assert_eq!(
+        run.output,
+        "[\"\u{FFFD}c\",{\"k\":\"\u{FFFD}\"}]\n<console_output>\na\u{FFFD}b\n</console_output>"
+    );
+    assert_bounded(&run, Duration::from_secs(5), 16 * MIB);
+}
+
+#[test]
+fn a_microtask_chain_that_fills_the_heap_fails_with_out_of_memory() {
+    let run = hostile(
+        "const chunks = [];\n\
+         const grow = () => { chunks.push(\"x\".repeat(1 << 20) + chunks.length); Promise.resolve().then(grow); };\n\
+         grow();\nawait new Promise(() => {});",
+    );
+    assert_eq!(run.status, "Script failed");
+    assert_eq!(run.output, no_calls_failure("InternalError: out of memory"));
+    assert_bounded(&run, Duration::from_secs(30), 320 * MIB);
 }
 
 /// The tools each request of an agent with these settings declares: `(name, description)`.
