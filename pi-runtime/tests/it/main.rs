@@ -126,6 +126,7 @@ mod run_context;
 mod schema_tool;
 mod tool_changes;
 mod tool_policy;
+mod tool_search_limits;
 #[cfg(feature = "tools")]
 mod tools_bash;
 #[cfg(feature = "tools")]
