@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::{DEFAULT_LIMIT, MAX_QUERY_CHARS, MAX_SUMMARIES_BYTES, MAX_SUMMARY_CHARS};
 use super::document::{ToolNamespace, for_each_piece};
 use super::rank::{Builder, DocId, Match, Strings, ToolSearchIndex};
+use super::{DEFAULT_LIMIT, MAX_QUERY_CHARS, MAX_SUMMARIES_BYTES, MAX_SUMMARY_CHARS};
 use crate::js::js_trim;
 use crate::tool::{Exposure, ToolResult};
 

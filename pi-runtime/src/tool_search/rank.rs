@@ -177,9 +177,7 @@ impl ToolSearchIndex {
                 .find(word_hash, |&i| query_terms[i].1 == word)
                 .is_none()
             {
-                seen.insert_unique(word_hash, query_terms.len(), |&i| {
-                    hash(&query_terms[i].1)
-                });
+                seen.insert_unique(word_hash, query_terms.len(), |&i| hash(&query_terms[i].1));
                 query_terms.push((self.term(word), word.to_owned()));
             }
         });
@@ -253,9 +251,7 @@ impl ToolSearchIndex {
                 let local = &self.documents[d].local_terms;
                 let local = &self.local_terms[local.start as usize..local.end as usize];
                 let whole_local_name = !local.is_empty()
-                    && local
-                        .iter()
-                        .all(|local| known.binary_search(local).is_ok());
+                    && local.iter().all(|local| known.binary_search(local).is_ok());
                 if whole_local_name {
                     score += bonus;
                 }

@@ -62,9 +62,11 @@ impl Blocking {
         wake.notify_all();
         let started = Instant::now();
         while self.blocking.load(Ordering::SeqCst) > 0 {
-            assert!(started.elapsed() < ON_TIME, "the blocked calls never returned");
+            assert!(
+                started.elapsed() < ON_TIME,
+                "the blocked calls never returned"
+            );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 }
-

@@ -124,8 +124,14 @@ async fn a_server_with_the_agents_policies_runs_calls_as_the_agent_does() {
 
     // The tool's own timeout, and the agent's default for the tool without one.
     for (tool, text) in [
-        ("nap", "Tool \"nap\" timed out after 50ms and was told to stop; it ended afterwards, so its work may be done. It returned:\nwoke up"),
-        ("idle", "Tool \"idle\" timed out after 20ms and was told to stop; it ended afterwards, so its work may be done. It returned:\nstopped"),
+        (
+            "nap",
+            "Tool \"nap\" timed out after 50ms and was told to stop; it ended afterwards, so its work may be done. It returned:\nwoke up",
+        ),
+        (
+            "idle",
+            "Tool \"idle\" timed out after 20ms and was told to stop; it ended afterwards, so its work may be done. It returned:\nstopped",
+        ),
     ] {
         let expected = (true, text.to_owned());
         assert_eq!(in_the_agent(&agent, tool).await, expected, "{tool}");

@@ -636,7 +636,10 @@ async fn a_nested_call_of_a_tool_that_blocks_its_thread_times_out_on_time() {
             let result = ctx
                 .call_tool(ToolCall::new("n1", "blocker", json!({})))
                 .await;
-            Ok::<_, ToolError>(ToolResult::text(format!("nested: {}", result.text_content())))
+            Ok::<_, ToolError>(ToolResult::text(format!(
+                "nested: {}",
+                result.text_content()
+            )))
         },
     );
     let model = FauxModel::new().respond(calls_of("caller", &["c1"]));
@@ -666,14 +669,19 @@ async fn a_nested_call_of_a_tool_that_blocks_its_thread_times_out_on_time() {
 async fn a_tool_that_ends_in_the_grace_period_delivers_its_late_result() {
     let done = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&done);
-    let late = FnTool::new("late", "Works late.", json!({"type": "object"}), move |_, _| {
-        let done = Arc::clone(&counter);
-        async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            done.fetch_add(1, Ordering::SeqCst);
-            Ok::<_, ToolError>(ToolResult::text("wrote 3 rows"))
-        }
-    })
+    let late = FnTool::new(
+        "late",
+        "Works late.",
+        json!({"type": "object"}),
+        move |_, _| {
+            let done = Arc::clone(&counter);
+            async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                done.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, ToolError>(ToolResult::text("wrote 3 rows"))
+            }
+        },
+    )
     .with_policy(ToolPolicy::new().with_timeout(Duration::from_millis(100)));
     let model = FauxModel::new().respond(calls_of("late", &["c1"]));
     let agent = Agent::builder().model(model).tools(late).build().unwrap();

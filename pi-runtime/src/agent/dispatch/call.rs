@@ -395,9 +395,7 @@ where
     if let (Some(timeout), None) = (timed_out, &settled) {
         return Outcome {
             result: ToolResult::error(failure::timed_out_abandoned(
-                &call.name,
-                timeout,
-                STOP_GRACE,
+                &call.name, timeout, STOP_GRACE,
             )),
             failure: Some(CallFailure::Timeout),
             duration_ms: Some(duration_ms),
