@@ -12,23 +12,23 @@ use serde_json::json;
 
 /// How long a blocking tool blocks at most when nothing releases it: past any bound a test
 /// sets, so a time limit that waits for the tool fails the test.
-pub const BLOCK_FOR: Duration = Duration::from_secs(20);
+const BLOCK_FOR: Duration = Duration::from_secs(20);
 /// The longest a call timing out after 200 ms, then abandoned a second later, may take on a
 /// loaded machine. The defect took [`BLOCK_FOR`].
-pub const ON_TIME: Duration = Duration::from_secs(6);
+pub(crate) const ON_TIME: Duration = Duration::from_secs(6);
 
 /// Tools that block their thread (a blocking wait, as `std::thread::sleep` would) until
 /// released or [`BLOCK_FOR`] passed; counts the calls still blocking, so that a test can see
 /// every thread end before it does.
 #[derive(Clone, Default)]
-pub struct Blocking {
+pub(crate) struct Blocking {
     gate: Arc<(Mutex<bool>, Condvar)>,
     blocking: Arc<AtomicUsize>,
 }
 
 impl Blocking {
     /// A tool `name` with a 200 ms timeout that blocks its thread.
-    pub fn tool(&self, name: &str) -> FnTool {
+    pub(crate) fn tool(&self, name: &str) -> FnTool {
         let this = self.clone();
         FnTool::new(name, "Blocks.", json!({"type": "object"}), move |_, _| {
             let this = this.clone();
@@ -41,7 +41,7 @@ impl Blocking {
     }
 
     /// How many calls are blocking now.
-    pub fn blocking(&self) -> usize {
+    pub(crate) fn blocking(&self) -> usize {
         self.blocking.load(Ordering::SeqCst)
     }
 
@@ -56,7 +56,7 @@ impl Blocking {
     }
 
     /// Release every blocked call, and wait until each has returned.
-    pub async fn release(&self) {
+    pub(crate) async fn release(&self) {
         let (released, wake) = &*self.gate;
         *released.lock().unwrap() = true;
         wake.notify_all();
