@@ -108,17 +108,24 @@ pub(crate) fn abandoned(tool: &str, timed_out: bool, grace: Duration) -> String 
     )
 }
 
-/// A call that ran past its tool's own `timeout` and was told to stop; `grace` is set when
-/// it then ignored the signal for that long and was abandoned.
-pub(crate) fn timed_out(tool: &str, timeout: Duration, grace: Option<Duration>) -> String {
-    let after = format_duration(timeout);
-    match grace {
-        None => format!("Tool \"{tool}\" timed out after {after}"),
-        Some(grace) => format!(
-            "Tool \"{tool}\" timed out after {after}, and it did not finish within {} of being told to stop",
-            format_duration(grace)
-        ),
-    }
+/// A call that ran past its tool's own `timeout`, was told to stop, and ended within the
+/// grace period: this notice comes first in its result, followed by what the tool returned,
+/// since its work may be done.
+pub(crate) fn timed_out_then_ended(tool: &str, timeout: Duration) -> String {
+    format!(
+        "Tool \"{tool}\" timed out after {} and was told to stop; it ended afterwards, so its work may be done. It returned:",
+        format_duration(timeout)
+    )
+}
+
+/// A call that ran past its tool's own `timeout`, was told to stop, and did not end within
+/// `grace`: the call was abandoned, but the tool may still be running.
+pub(crate) fn timed_out_abandoned(tool: &str, timeout: Duration, grace: Duration) -> String {
+    format!(
+        "Tool \"{tool}\" timed out after {}, and it did not finish within {} of being told to stop; it may still be running, so its work may yet be done",
+        format_duration(timeout),
+        format_duration(grace)
+    )
 }
 
 /// `250ms`, `1s`, `1.5s`, `90s`: how a timeout reads in an error.

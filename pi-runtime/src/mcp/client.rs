@@ -30,8 +30,13 @@ use crate::tool::{Exposure, RegistryError, ToolDefinition, ToolSet, ToolSetExt};
 
 /// How long a call may go without an answer or a progress notification, by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
-/// The most one call may take in all, by default, however often the server reports progress.
-pub const DEFAULT_MAX_CALL_TIME: Duration = Duration::from_secs(10 * 60);
+/// Without [`McpClientBuilder::max_call_time`], the most one call may take in all is this
+/// many times its timeout, however often the server reports progress.
+pub const MAX_CALL_TIME_PER_TIMEOUT: u32 = 10;
+/// The most one call may take in all with the default timeout, however often the server
+/// reports progress: [`MAX_CALL_TIME_PER_TIMEOUT`] times [`DEFAULT_TIMEOUT`].
+pub const DEFAULT_MAX_CALL_TIME: Duration =
+    Duration::from_secs(DEFAULT_TIMEOUT.as_secs() * MAX_CALL_TIME_PER_TIMEOUT as u64);
 /// The largest message taken from a server by default: one line over stdio, one SSE event or
 /// JSON body over HTTP. rmcp's own default, the same both ways.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = DEFAULT_MAX_LINE_LENGTH;
@@ -63,7 +68,8 @@ const STDERR_TAIL: usize = 4096;
 pub struct McpClientBuilder {
     server: String,
     timeout: Duration,
-    max_call_time: Duration,
+    /// `None`: [`MAX_CALL_TIME_PER_TIMEOUT`] times the timeout.
+    max_call_time: Option<Duration>,
     max_tools: usize,
     max_pages: usize,
     max_tool_size: usize,
@@ -92,7 +98,9 @@ impl fmt::Debug for McpClientBuilder {
 
 impl McpClientBuilder {
     /// How long connecting, and each call, may go without an answer; a call's timer
-    /// restarts on every progress notification. Default [`DEFAULT_TIMEOUT`].
+    /// restarts on every progress notification, up to the call's total time limit
+    /// ([`max_call_time`](Self::max_call_time), by default [`MAX_CALL_TIME_PER_TIMEOUT`]
+    /// times this timeout). Default [`DEFAULT_TIMEOUT`].
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
@@ -100,10 +108,18 @@ impl McpClientBuilder {
 
     /// The most one call may take in all, however often the server reports progress. When
     /// it passes, the server gets `notifications/cancelled` and the tool result says the call
-    /// exceeded its total time limit. Default [`DEFAULT_MAX_CALL_TIME`].
+    /// exceeded its total time limit. Default: [`MAX_CALL_TIME_PER_TIMEOUT`] times the
+    /// [`timeout`](Self::timeout) ([`DEFAULT_MAX_CALL_TIME`] with the default timeout), so a
+    /// server that reports progress forever holds a call with a 5 s timeout for 50 s.
     pub fn max_call_time(mut self, limit: Duration) -> Self {
-        self.max_call_time = limit;
+        self.max_call_time = Some(limit);
         self
+    }
+
+    /// The total time limit of each call.
+    fn call_time_limit(&self) -> Duration {
+        self.max_call_time
+            .unwrap_or_else(|| self.timeout.saturating_mul(MAX_CALL_TIME_PER_TIMEOUT))
     }
 
     /// The most tools taken from the server. A server that lists more gets its first
@@ -303,13 +319,14 @@ impl McpClientBuilder {
         shared: Arc<Shared>,
         child: Option<ChildGuard>,
     ) -> Result<McpClient, McpError> {
+        let max_call_time = self.call_time_limit();
         shared.set_taken(self.taken);
         let mut inner = ClientInner::new(
             self.server,
             service,
             shared,
             self.timeout,
-            self.max_call_time,
+            max_call_time,
             self.saver,
             child,
         );
@@ -357,7 +374,7 @@ impl McpClient {
         McpClientBuilder {
             server: server.into(),
             timeout: DEFAULT_TIMEOUT,
-            max_call_time: DEFAULT_MAX_CALL_TIME,
+            max_call_time: None,
             max_tools: DEFAULT_MAX_TOOLS,
             max_pages: DEFAULT_MAX_PAGES,
             max_tool_size: DEFAULT_MAX_TOOL_SIZE,

@@ -96,7 +96,8 @@ use crate::tool::RegistryError;
 
 pub use crate::tool::ToolHints;
 pub use client::{
-    DEFAULT_MAX_CALL_TIME, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_TIMEOUT, McpClient, McpClientBuilder,
+    DEFAULT_MAX_CALL_TIME, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_TIMEOUT, MAX_CALL_TIME_PER_TIMEOUT,
+    McpClient, McpClientBuilder,
 };
 pub use cluster::Cluster;
 pub use content::{

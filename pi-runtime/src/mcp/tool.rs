@@ -71,7 +71,12 @@ impl McpTool {
             _ => serde_json::Map::new(),
         };
         let request = CallToolRequestParams::new(self.tool.clone()).with_arguments(arguments);
-        let options = PeerRequestOptions::with_timeout(client.timeout).reset_timeout_on_progress();
+        // Progress restarts the timeout, never past the call's total time limit: a server
+        // that reports progress forever cannot hold the call for longer.
+        let options = PeerRequestOptions::with_timeout(client.timeout)
+            .reset_timeout_on_progress()
+            .with_max_total_timeout(client.max_call_time);
+        let sent = tokio::time::Instant::now();
         let handle = match client
             .peer
             .send_cancellable_request(
@@ -81,7 +86,7 @@ impl McpTool {
             .await
         {
             Ok(handle) => handle,
-            Err(error) => return self.failed(&error, None),
+            Err(error) => return self.failed(&error, None, sent),
         };
         let (tx, mut rx) = mpsc::unbounded_channel();
         let token = handle.progress_token.clone();
@@ -89,10 +94,9 @@ impl McpTool {
         let id = handle.id.clone();
         let request = id.clone();
         let peer = handle.peer.clone();
+        // rmcp's timers end the call (and tell the server) when it goes without an answer or
+        // progress for the timeout, or runs past its total time limit.
         let mut response = std::pin::pin!(handle.await_response());
-        // Progress restarts rmcp's timer, so a server that reports progress forever would
-        // hold the call forever without this cap on the whole call.
-        let mut time_limit = std::pin::pin!(tokio::time::sleep(client.max_call_time));
         let answer = loop {
             tokio::select! {
                 biased;
@@ -100,15 +104,6 @@ impl McpTool {
                 () = ctx.signal().cancelled() => {
                     cancel(&peer, id, ABORTED).await;
                     return self.error(ABORTED.into());
-                }
-                () = &mut time_limit => {
-                    let text = format!(
-                        "MCP tool {} exceeded its total time limit of {:.1} s",
-                        self.label,
-                        client.max_call_time.as_secs_f64()
-                    );
-                    cancel(&peer, id, &text).await;
-                    return self.error(text);
                 }
                 Some(progress) = rx.recv() => ctx.update(progress_update(&progress)),
             }
@@ -120,7 +115,7 @@ impl McpTool {
             Ok(ServerResult::CallToolResult(result)) => serde_json::to_value(result),
             Ok(ServerResult::CustomResult(custom)) => Ok(custom.0),
             Ok(other) => serde_json::to_value(other),
-            Err(error) => return self.failed(&error, Some(&request)),
+            Err(error) => return self.failed(&error, Some(&request), sent),
         };
         let Ok(result) = result else {
             return self.error(format!(
@@ -136,10 +131,25 @@ impl McpTool {
         }
     }
 
-    /// The result of a call that failed with `error`; `request` is its id once it was sent.
-    fn failed(&self, error: &ServiceError, request: Option<&RequestId>) -> ToolResult {
+    /// The result of a call that failed with `error`; `request` is its id once it was sent,
+    /// at `sent`.
+    fn failed(
+        &self,
+        error: &ServiceError,
+        request: Option<&RequestId>,
+        sent: tokio::time::Instant,
+    ) -> ToolResult {
         let client = &self.client;
         match error {
+            // rmcp says `Timeout` for both limits: the total one passed if the call ran that
+            // long (when the two are equal, either describes it).
+            ServiceError::Timeout { .. } if sent.elapsed() >= client.max_call_time => {
+                self.error(format!(
+                    "MCP tool {} exceeded its total time limit of {:.1} s",
+                    self.label,
+                    client.max_call_time.as_secs_f64()
+                ))
+            }
             ServiceError::Timeout { timeout } => self.error(format!(
                 "MCP tool {} timed out: no answer or progress for {:.1} s",
                 self.label,

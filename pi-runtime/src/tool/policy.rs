@@ -17,7 +17,7 @@ use std::time::Duration;
 ///
 /// | field | what the dispatcher does |
 /// |---|---|
-/// | `timeout` | cancels the call's signal when it runs longer; a grace period later (one second) the model gets an error result saying the tool timed out |
+/// | `timeout` | cancels the call's signal when it runs longer; a tool that then ends within a grace period (one second) gives an error result saying it timed out, followed by what it returned (its work may be done); one that does not is abandoned, and the model reads that it timed out and may still be running. The call runs on a thread of its own, so the limit fires on time even when the tool blocks its thread; an abandoned call's thread runs on until the tool returns, and its result is dropped |
 /// | `retries` | the failed calls of this tool one run allows (invalid arguments and [`ToolError::retry`](crate::ToolError::retry) count, other tool errors do not), whether the model made them or another tool did (code mode, [`ToolContext::call_tool`](crate::ToolContext::call_tool)); one more ends the run with [`RunEnd::RetriesExhausted`](crate::agent::RunEnd::RetriesExhausted) |
 /// | `concurrency` | at most `permits` calls of every tool naming the same limit run at once (for the agent definition and all its conversations) |
 /// | `max_output` | a longer text result is cut in pi's truncation format, and the full text is saved to a file the result names |
@@ -40,7 +40,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ToolPolicy {
-    /// How long one call may run (after it got its concurrency permit).
+    /// How long one call may run (after it got its concurrency permit). A call with a time
+    /// limit runs on a thread of its own (in the caller's Tokio runtime), so that the limit
+    /// fires even when the tool blocks its thread.
     pub timeout: Option<Duration>,
     /// How many failed calls of this tool one run allows.
     pub retries: Option<u32>,
@@ -72,7 +74,8 @@ impl ToolPolicy {
         }
     }
 
-    /// Cancel a call that runs longer than `timeout`.
+    /// Cancel a call that runs longer than `timeout` (see the table above for what the
+    /// model then reads and what happens to a tool that does not stop).
     #[must_use]
     pub const fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);

@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::DEFAULT_LIMIT;
 use super::document::{ToolNamespace, for_each_piece};
 use super::rank::{Builder, DocId, Match, Strings, ToolSearchIndex};
+use super::{DEFAULT_LIMIT, MAX_QUERY_CHARS, MAX_SUMMARIES_BYTES, MAX_SUMMARY_CHARS};
 use crate::js::js_trim;
 use crate::tool::{Exposure, ToolResult};
 
@@ -89,6 +89,12 @@ pub enum ToolSearchError {
     /// The limit is not a positive integer.
     #[error("limit must be a positive integer")]
     InvalidLimit,
+    /// The query is longer than [`MAX_QUERY_CHARS`] characters.
+    #[error("query must be at most {MAX_QUERY_CHARS} characters; this one has {chars}")]
+    QueryTooLong {
+        /// The query's length, in characters.
+        chars: usize,
+    },
 }
 
 /// What a successful call gives: the matches (loaded, in rank order) and the result text.
@@ -184,7 +190,7 @@ impl ToolSearch {
                 .or_insert(tool.description);
             search
                 .summaries
-                .push_with(|out| out.push_str(first_line(js_trim(description))));
+                .push_with(|out| push_summary(out, first_line(js_trim(description))));
             let namespace = builder.namespace_of(tool.namespace);
             builder.add(
                 tool.name,
@@ -283,6 +289,13 @@ impl<'a> ToolSearchArgs<'a> {
         if js_trim(query).is_empty() {
             return Err(ToolSearchError::EmptyQuery);
         }
+        // Counted only past the limit's bytes: a query of at most that many bytes is short.
+        if query.len() > MAX_QUERY_CHARS {
+            let chars = query.chars().count();
+            if chars > MAX_QUERY_CHARS {
+                return Err(ToolSearchError::QueryTooLong { chars });
+            }
+        }
         let limit = limit(arguments.get("limit"))?;
         Ok(ToolSearchArgs { query, limit })
     }
@@ -319,7 +332,19 @@ fn first_line(text: &str) -> &str {
     }
 }
 
-/// The text the model reads.
+/// Append `line`, cut to [`MAX_SUMMARY_CHARS`] characters and `…` when longer.
+fn push_summary(out: &mut String, line: &str) {
+    match line.char_indices().nth(MAX_SUMMARY_CHARS) {
+        Some((cut, _)) => {
+            out.push_str(&line[..cut]);
+            out.push('…');
+        }
+        None => out.push_str(line),
+    }
+}
+
+/// The text the model reads: a line per loaded tool, with its summary while the text is
+/// under [`MAX_SUMMARIES_BYTES`], its name alone after.
 fn result_text<'a>(loaded: impl ExactSizeIterator<Item = (&'a str, &'a str)>) -> String {
     let count = loaded.len();
     if count == 0 {
@@ -330,8 +355,10 @@ fn result_text<'a>(loaded: impl ExactSizeIterator<Item = (&'a str, &'a str)>) ->
     for (name, summary) in loaded {
         text.push_str("\n- ");
         text.push_str(name);
-        text.push_str(": ");
-        text.push_str(summary);
+        if text.len() < MAX_SUMMARIES_BYTES {
+            text.push_str(": ");
+            text.push_str(summary);
+        }
     }
     text
 }

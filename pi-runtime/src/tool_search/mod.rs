@@ -76,6 +76,20 @@ pub const EXPOSURE: Exposure = Exposure::ModelOnly;
 /// How many tools a call loads at most when it names no limit.
 pub const DEFAULT_LIMIT: usize = 8;
 
+/// The longest query a call may make, in characters (pi has no limit). A query of words is
+/// far shorter; a longer one fails with [`ToolSearchError::QueryTooLong`], so that one call
+/// cannot keep a thread ranking for long.
+pub const MAX_QUERY_CHARS: usize = 1_000;
+
+/// The most characters of a tool's summary (the first line of its description) the result
+/// repeats; a longer one is cut and ends with `…` (pi repeats the whole line).
+pub const MAX_SUMMARY_CHARS: usize = 500;
+
+/// The most bytes of result text that carry summaries: once the text is this long, the
+/// remaining loaded tools are listed by name only (a call with a large `limit` over many
+/// tools would otherwise repeat every summary).
+pub const MAX_SUMMARIES_BYTES: usize = 32 * 1024;
+
 /// The parameters' JSON Schema: a required `query` string and an optional `limit` number.
 ///
 /// ```

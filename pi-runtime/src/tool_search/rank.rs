@@ -167,9 +167,17 @@ impl ToolSearchIndex {
     /// term would add `idf · 0`, and `x + 0.0 == x`, so every score is the sum pi computes
     /// document by document, to the last bit, and ties stay ties.
     pub(crate) fn rank(&self, query: &str, limit: usize, excluded: &[DocId]) -> Vec<Ranked> {
+        // The distinct words, in query order; a table of those seen keeps this linear in the
+        // query's length (a scan of the words so far made it quadratic).
         let mut query_terms: Vec<(Option<TermId>, String)> = Vec::new();
+        let mut seen: hashbrown::HashTable<usize> = hashbrown::HashTable::new();
         Tokenizer::default().each_word(query, |word| {
-            if !query_terms.iter().any(|(_, term)| term == word) {
+            let word_hash = hash(word);
+            if seen
+                .find(word_hash, |&i| query_terms[i].1 == word)
+                .is_none()
+            {
+                seen.insert_unique(word_hash, query_terms.len(), |&i| hash(&query_terms[i].1));
                 query_terms.push((self.term(word), word.to_owned()));
             }
         });
@@ -230,6 +238,10 @@ impl ToolSearchIndex {
             }
         }
 
+        // The query's terms that documents have, sorted: the local-name test looks each of a
+        // document's terms up in it.
+        let mut known: Vec<TermId> = query_terms.iter().filter_map(|&(term, _)| term).collect();
+        known.sort_unstable();
         let exact = self.exact_documents(query);
         let ranked = touched
             .into_iter()
@@ -239,9 +251,7 @@ impl ToolSearchIndex {
                 let local = &self.documents[d].local_terms;
                 let local = &self.local_terms[local.start as usize..local.end as usize];
                 let whole_local_name = !local.is_empty()
-                    && local
-                        .iter()
-                        .all(|&local| query_terms.iter().any(|&(term, _)| term == Some(local)));
+                    && local.iter().all(|local| known.binary_search(local).is_ok());
                 if whole_local_name {
                     score += bonus;
                 }

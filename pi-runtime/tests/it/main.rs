@@ -2,6 +2,7 @@
 //! link of the whole dependency graph per file, in time and in disk. Modules that need a
 //! cargo feature say so; the rest run with `--no-default-features`.
 
+mod blocking_support;
 mod json_support;
 #[cfg(feature = "mcp")]
 mod mcp_support;
@@ -126,6 +127,7 @@ mod run_context;
 mod schema_tool;
 mod tool_changes;
 mod tool_policy;
+mod tool_search_limits;
 #[cfg(feature = "tools")]
 mod tools_bash;
 #[cfg(feature = "tools")]

@@ -185,6 +185,158 @@ async fn progress_cannot_keep_a_call_past_its_total_time_limit() {
     assert!(grown < SMALL_PEAK, "peak memory grew by {grown} bytes");
 }
 
+/// A stdio MCP server in Python whose one tool, `endless`, reports progress every
+/// `sys.argv[1]` seconds until the call is cancelled; then it appends the request's id to
+/// the file `sys.argv[2]`.
+const PROGRESS_SERVER: &str = r#"
+import json, sys, threading, time
+interval, log = float(sys.argv[1]), sys.argv[2]
+lock, cancelled = threading.Lock(), set()
+def send(message):
+    with lock:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+def progress(request, token):
+    tick = 0
+    while request not in cancelled:
+        tick += 1
+        send({"jsonrpc": "2.0", "method": "notifications/progress",
+              "params": {"progressToken": token, "progress": tick, "message": "tick %d" % tick}})
+        time.sleep(interval)
+    with open(log, "a") as out:
+        out.write("%s\n" % request)
+for line in sys.stdin:
+    message = json.loads(line)
+    method = message.get("method")
+    if method == "notifications/cancelled":
+        cancelled.add(message["params"]["requestId"])
+        continue
+    if "id" not in message or method is None:
+        continue
+    if method == "initialize":
+        result = {"protocolVersion": message["params"]["protocolVersion"],
+                  "capabilities": {"tools": {}}, "serverInfo": {"name": "py", "version": "0"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "endless", "description": "Reports progress forever.",
+                             "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        token = message["params"]["_meta"]["progressToken"]
+        threading.Thread(target=progress, args=(message["id"], token), daemon=True).start()
+        continue
+    else:
+        result = {}
+    send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+"#;
+
+/// The timeout of the clients below: each progress notification (every 100 ms) restarts it,
+/// so only the total limit ends their calls.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The call of `client`'s one tool, its result text and how long it took; fails the test
+/// past 30 s (the defect held calls for the default total limit, 10 minutes).
+async fn endless_call(client: &McpClient) -> (String, Duration) {
+    let tool = client.tools().pop().expect("one tool");
+    let start = Instant::now();
+    let result = tokio::time::timeout(
+        Duration::from_secs(30),
+        tool.execute("c1".into(), json!({}), ToolContext::detached("c1")),
+    )
+    .await
+    .expect("the total limit ends the call")
+    .expect("a result");
+    assert!(result.is_error);
+    (result.text_content(), start.elapsed())
+}
+
+/// Seen before the fix: a server reporting progress every 0.5 s held a call of a client with
+/// a 5 s timeout past 180 s (the total limit was 10 minutes, whatever the timeout).
+#[tokio::test]
+async fn progress_over_stdio_extends_a_call_to_ten_times_its_timeout_at_most() {
+    let _alone = measured().await;
+    let peak = peak_rss();
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let log = dir.path().join("cancelled");
+    let mut command = tokio::process::Command::new("python3");
+    command.arg("-c").arg(PROGRESS_SERVER).arg("0.1").arg(&log);
+    let client = McpClient::builder("py")
+        .timeout(IDLE_TIMEOUT)
+        .stdio(command)
+        .await
+        .expect("the server initializes");
+    let (text, took) = endless_call(&client).await;
+    assert_eq!(
+        text,
+        "MCP tool py/endless exceeded its total time limit of 10.0 s"
+    );
+    // Progress extended the call past its timeout, up to ten times it.
+    assert!(
+        took >= 10 * IDLE_TIMEOUT && took < Duration::from_secs(20),
+        "{took:?}"
+    );
+    // `notifications/cancelled` reached the server; up to 10 s on a loaded machine.
+    for _ in 0..500 {
+        if std::fs::read_to_string(&log).is_ok_and(|ids| !ids.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        std::fs::read_to_string(&log)
+            .expect("the server was told")
+            .lines()
+            .count(),
+        1
+    );
+    client.close().await;
+    let grown = peak_rss().saturating_sub(peak);
+    eprintln!(
+        "stdio: the call ended after {took:?}; peak +{} KB",
+        grown >> 10
+    );
+    assert!(grown < SMALL_PEAK, "peak memory grew by {grown} bytes");
+}
+
+#[tokio::test]
+async fn progress_over_http_extends_a_call_to_ten_times_its_timeout_at_most() {
+    let _alone = measured().await;
+    let peak = peak_rss();
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let server = McpServer::new((Endless::new(Arc::clone(&cancelled)),)).expect("tools register");
+    let http = server
+        .serve_http("127.0.0.1:0".parse().expect("an address"))
+        .await
+        .expect("a loopback port");
+    let client = McpClient::builder("local")
+        .timeout(IDLE_TIMEOUT)
+        .http(http.url())
+        .await
+        .expect("the client connects");
+    let (text, took) = endless_call(&client).await;
+    assert_eq!(
+        text,
+        "MCP tool local/endless exceeded its total time limit of 10.0 s"
+    );
+    assert!(
+        took >= 10 * IDLE_TIMEOUT && took < Duration::from_secs(20),
+        "{took:?}"
+    );
+    for _ in 0..500 {
+        if cancelled.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(cancelled.load(Ordering::SeqCst), "the server was told");
+    client.close().await;
+    http.shutdown().await;
+    let grown = peak_rss().saturating_sub(peak);
+    eprintln!(
+        "http: the call ended after {took:?}; peak +{} KB",
+        grown >> 10
+    );
+    assert!(grown < SMALL_PEAK, "peak memory grew by {grown} bytes");
+}
+
 #[tokio::test]
 async fn malformed_json_rpc_gets_json_rpc_errors_not_415() {
     let server = McpServer::new((Endless::new(Arc::default()),)).expect("tools register");

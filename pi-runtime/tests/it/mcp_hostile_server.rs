@@ -128,7 +128,7 @@ async fn expired_sessions_alone() {
     let client = RawClient::new(http.url());
     let (peak, started) = (peak_rss(), Instant::now());
     let mut resident = Vec::new();
-    for _ in 0..8 {
+    for _ in 0..ROUNDS {
         for _ in 0..500 {
             client.open_session().await.expect("a place");
         }
@@ -139,21 +139,52 @@ async fn expired_sessions_alone() {
     let took = started.elapsed();
     let grown = peak_rss().saturating_sub(peak);
     eprintln!(
-        "8 rounds of 500 sessions, each round expired: resident {resident:?} MB, peak +{} MB, \
-         in {took:?}",
+        "{ROUNDS} rounds of 500 sessions, each round expired: resident {resident:?} MB, peak +{} \
+         MB, in {took:?}",
         grown / MB
     );
     http.shutdown().await;
-    // The allocator keeps what it was given back, and settles after a few rounds (near
-    // 60 MB from the fourth on); sessions that kept their memory would add some 30 MB a
-    // round, a leak of 2.5 KB a session 5 MB over the last four.
-    let settled = resident[7].saturating_sub(resident[3]);
+    let late = growth_past_the_plateau(&resident);
     assert!(
-        settled < 5,
-        "resident grew by {settled} MB over the last 4 rounds"
+        late < 4,
+        "resident grew by {late} MB over the last {LAST} rounds, past the most before them: \
+         {resident:?} MB"
     );
     assert!(grown < 64 * MB, "peak memory grew by {} MB", grown / MB);
-    assert!(took < Duration::from_secs(60), "took {took:?}");
+    // Some 60 s here (2 cores, load 4); `alone` gives the process 180 s.
+    assert!(took < Duration::from_secs(150), "took {took:?}");
+}
+
+/// Rounds of sessions [`expired_sessions_alone`] opens.
+const ROUNDS: usize = 12;
+/// The last rounds, judged against the most resident memory before them.
+const LAST: usize = 4;
+
+/// How much more memory (MB) the last [`LAST`] rounds held at most than any round before
+/// them. The allocator keeps what it was given back, and settles after a few rounds: on a
+/// loaded machine the sessions of one round may not have expired when the next opens its
+/// own, and the level it settles at is higher, and later (seen: `[54, 59, 60, 67, 71, 74,
+/// 73, 73]`), but it settles; so the last rounds are compared with the most before them,
+/// not with one early round. Sessions that kept their memory add some 30 MB a round; a leak
+/// of 2 KB a session adds 4 MB over the last four.
+fn growth_past_the_plateau(resident: &[u64]) -> u64 {
+    let (before, last) = resident.split_at(resident.len().saturating_sub(LAST));
+    let most_before = before.iter().copied().max().unwrap_or(0);
+    let most_last = last.iter().copied().max().unwrap_or(0);
+    most_last.saturating_sub(most_before)
+}
+
+#[test]
+fn the_plateau_judgement_tells_a_leak_from_a_late_plateau() {
+    // Seen on a loaded machine (load 6), the plateau reached late, then held.
+    let loaded = [54, 59, 60, 67, 71, 74, 73, 73, 74, 73, 73, 74];
+    assert_eq!(growth_past_the_plateau(&loaded), 0);
+    // A leak of 2.5 KB a session (1.25 MB a round) keeps growing.
+    let leaking = [54, 56, 57, 58, 60, 61, 62, 63, 65, 66, 67, 68];
+    assert_eq!(growth_past_the_plateau(&leaking), 5);
+    // Sessions that keep all their memory.
+    let kept: Vec<u64> = (0..12).map(|round| 54 + 30 * round).collect();
+    assert_eq!(growth_past_the_plateau(&kept), 120);
 }
 
 #[tokio::test]

@@ -15,6 +15,8 @@ use pi_runtime::tool::{TempFileSaver, ToolPolicy};
 use pi_runtime::{FnTool, State, ToolCall, ToolContext, ToolError, ToolResult, ToolSet, tool};
 use serde_json::json;
 
+use crate::blocking_support::{Blocking, ON_TIME};
+
 /// Waits until told to stop.
 #[tool(timeout = "50ms")]
 async fn nap(ctx: ToolContext) -> String {
@@ -122,8 +124,14 @@ async fn a_server_with_the_agents_policies_runs_calls_as_the_agent_does() {
 
     // The tool's own timeout, and the agent's default for the tool without one.
     for (tool, text) in [
-        ("nap", "Tool \"nap\" timed out after 50ms"),
-        ("idle", "Tool \"idle\" timed out after 20ms"),
+        (
+            "nap",
+            "Tool \"nap\" timed out after 50ms and was told to stop; it ended afterwards, so its work may be done. It returned:\nwoke up",
+        ),
+        (
+            "idle",
+            "Tool \"idle\" timed out after 20ms and was told to stop; it ended afterwards, so its work may be done. It returned:\nstopped",
+        ),
     ] {
         let expected = (true, text.to_owned());
         assert_eq!(in_the_agent(&agent, tool).await, expected, "{tool}");
@@ -179,7 +187,10 @@ async fn without_an_agent_a_tool_keeps_its_own_policy() {
     let (http, client) = serve(McpServer::new(tools(&gauge)).expect("tools register")).await;
     assert_eq!(
         through_mcp(&client, "nap").await,
-        (true, "Tool \"nap\" timed out after 50ms".to_owned())
+        (
+            true,
+            "Tool \"nap\" timed out after 50ms and was told to stop; it ended afterwards, so its work may be done. It returned:\nwoke up".to_owned()
+        )
     );
     // No default timeout: the call runs until it is cancelled.
     let idle = tokio::time::timeout(Duration::from_millis(300), through_mcp(&client, "idle")).await;
@@ -193,4 +204,28 @@ async fn without_an_agent_a_tool_keeps_its_own_policy() {
     assert_eq!(gauge.most.load(Ordering::SeqCst), 1);
     client.close().await;
     http.shutdown().await;
+}
+
+/// Seen before the fix: a served call of a tool that blocks its thread held the server's
+/// runtime (and the timer of its time limit) for the whole block.
+#[tokio::test]
+async fn a_served_call_of_a_tool_that_blocks_its_thread_times_out_on_time() {
+    let blocking = Blocking::default();
+    let server = McpServer::new((blocking.tool("blocker"),)).expect("tools register");
+    let (http, client) = serve(server).await;
+    let started = Instant::now();
+    let result = through_mcp(&client, "blocker").await;
+    let elapsed = started.elapsed();
+    assert_eq!(
+        result,
+        (
+            true,
+            "Tool \"blocker\" timed out after 200ms, and it did not finish within 1s of being told to stop; it may still be running, so its work may yet be done".to_owned()
+        )
+    );
+    assert_eq!(blocking.blocking(), 1, "the call's thread still blocks");
+    blocking.release().await;
+    client.close().await;
+    http.shutdown().await;
+    assert!(elapsed < ON_TIME, "{elapsed:?}");
 }

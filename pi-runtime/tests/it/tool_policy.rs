@@ -12,6 +12,8 @@ use pi_runtime::agent::{Agent, BuildError, RunEnd, RunState};
 
 use crate::approvals::key;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+
+use crate::blocking_support::{Blocking, ON_TIME};
 use pi_runtime::tool::{ApprovalPolicy, TempFileSaver, ToolPolicy};
 use pi_runtime::{
     FnTool, Message, ToolCall, ToolContext, ToolDefinition, ToolError, ToolResult, tool,
@@ -79,7 +81,7 @@ async fn a_tool_that_ignores_its_signal_times_out_after_the_grace_period() {
         results(&run),
         [error(
             "c1",
-            "Tool \"stubborn\" timed out after 50ms, and it did not finish within 1s of being told to stop"
+            "Tool \"stubborn\" timed out after 50ms, and it did not finish within 1s of being told to stop; it may still be running, so its work may yet be done"
         )]
     );
     assert!(
@@ -96,14 +98,17 @@ async fn a_tool_that_ignores_its_signal_times_out_after_the_grace_period() {
 }
 
 #[tokio::test]
-async fn a_tool_that_stops_when_told_still_reads_as_timed_out() {
+async fn a_tool_that_stops_when_told_reads_as_timed_out_with_what_it_returned() {
     let model = FauxModel::new().respond(FauxResponse::tool_call("c1", "polite", json!({})));
     let agent = Agent::builder().model(model).tools(Polite).build().unwrap();
     let started = Instant::now();
     let run = agent.prompt("go").await.unwrap();
     assert_eq!(
         results(&run),
-        [error("c1", "Tool \"polite\" timed out after 50ms")]
+        [error(
+            "c1",
+            "Tool \"polite\" timed out after 50ms and was told to stop; it ended afterwards, so its work may be done. It returned:\nstopped early"
+        )]
     );
     assert!(started.elapsed() < Duration::from_secs(1));
 }
@@ -126,7 +131,7 @@ async fn the_agent_default_timeout_applies_to_a_tool_without_one() {
         results(&run),
         [error(
             "c1",
-            "Tool \"idle\" timed out after 20ms, and it did not finish within 1s of being told to stop"
+            "Tool \"idle\" timed out after 20ms, and it did not finish within 1s of being told to stop; it may still be running, so its work may yet be done"
         )]
     );
 }
@@ -530,4 +535,166 @@ async fn output_over_the_cap_is_cut_and_saved_in_full() {
         )
     );
     assert!(!result.is_error);
+}
+
+const BLOCKED_TIMED_OUT: &str = "Tool \"blocker\" timed out after 200ms, and it did not finish within 1s of being told to stop; it may still be running, so its work may yet be done";
+
+/// Runs the agent's prompt, checks every result is the timeout's, and returns the time taken.
+async fn timed_out_calls(agent: &Agent, ids: &[&str]) -> Duration {
+    let started = Instant::now();
+    let run = agent.prompt("go").await.unwrap();
+    let elapsed = started.elapsed();
+    let expected: Vec<_> = ids.iter().map(|id| error(id, BLOCKED_TIMED_OUT)).collect();
+    assert_eq!(results(&run), expected);
+    assert_eq!(run.end, RunEnd::Completed);
+    elapsed
+}
+
+fn calls_of(tool: &str, ids: &[&str]) -> FauxResponse {
+    let mut response = FauxResponse::new(Vec::new());
+    for id in ids {
+        response = response.and_tool_call(*id, tool, json!({}));
+    }
+    response
+}
+
+/// Seen before the fix: a one-call batch runs on the run's own task, so the tool's blocking
+/// held the timer with it, and the call "succeeded" after the tool's full block.
+#[tokio::test]
+async fn a_tool_that_blocks_its_thread_times_out_on_time_alone_in_its_batch() {
+    let blocking = Blocking::default();
+    let model = FauxModel::new().respond(calls_of("blocker", &["c1"]));
+    let agent = Agent::builder()
+        .model(model)
+        .tools(blocking.tool("blocker"))
+        .build()
+        .unwrap();
+    let elapsed = timed_out_calls(&agent, &["c1"]).await;
+    // The call was abandoned while its thread still blocks.
+    assert_eq!(blocking.blocking(), 1);
+    blocking.release().await;
+    assert!(
+        elapsed >= Duration::from_millis(1_200) && elapsed < ON_TIME,
+        "{elapsed:?}"
+    );
+}
+
+/// Three calls blocking at once, more than the runtime has worker threads: each still times
+/// out on time, and the run goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_that_block_their_threads_time_out_on_time_in_a_parallel_batch() {
+    let blocking = Blocking::default();
+    let ids = ["c1", "c2", "c3"];
+    let model = FauxModel::new().respond(calls_of("blocker", &ids));
+    let agent = Agent::builder()
+        .model(model)
+        .tools(blocking.tool("blocker"))
+        .build()
+        .unwrap();
+    let elapsed = timed_out_calls(&agent, &ids).await;
+    assert_eq!(blocking.blocking(), 3);
+    blocking.release().await;
+    // Side by side: one timeout and one grace period for the three.
+    assert!(
+        elapsed >= Duration::from_millis(1_200) && elapsed < ON_TIME,
+        "{elapsed:?}"
+    );
+}
+
+/// In a sequential batch each call times out on time after the one before it.
+#[tokio::test]
+async fn tools_that_block_their_threads_time_out_on_time_one_after_another() {
+    let blocking = Blocking::default();
+    let ids = ["c1", "c2"];
+    let model = FauxModel::new().respond(calls_of("blocker", &ids));
+    let agent = Agent::builder()
+        .model(model)
+        .tools(
+            blocking
+                .tool("blocker")
+                .with_mode(pi_runtime::ExecutionMode::Sequential),
+        )
+        .build()
+        .unwrap();
+    let elapsed = timed_out_calls(&agent, &ids).await;
+    assert_eq!(blocking.blocking(), 2);
+    blocking.release().await;
+    assert!(
+        elapsed >= Duration::from_millis(2_400) && elapsed < ON_TIME + Duration::from_secs(2),
+        "{elapsed:?}"
+    );
+}
+
+/// A tool's own call of a blocking tool (as code mode makes them) times out on time too.
+#[tokio::test]
+async fn a_nested_call_of_a_tool_that_blocks_its_thread_times_out_on_time() {
+    let blocking = Blocking::default();
+    let caller = FnTool::new(
+        "caller",
+        "Calls blocker.",
+        json!({"type": "object"}),
+        |_, ctx| async move {
+            let result = ctx
+                .call_tool(ToolCall::new("n1", "blocker", json!({})))
+                .await;
+            Ok::<_, ToolError>(ToolResult::text(format!(
+                "nested: {}",
+                result.text_content()
+            )))
+        },
+    );
+    let model = FauxModel::new().respond(calls_of("caller", &["c1"]));
+    let agent = Agent::builder()
+        .model(model)
+        .tools((blocking.tool("blocker"), caller))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let run = agent.prompt("go").await.unwrap();
+    let elapsed = started.elapsed();
+    blocking.release().await;
+    assert_eq!(
+        results(&run),
+        [(
+            "c1".to_owned(),
+            false,
+            format!("nested: {BLOCKED_TIMED_OUT}")
+        )]
+    );
+    assert!(elapsed < ON_TIME, "{elapsed:?}");
+}
+
+/// Seen before the fix: a tool that ended within the grace period, its work done, read as a
+/// bare "timed out", so a model retrying it did the work twice.
+#[tokio::test]
+async fn a_tool_that_ends_in_the_grace_period_delivers_its_late_result() {
+    let done = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&done);
+    let late = FnTool::new(
+        "late",
+        "Works late.",
+        json!({"type": "object"}),
+        move |_, _| {
+            let done = Arc::clone(&counter);
+            async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                done.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, ToolError>(ToolResult::text("wrote 3 rows"))
+            }
+        },
+    )
+    .with_policy(ToolPolicy::new().with_timeout(Duration::from_millis(100)));
+    let model = FauxModel::new().respond(calls_of("late", &["c1"]));
+    let agent = Agent::builder().model(model).tools(late).build().unwrap();
+    let started = Instant::now();
+    let run = agent.prompt("go").await.unwrap();
+    assert_eq!(
+        results(&run),
+        [error(
+            "c1",
+            "Tool \"late\" timed out after 100ms and was told to stop; it ended afterwards, so its work may be done. It returned:\nwrote 3 rows"
+        )]
+    );
+    assert_eq!(done.load(Ordering::SeqCst), 1);
+    assert!(started.elapsed() < Duration::from_secs(3));
 }

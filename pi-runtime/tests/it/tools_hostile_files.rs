@@ -79,9 +79,15 @@ async fn read_in(dir: &Path, path: &str) -> String {
     outcome(result.map(|result| result.text_content()))
 }
 
+/// This binary, as a child started by [`child`] reaches it whoever it runs as: through the
+/// `/proc/self/exe` link of the process that execs it (the forked test), which leads to the
+/// file itself, not through the directories above it. A child running as `nobody` could not
+/// exec the binary by its path where a directory above the checkout is private (`0700`).
+const THIS_BINARY: &str = "/proc/self/exe";
+
 /// A command running the child test `name` of this binary with `arg` in [`CHILD_ENV`].
 fn child(name: &str, arg: &Path) -> Command {
-    let mut command = Command::new(std::env::current_exe().unwrap());
+    let mut command = Command::new(THIS_BINARY);
     command
         .args(["--exact", &format!("tools_hostile_files::{name}")])
         .args(["--ignored", "--nocapture", "--test-threads=1", "-q"])

@@ -20,13 +20,16 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::policy::{self, NestedFailures, Policies};
+use super::worker;
 use crate::agent::approval::{self, Approval};
 use crate::agent::failure::{self, BLOCKED, CallFailure, OPERATION_ABORTED};
 use crate::agent::hooks::{AfterToolCall, BeforeToolCall, Hooks, ToolCallDecision};
 use crate::agent::telemetry;
 use crate::agent::turn_tools::TurnTools;
 use crate::args::ValidationError;
-use crate::message::{AssistantMessage, Message, ToolCall, ToolResultMessage, now_ms};
+use crate::message::{
+    AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage, now_ms,
+};
 use crate::tool::context::ToolCaller;
 use crate::tool::{
     ConversationTools, RunContext, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind,
@@ -356,7 +359,15 @@ where
     // `after_tool_call` needs the arguments too; only then is a copy worth making.
     let kept_args = scope.hooks.after_tool_call.as_ref().map(|_| args.clone());
     let started = Instant::now();
-    let mut running = pin!(guarded(|| tool.execute(call.id.clone(), args, context)));
+    // A call with a time limit runs on a thread of its own, so that the limit fires on time
+    // even when the tool blocks its thread (see `worker`).
+    let job = worker::Job {
+        tool: Arc::clone(&tool),
+        call_id: call.id.clone(),
+        args,
+        context,
+    };
+    let mut running = worker::start(job, policy.timeout.is_some());
     let mut time_limit = pin!(policy::time_limit(policy.timeout, &call_signal));
     let mut given_up = pin!(give_up(&call_signal));
     let settled = loop {
@@ -373,15 +384,19 @@ where
         on_update(update).await;
     }
     drop(rx);
-    // The tool's own time limit fired (the run's signal did not): whatever the tool did
-    // after it was told to stop, the model reads that it timed out.
-    if let Some(timeout) = policy.timeout
-        && call_signal.is_cancelled()
-        && !scope.signal().is_cancelled()
-    {
-        let grace = settled.is_none().then_some(STOP_GRACE);
+    // The tool's own time limit fired (the run's signal did not): the model reads that the
+    // call timed out, and what is known of its work, so that it does not repeat work that
+    // may be done. A tool that ended within the grace period ended with a result: the model
+    // reads it after the notice (and `after_tool_call` sees it so). One that did not may
+    // still be running: the text says its work may yet be done.
+    let timed_out = policy
+        .timeout
+        .filter(|_| call_signal.is_cancelled() && !scope.signal().is_cancelled());
+    if let (Some(timeout), None) = (timed_out, &settled) {
         return Outcome {
-            result: ToolResult::error(failure::timed_out(&call.name, timeout, grace)),
+            result: ToolResult::error(failure::timed_out_abandoned(
+                &call.name, timeout, STOP_GRACE,
+            )),
             failure: Some(CallFailure::Timeout),
             duration_ms: Some(duration_ms),
         };
@@ -413,6 +428,12 @@ where
         }
     };
     let mut result = result;
+    if let Some(timeout) = timed_out {
+        let notice = failure::timed_out_then_ended(&call.name, timeout);
+        result.content.insert(0, ContentBlock::text(notice));
+        result.is_error = true;
+        failure = Some(CallFailure::Timeout);
+    }
     if let (Some(after), Some(args)) = (&scope.hooks.after_tool_call, kept_args) {
         let context = AfterToolCall {
             assistant_message: scope.assistant.clone(),

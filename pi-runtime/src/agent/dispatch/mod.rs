@@ -11,6 +11,7 @@ mod batch;
 mod call;
 mod held;
 mod policy;
+mod worker;
 
 use std::future::Future;
 use std::sync::Arc;
