@@ -57,6 +57,8 @@ mod mcp_hostile;
 mod mcp_hostile_limits;
 #[cfg(feature = "mcp")]
 mod mcp_hostile_server;
+#[cfg(feature = "jwt")]
+mod mcp_jwks;
 #[cfg(feature = "mcp")]
 mod mcp_tool_policy;
 mod partial_json_malformed;
