@@ -60,6 +60,8 @@ mod mcp_hostile_server;
 #[cfg(feature = "jwt")]
 mod mcp_jwks;
 #[cfg(feature = "mcp")]
+mod mcp_origins;
+#[cfg(feature = "mcp")]
 mod mcp_tool_policy;
 mod partial_json_malformed;
 mod partial_json_props;
