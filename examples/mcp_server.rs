@@ -30,7 +30,8 @@
 //!
 //! Over HTTP, a client that takes a URL (Claude Code: `claude mcp add --transport http pi-tools
 //! http://127.0.0.1:8000/mcp`) connects to `http://<addr>/mcp`. A loopback address accepts only
-//! loopback `Host` headers, which keeps web pages from reaching it by DNS rebinding.
+//! loopback `Host` headers, and of browser pages only those of loopback origins, which keeps
+//! other web pages from reaching it, by DNS rebinding or otherwise.
 //!
 //! Beyond loopback every request needs a bearer token, checked one of two ways:
 //!

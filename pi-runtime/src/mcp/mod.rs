@@ -81,6 +81,7 @@ mod first_write;
 mod http;
 mod listing;
 mod naming;
+mod origins;
 mod parse_error;
 mod schema;
 mod server;

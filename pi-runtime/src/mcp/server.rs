@@ -24,7 +24,7 @@ use super::auth::{self, Authentication, Gate, Principal};
 use super::cluster::{self, Cluster};
 use super::connections::{self, Limited, Peer};
 use super::sessions::{self, SessionLimits, Sessions};
-use super::{McpError, ToolHints, errors, first_write, parse_error};
+use super::{McpError, ToolHints, errors, first_write, origins, parse_error};
 use crate::agent::dispatch::{Dispatcher, Lane, Policies, RunLimits};
 use crate::agent::turn_tools::TurnTools;
 use crate::agent::{Hooks, ToolPolicies};
@@ -234,9 +234,15 @@ impl McpServer {
     }
 
     /// Browser origins (`https://app.example.com`, with `:*` for any port) whose pages may
-    /// call the server. A request with any other `Origin` header is refused with `403`;
-    /// by default every browser origin is, while clients that send no `Origin` (SDKs, other
-    /// services) pass.
+    /// call the server, besides its own. A request with any other `Origin` header is
+    /// refused with `403`, while clients that send no `Origin` (SDKs, other services) pass.
+    ///
+    /// The server's own pages are always accepted: those of the names it answers to, over
+    /// `http` or `https`. On loopback ([`serve_http`](Self::serve_http) of a loopback
+    /// address, [`router`](Self::router)) these are `localhost`, `127.0.0.1` and `[::1]` on
+    /// any port; for [`router_for_hosts`](Self::router_for_hosts), the names given (on the
+    /// port given, else any); for `serve_http` of an address beyond loopback, that address
+    /// (none for a wildcard address: allow the names the server is reached by here).
     #[must_use]
     pub fn with_allowed_origins<I, S>(mut self, origins: I) -> Self
     where
@@ -353,9 +359,11 @@ impl McpServer {
     }
 
     /// The streamable HTTP endpoint as an axum router serving `path` (for example `/mcp`),
-    /// to merge into an application's own router. Only loopback `Host`s are accepted, which
-    /// protects a local server from DNS rebinding; use [`router_for_hosts`](Self::router_for_hosts)
-    /// behind a real host name.
+    /// to merge into an application's own router. Only loopback `Host`s (`localhost`,
+    /// `127.0.0.1`, `[::1]`, any port) are accepted, and only browser pages of those origins
+    /// or of [`with_allowed_origins`](Self::with_allowed_origins), which protects a local
+    /// server from DNS rebinding; use [`router_for_hosts`](Self::router_for_hosts) behind a
+    /// real host name.
     ///
     /// Sessions are capped as [`with_session_limits`](Self::with_session_limits) says (per
     /// client only when served with `into_make_service_with_connect_info::<SocketAddr>()`),
@@ -366,7 +374,8 @@ impl McpServer {
     }
 
     /// Like [`router`](Self::router), accepting requests for these `Host` names (or
-    /// `host:port` authorities).
+    /// `host:port` authorities), and from browser pages served by them (`http` or `https`,
+    /// on the port given, else any) or of [`with_allowed_origins`](Self::with_allowed_origins).
     pub fn router_for_hosts<I, S>(&self, path: &str, hosts: I) -> axum::Router
     where
         I: IntoIterator<Item = S>,
@@ -379,20 +388,21 @@ impl McpServer {
         )
     }
 
-    /// The endpoint at `path`; `bound` is the resource URI of a server bound to a known
-    /// address, used when the authentication settings name none.
+    /// The endpoint at `path`; `bound` is the address of a server bound to one: its pages'
+    /// origin, and its resource URI when the authentication settings name none.
     fn router_with(
         &self,
         path: &str,
         config: StreamableHttpServerConfig,
-        bound: Option<String>,
+        bound: Option<SocketAddr>,
     ) -> axum::Router {
         let inner = &self.inner;
         let server = self.clone();
         let max_body = inner.max_body;
+        let origins = origins::allowed_origins(&inner.origins, &config.allowed_hosts, bound);
         let config = config
             .with_max_request_body_bytes(max_body)
-            .with_allowed_origins(inner.origins.clone())
+            .with_allowed_origins(origins)
             .enforce_origin_validation()
             // A request of the 2026-07-28 revision that sends nothing before its answer (no
             // progress) is answered as plain JSON rather than as an event stream of one event.
@@ -400,7 +410,14 @@ impl McpServer {
         let sessions = Sessions::new(inner.session_limits);
         let service =
             StreamableHttpService::new(move || Ok(server.clone()), sessions.manager(), config);
-        let gate = inner.auth.clone().map(|auth| Gate::new(auth, path, bound));
+        // A wildcard address is no URI a client reaches.
+        let resource = bound
+            .filter(|addr| !addr.ip().is_unspecified())
+            .map(|addr| format!("http://{addr}{path}"));
+        let gate = inner
+            .auth
+            .clone()
+            .map(|auth| Gate::new(auth, path, resource));
         // The last layer added runs first: the token, the body check, the connection's
         // activity, the instance holding the session, the token's scopes for the tool
         // called, the sessions, then the hold on a quick answer's head.
@@ -483,9 +500,7 @@ impl McpServer {
         } else {
             config
         };
-        // A wildcard address is no URI a client reaches.
-        let bound = (!local.ip().is_unspecified()).then(|| format!("http://{local}/mcp"));
-        let router = self.router_with("/mcp", config, bound);
+        let router = self.router_with("/mcp", config, Some(local));
         let max = self
             .inner
             .max_connections

@@ -59,6 +59,10 @@ mod mcp_hostile;
 mod mcp_hostile_limits;
 #[cfg(feature = "mcp")]
 mod mcp_hostile_server;
+#[cfg(feature = "jwt")]
+mod mcp_jwks;
+#[cfg(feature = "mcp")]
+mod mcp_origins;
 #[cfg(feature = "mcp")]
 mod mcp_tool_policy;
 mod partial_json_malformed;

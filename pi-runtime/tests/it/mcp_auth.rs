@@ -284,8 +284,8 @@ impl Drop for Issuer {
     }
 }
 
-const ISS: &str = "https://auth.example.com";
-const AUD: &str = "https://tools.example.com/mcp";
+pub(crate) const ISS: &str = "https://auth.example.com";
+pub(crate) const AUD: &str = "https://tools.example.com/mcp";
 
 fn key(name: &str) -> EncodingKey {
     let pem = std::fs::read(format!(
@@ -297,7 +297,7 @@ fn key(name: &str) -> EncodingKey {
 }
 
 /// The public key of `name` as a JWK with the id `kid`.
-fn jwk(name: &str, kid: &str) -> Jwk {
+pub(crate) fn jwk(name: &str, kid: &str) -> Jwk {
     let mut jwk = Jwk::from_encoding_key(&key(name), Algorithm::ES256).expect("a JWK");
     jwk.common.key_id = Some(kid.to_owned());
     jwk
@@ -311,7 +311,7 @@ fn now() -> u64 {
 }
 
 /// A token signed by the key `name` under the id `kid`, with `claims` over valid defaults.
-fn token(name: &str, kid: &str, claims: Value) -> String {
+pub(crate) fn token(name: &str, kid: &str, claims: Value) -> String {
     let mut all = json!({"iss": ISS, "aud": AUD, "sub": "alice", "exp": now() + 600,
                          "iat": now(), "scope": "math read"});
     for (claim, value) in claims.as_object().expect("claims").clone() {

@@ -3,27 +3,16 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
-use tokio::sync::Mutex;
 
+use super::jwks::{FetchedKeys, find, unknown_key};
 use super::{Principal, TokenError, TokenVerifier};
-
-/// How long fetched keys are used before they are fetched again, by default.
-const KEYS_MAX_AGE: Duration = Duration::from_secs(300);
-/// The least time between two fetches, by default. A token naming a key the set lacks makes
-/// a fetch (the issuer may have rotated its keys), but a flood of such tokens makes one at
-/// most this often.
-const MIN_REFETCH_INTERVAL: Duration = Duration::from_secs(10);
-/// How long one fetch of the key set may take.
-const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
-/// The largest key set taken: real ones hold a few keys of a kilobyte or so.
-const MAX_JWKS_BYTES: usize = 1 << 20;
 
 /// Where a [`JwtVerifier`] gets its keys.
 #[derive(Debug, Clone)]
@@ -32,6 +21,13 @@ pub enum JwksSource {
     /// The authorization server's `jwks_uri`: fetched when first needed, again every five
     /// minutes, and at once (at most every ten seconds) when a token names a key the set
     /// lacks, so keys rotate without a restart. While a fetch fails, the last set is kept.
+    ///
+    /// A token of a key already fetched never waits for a fetch, however slow the key set's
+    /// server: the five-minute refresh runs in the background. A token naming a key the set
+    /// lacks waits for the one fetch under way (however many such tokens arrive), at most
+    /// its timeout (five seconds); when no fetch may start yet, it is answered at once. If
+    /// the last fetch failed, such a token gets [`TokenError::Unavailable`] (`503`, retry
+    /// later) rather than a refusal, since its key may be one the set now holds.
     Url(String),
     /// A fixed key set.
     Static(JwkSet),
@@ -87,22 +83,7 @@ impl fmt::Debug for JwtVerifier {
 
 enum Keys {
     Static(Arc<JwkSet>),
-    Fetched(Fetched),
-}
-
-/// A key set fetched from a URL, and when.
-struct Fetched {
-    url: String,
-    client: reqwest::Client,
-    cache: Mutex<Cache>,
-    max_age: Duration,
-    min_interval: Duration,
-}
-
-#[derive(Default)]
-struct Cache {
-    keys: Option<Arc<JwkSet>>,
-    fetched_at: Option<Instant>,
+    Fetched(FetchedKeys),
 }
 
 impl JwtVerifier {
@@ -111,13 +92,7 @@ impl JwtVerifier {
     pub fn new(keys: JwksSource, issuer: impl Into<String>, audience: impl Into<String>) -> Self {
         let keys = match keys {
             JwksSource::Static(set) => Keys::Static(Arc::new(set)),
-            JwksSource::Url(url) => Keys::Fetched(Fetched {
-                url,
-                client: reqwest::Client::new(),
-                cache: Mutex::default(),
-                max_age: KEYS_MAX_AGE,
-                min_interval: MIN_REFETCH_INTERVAL,
-            }),
+            JwksSource::Url(url) => Keys::Fetched(FetchedKeys::new(url)),
         };
         JwtVerifier {
             keys,
@@ -134,14 +109,25 @@ impl JwtVerifier {
         self
     }
 
-    /// For keys from a URL: how long a fetched set is used (default five minutes), and the
-    /// least time between two fetches however many tokens name an unknown key (default ten
-    /// seconds).
+    /// For keys from a URL: how long a fetched set is used before it is refreshed in the
+    /// background (default five minutes), and the least time between the starts of two
+    /// fetches however many tokens name an unknown key (default ten seconds).
     #[must_use]
     pub fn with_key_refresh(mut self, max_age: Duration, min_interval: Duration) -> Self {
         if let Keys::Fetched(fetched) = &mut self.keys {
             fetched.max_age = max_age;
             fetched.min_interval = min_interval;
+        }
+        self
+    }
+
+    /// For keys from a URL: how long one fetch of the set may take (default five seconds),
+    /// which is the longest a token naming an unknown key waits before its `503` while the
+    /// key set's server does not answer. Tokens of known keys never wait for a fetch.
+    #[must_use]
+    pub fn with_fetch_timeout(mut self, timeout: Duration) -> Self {
+        if let Keys::Fetched(fetched) = &mut self.keys {
+            fetched.set_timeout(timeout);
         }
         self
     }
@@ -200,79 +186,6 @@ impl JwtVerifier {
 impl TokenVerifier for JwtVerifier {
     fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Principal, TokenError>> {
         Box::pin(self.check(token))
-    }
-}
-
-impl Fetched {
-    async fn key(&self, kid: Option<&str>) -> Result<Jwk, TokenError> {
-        // One fetch at a time: tokens arriving meanwhile wait for its keys.
-        let mut cache = self.cache.lock().await;
-        let age = cache.fetched_at.map(|at| at.elapsed());
-        let stale = age.is_none_or(|age| age >= self.max_age);
-        if !stale && let Some(jwk) = cache.keys.as_deref().and_then(|set| find(set, kid)) {
-            return Ok(jwk.clone());
-        }
-        let may_fetch = age.is_none_or(|age| age >= self.min_interval);
-        if may_fetch {
-            cache.fetched_at = Some(Instant::now());
-            match self.fetch().await {
-                Ok(set) => cache.keys = Some(Arc::new(set)),
-                Err(error) => {
-                    tracing::warn!(url = %self.url, %error, "the JWKS could not be fetched");
-                    if cache.keys.is_none() {
-                        return Err(TokenError::Unavailable(error));
-                    }
-                }
-            }
-        }
-        cache
-            .keys
-            .as_deref()
-            .and_then(|set| find(set, kid))
-            .cloned()
-            .ok_or_else(|| unknown_key(kid))
-    }
-
-    async fn fetch(&self) -> Result<JwkSet, String> {
-        let failed = |e: reqwest::Error| format!("the key set at {} failed: {e}", self.url);
-        let mut response = self
-            .client
-            .get(&self.url)
-            .timeout(FETCH_TIMEOUT)
-            .send()
-            .await
-            .map_err(failed)?
-            .error_for_status()
-            .map_err(failed)?;
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(failed)? {
-            if body.len() + chunk.len() > MAX_JWKS_BYTES {
-                return Err(format!(
-                    "the key set at {} is larger than {MAX_JWKS_BYTES} bytes",
-                    self.url
-                ));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        serde_json::from_slice(&body)
-            .map_err(|e| format!("the key set at {} is not a JWKS: {e}", self.url))
-    }
-}
-
-fn find<'a>(set: &'a JwkSet, kid: Option<&str>) -> Option<&'a Jwk> {
-    match kid {
-        Some(kid) => set.find(kid),
-        None => match set.keys.as_slice() {
-            [only] => Some(only),
-            _ => None,
-        },
-    }
-}
-
-fn unknown_key(kid: Option<&str>) -> TokenError {
-    match kid {
-        Some(kid) => TokenError::Malformed(format!("no key of the issuer has the id {kid:?}")),
-        None => TokenError::Malformed("the token names no key (kid)".to_owned()),
     }
 }
 

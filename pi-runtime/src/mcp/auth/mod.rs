@@ -42,6 +42,8 @@
 
 mod gate;
 #[cfg(feature = "jwt")]
+mod jwks;
+#[cfg(feature = "jwt")]
 mod jwt;
 mod static_tokens;
 
