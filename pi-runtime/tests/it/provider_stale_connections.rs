@@ -98,7 +98,7 @@ async fn serve(mut stream: TcpStream, keep: Keep, counts: Arc<Counts>) {
         if expired || matches!(keep, Keep::Nothing) {
             counts.dropped.fetch_add(1, Ordering::SeqCst);
             // Reset, as the kernel answers a request on a socket its server closed.
-            let _ = stream.set_linger(Some(Duration::ZERO));
+            let _ = stream.set_zero_linger();
             return;
         }
         buffer.drain(..length);
@@ -207,7 +207,10 @@ async fn a_fresh_connection_closed_unanswered_is_not_sent_again() {
     assert_eq!(message.stop_reason, StopReason::Error);
     let error = message.error_message.as_deref().unwrap_or_default();
     assert!(
-        error.starts_with(&format!("Could not reach {}/chat/completions: ", server.base_url)),
+        error.starts_with(&format!(
+            "Could not reach {}/chat/completions: ",
+            server.base_url
+        )),
         "{error}"
     );
     // The server's own answer to a new connection: the policy (no retries) decides.
