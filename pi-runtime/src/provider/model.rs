@@ -114,7 +114,8 @@ pub struct Compat {
     /// Chat Completions: the server honours a `tool_choice` naming one function. Default
     /// `true`. With `false` (llama.cpp reads a named choice as `auto`), a
     /// [`ToolChoice::Tool`](crate::ToolChoice::Tool) is sent as `"required"` with the
-    /// request's tools narrowed to the named one, so the model still can call no other.
+    /// request's tools narrowed to the named one and `parallel_tool_calls: false` (unless
+    /// the request sets it), so the model makes one call of that tool.
     pub supports_named_tool_choice: Option<bool>,
 }
 

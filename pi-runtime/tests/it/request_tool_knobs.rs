@@ -239,6 +239,7 @@ fn a_named_choice_a_server_ignores_narrows_the_tools_and_requires_a_call() {
         .with_tool_choice(ToolChoice::Tool("list".into()));
     let sent = request_body(&m, &two_tools(), &options).expect("the request builds");
     assert_eq!(sent["tool_choice"], "required");
+    assert_eq!(sent["parallel_tool_calls"], false);
     let names: Vec<&str> = sent["tools"]
         .as_array()
         .expect("tools")

@@ -86,7 +86,11 @@ pub(crate) fn build_request(
         max_completion_tokens,
         temperature: options.temperature,
         tool_stream: (has_tools && compat.zai_tool_stream).then_some(true),
-        parallel_tool_calls: options.parallel_tool_calls.filter(|_| has_tools),
+        // A named choice is one call of that tool; the narrowed form says so itself.
+        parallel_tool_calls: match named {
+            Some(_) => Some(options.parallel_tool_calls.unwrap_or(false)),
+            None => options.parallel_tool_calls.filter(|_| has_tools),
+        },
         tools,
         tool_choice: match named {
             Some(_) => Some(OpenAiToolChoice::Mode("required")),
