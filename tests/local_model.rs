@@ -29,7 +29,7 @@ use pi_runtime::{
 use serde_json::{Value, json};
 
 mod support;
-use support::{Killed, free_port, installed};
+use support::{Killed, example_binary, free_port, installed};
 
 /// The context window the server is started with: the agent's output budget needs it
 /// declared (with 4096, the room it keeps for the answer leaves 1 token).
@@ -490,6 +490,46 @@ fn spaced_requests_never_meet_a_closed_connection() {
         failures.extend(one(round));
     }
     assert_eq!(failures.len(), 0, "{failures:#?}");
+}
+
+#[test]
+#[ignore = "needs llama-server and the SmolLM2 GGUF: set PI_LLAMA_SERVER and PI_LLAMA_MODEL (tests/llama/setup.sh)"]
+fn the_example_calls_tools_on_the_local_model() {
+    let Some(server) = LlamaServer::start() else {
+        return;
+    };
+    // As the README runs it, after starting the server the same way.
+    let output = Command::new(example_binary("local_model"))
+        .args(["--base-url", &format!("{}/v1", server.base_url)])
+        .args(["What is 12 plus 30?", "What is the weather in Paris?"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("the example runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    let starts = |prefix: &str| lines.iter().filter(|l| l.starts_with(prefix)).count();
+    assert_eq!(
+        (
+            starts("> "),
+            starts("call "),
+            starts("result "),
+            starts("answer: ")
+        ),
+        (2, 2, 2, 2),
+        "{stdout}"
+    );
+    assert!(lines.contains(&"call add {\"a\":12,\"b\":30}"), "{stdout}");
+    assert!(lines.contains(&"result 42"), "{stdout}");
+    assert!(
+        lines.contains(&"call weather {\"city\":\"Paris\"}"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" tokens/s, stop)"), "{stdout}");
 }
 
 fn runtime() -> tokio::runtime::Runtime {
