@@ -9,7 +9,8 @@
 # - cmake, from its PyPI wheel, in a virtual environment of its own (the machine has none).
 #
 # Everything is cached by version under ${PI_LLAMA_CACHE:-$HOME/.cache/pi-llama}, outside the
-# clone, so a machine builds once (about 25 minutes cold on 2 cores; instant when cached).
+# clone, so a machine builds once (15 min of CPU: about 8 min on 2 idle cores, 47 min measured
+# on a machine busy with other builds; instant when cached).
 # The build runs under `nice` with at most LLAMA_BUILD_JOBS (default 2) compiler jobs.
 # All progress goes to stderr; stdout carries only the two paths.
 set -euo pipefail
