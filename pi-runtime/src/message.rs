@@ -195,6 +195,46 @@ pub struct Cost {
     pub total: f64,
 }
 
+/// The speed of one response as its server measured it: llama.cpp sends these as `timings`
+/// on its last chunk. Fields the server leaves out stay `None`.
+///
+/// ```
+/// use pi_runtime::message::Timings;
+///
+/// let timings: Timings = serde_json::from_value(serde_json::json!({
+///     "promptTokens": 120, "promptMs": 40.0, "predictedTokens": 25, "predictedMs": 250.0,
+///     "predictedPerSecond": 100.0
+/// }))?;
+/// assert_eq!(timings.predicted_per_second, Some(100.0));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Timings {
+    /// Prompt tokens read from the server's cache instead of evaluated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_tokens: Option<u64>,
+    /// Prompt tokens evaluated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    /// Milliseconds spent on the prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_ms: Option<f64>,
+    /// Prompt tokens per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_per_second: Option<f64>,
+    /// Tokens generated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_tokens: Option<u64>,
+    /// Milliseconds spent generating.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_ms: Option<f64>,
+    /// Tokens generated per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_per_second: Option<f64>,
+}
+
 /// Token usage of a response or a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -448,6 +488,17 @@ pub struct AssistantMessage {
     /// The provider's response id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_id: Option<String>,
+    /// The model the server says answered, when it differs from [`model`](Self::model)
+    /// (a local server names its file; a gateway its fallback).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_model: Option<String>,
+    /// The stop reason exactly as the server sent it (`finish_reason`, `finishReason`,
+    /// `status`), before it was mapped to [`stop_reason`](Self::stop_reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_stop_reason: Option<String>,
+    /// How fast the server worked, when it says (llama.cpp's `timings`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timings: Option<Timings>,
     /// Milliseconds since the epoch.
     #[serde(default)]
     pub timestamp: u64,
@@ -468,6 +519,9 @@ impl AssistantMessage {
             stop_reason: StopReason::Pending,
             error_message: None,
             response_id: None,
+            response_model: None,
+            raw_stop_reason: None,
+            timings: None,
             timestamp: now_ms(),
             duration_ms: None,
         }

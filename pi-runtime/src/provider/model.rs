@@ -111,6 +111,12 @@ pub struct Compat {
     /// a removal or redeclaration moves the request's tool list instead. Needs
     /// mid-conversation system messages.
     pub supports_mid_convo_tool_additions: Option<bool>,
+    /// Chat Completions: the server honours a `tool_choice` naming one function. Default
+    /// `true`. With `false` (llama.cpp reads a named choice as `auto`), a
+    /// [`ToolChoice::Tool`](crate::ToolChoice::Tool) is sent as `"required"` with the
+    /// request's tools narrowed to the named one and `parallel_tool_calls: false` (unless
+    /// the request sets it), so the model makes one call of that tool.
+    pub supports_named_tool_choice: Option<bool>,
 }
 
 /// When a request carries a prompt cache key ([`Compat::prompt_cache_key_mode`]).

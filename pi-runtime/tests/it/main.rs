@@ -82,7 +82,11 @@ mod provider_fixtures;
 ))]
 mod provider_hostile;
 #[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
+mod provider_llama_cpp;
+#[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
 mod provider_parsing;
+#[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
+mod provider_stale_connections;
 #[cfg(all(
     feature = "openai",
     feature = "openai-responses",

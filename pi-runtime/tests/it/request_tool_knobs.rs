@@ -213,6 +213,73 @@ fn parallel_tool_calls_needs_tools() {
     );
 }
 
+/// Two tools: the named choice has one to leave out.
+fn two_tools() -> Context {
+    let tool = |name: &str| {
+        Tool::new(
+            name,
+            name,
+            json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        )
+    };
+    Context::new(
+        "sys",
+        vec![UserMessage::text("hi").into()],
+        vec![tool("read"), tool("list")],
+    )
+}
+
+#[test]
+fn a_named_choice_a_server_ignores_narrows_the_tools_and_requires_a_call() {
+    // llama.cpp reads `{"type":"function","function":{"name":...}}` as `auto`.
+    let mut m = model(Api::OpenAiCompletions, "llama.cpp", "smollm2");
+    m.compat.supports_named_tool_choice = Some(false);
+    let options = StreamOptions::default()
+        .with_cache_retention(CacheRetention::None)
+        .with_tool_choice(ToolChoice::Tool("list".into()));
+    let sent = request_body(&m, &two_tools(), &options).expect("the request builds");
+    assert_eq!(sent["tool_choice"], "required");
+    assert_eq!(sent["parallel_tool_calls"], false);
+    let names: Vec<&str> = sent["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["function"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["list"]);
+    // Other choices go as they are, with every tool.
+    let required = options.clone().with_tool_choice(ToolChoice::Required);
+    let sent = request_body(&m, &two_tools(), &required).expect("the request builds");
+    assert_eq!(
+        (
+            sent["tool_choice"].clone(),
+            sent["tools"].as_array().map(Vec::len)
+        ),
+        (json!("required"), Some(2))
+    );
+    // A server that honours named choices (the default) gets the named form.
+    let honours = model(Api::OpenAiCompletions, "openai", "gpt-x");
+    let sent = request_body(&honours, &two_tools(), &options).expect("the request builds");
+    assert_eq!(
+        sent["tool_choice"],
+        json!({"type": "function", "function": {"name": "list"}})
+    );
+    assert_eq!(sent["tools"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn a_named_choice_of_a_tool_not_offered_is_refused_before_sending() {
+    let mut m = model(Api::OpenAiCompletions, "llama.cpp", "smollm2");
+    m.compat.supports_named_tool_choice = Some(false);
+    let options = StreamOptions::default().with_tool_choice(ToolChoice::Tool("write".into()));
+    assert_eq!(
+        request_body(&m, &two_tools(), &options)
+            .expect_err("refused")
+            .to_string(),
+        "tool_choice names the tool \"write\", which this request does not offer"
+    );
+}
+
 /// One request's `tool_choice`, `parallel_tool_calls` and `max_tool_calls`.
 type Knobs = (Option<ToolChoice>, Option<bool>, Option<u32>);
 

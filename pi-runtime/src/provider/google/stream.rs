@@ -95,6 +95,7 @@ impl ChunkParser {
                 Ok(StopReason::Stop) if has_call => Ok(StopReason::ToolUse),
                 mapped => mapped,
             });
+            out.message_mut().raw_stop_reason = Some(reason.into_owned());
         }
         if let Some(usage) = chunk.usage_metadata {
             out.message_mut().usage = usage.into();

@@ -21,6 +21,7 @@
 //! | option | default | bounds |
 //! |---|---|---|
 //! | `connect_timeout` | 10 s | one TCP/TLS connection |
+//! | `pool_idle_timeout` | 4 s | how long an idle connection is kept for the next request |
 //! | `read_timeout` | 60 s | one silence: waiting for the response head, or between two pieces of the body |
 //! | `retry` | 2 retries (3 attempts), 0.5 s then 1 s apart | attempts before the first byte of the body |
 //! | `response_timeout` | 10 min | the whole response, every attempt and backoff included; keep-alive comments do not extend it |
@@ -30,7 +31,17 @@
 //! So a server that accepts the connection and never answers fails after about 3 × 60 s,
 //! with `No response from <url> within 60s (3 attempts)`; a server that sends only
 //! keep-alive comments fails at the response deadline.
+//!
+//! # Pooled connections
+//!
+//! Connections are kept open between the requests of a model and reused. A server may
+//! close one while it is idle, at the moment a request is written on it: the request then
+//! never reached the server, and it is sent again at once on a new connection. That resend
+//! has no backoff and is not one of the `retry` attempts. To make it rare, a connection idle
+//! for longer than `pool_idle_timeout` is not reused (4 s: less than the 5 s after which
+//! llama.cpp, Node.js, uvicorn and Apache close an idle connection).
 
+mod pool;
 mod run;
 mod transport;
 
@@ -43,12 +54,17 @@ use crate::provider::wire::{WireApi, output_for};
 use crate::sse::{self, SseDecoder};
 use crate::stream::{AssistantEventStream, Context, LanguageModel, StreamOptions};
 
+use pool::Connections;
 use run::Run;
-use transport::{Clock, HttpRequest, Transport, Wording, chain};
+use transport::{Clock, HttpRequest, Transport, Wording};
 
 /// The default of [`HttpOptions::max_response_bytes`]: a long answer with reasoning is a few
 /// megabytes of events.
 const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 << 20;
+
+/// The default of [`HttpOptions::pool_idle_timeout`]: under the 5 s keep-alive of llama.cpp
+/// (cpp-httplib), Node.js, uvicorn and Apache, as undici's own default is.
+const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
 
 /// When and how often a request is sent again after a retryable failure (HTTP 408, 409, 429,
 /// 5xx, no connection, or no response head within the read timeout). Retries happen only
@@ -125,6 +141,10 @@ pub struct HttpOptions {
     pub retry: RetryPolicy,
     /// The longest wait for a TCP/TLS connection (10 s).
     pub connect_timeout: Duration,
+    /// How long an idle connection is kept for reuse (4 s). Shorter than the time after
+    /// which the server closes idle connections, or a request may meet a closed one (it is
+    /// then sent again at once on a new connection, see the [module docs](self#pooled-connections)).
+    pub pool_idle_timeout: Duration,
     /// The longest silence (60 s): waiting for the response head, or between two pieces of
     /// the body. A model that thinks silently for longer before its first token needs more.
     pub read_timeout: Duration,
@@ -148,6 +168,7 @@ impl Default for HttpOptions {
             headers: Vec::new(),
             retry: RetryPolicy::default(),
             connect_timeout: Duration::from_secs(10),
+            pool_idle_timeout: DEFAULT_POOL_IDLE_TIMEOUT,
             read_timeout: Duration::from_secs(60),
             response_timeout: Duration::from_secs(600),
             max_event_bytes: sse::DEFAULT_MAX_EVENT_BYTES,
@@ -192,6 +213,13 @@ impl HttpOptions {
         self
     }
 
+    /// Keep idle connections this long for reuse.
+    #[must_use]
+    pub fn with_pool_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.pool_idle_timeout = timeout;
+        self
+    }
+
     /// Accept this much silence from the server.
     #[must_use]
     pub fn with_read_timeout(mut self, timeout: Duration) -> Self {
@@ -230,6 +258,7 @@ impl fmt::Debug for HttpOptions {
             .field("headers", &self.headers)
             .field("retry", &self.retry)
             .field("connect_timeout", &self.connect_timeout)
+            .field("pool_idle_timeout", &self.pool_idle_timeout)
             .field("read_timeout", &self.read_timeout)
             .field("response_timeout", &self.response_timeout)
             .field("max_event_bytes", &self.max_event_bytes)
@@ -261,21 +290,18 @@ impl fmt::Debug for HttpOptions {
 pub struct HttpModel {
     model: Model,
     options: HttpOptions,
-    /// Building it can fail (TLS setup); the failure is reported by each request.
-    client: Result<reqwest::Client, String>,
+    /// Building them can fail (TLS setup); the failure is reported by each request.
+    connections: Result<Connections, String>,
 }
 
 impl HttpModel {
     /// `model`, reached as `options` say.
     pub fn new(model: Model, options: HttpOptions) -> Self {
-        let client = reqwest::Client::builder()
-            .connect_timeout(options.connect_timeout)
-            .build()
-            .map_err(|error| format!("Could not build the HTTP client: {}", chain(&error)));
+        let connections = Connections::new(&options);
         HttpModel {
             model,
             options,
-            client,
+            connections,
         }
     }
 
@@ -401,7 +427,7 @@ impl HttpModel {
         context: &Context,
         options: &StreamOptions,
     ) -> Result<(Transport, HttpRequest), String> {
-        let client = self.client.clone()?;
+        let connections = self.connections.clone()?;
         let mut headers = vec![
             ("content-type".to_owned(), "application/json".to_owned()),
             ("accept".to_owned(), "text/event-stream".to_owned()),
@@ -423,7 +449,7 @@ impl HttpModel {
             body,
             wording: Wording::new(wire, self.model.clone()),
         };
-        Ok((Transport::new(client, &self.options), request))
+        Ok((Transport::new(connections, &self.options), request))
     }
 
     /// The key, or why a request cannot be sent without one.

@@ -13,6 +13,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::pool::Connections;
 use super::{HttpOptions, RetryPolicy};
 use crate::excerpt::excerpt;
 use crate::provider::Model;
@@ -112,17 +113,17 @@ impl Clock {
     }
 }
 
-/// The client of one model, configured from [`HttpOptions`].
+/// The connections of one model, and its retry policy.
 #[derive(Debug, Clone)]
 pub(super) struct Transport {
-    client: reqwest::Client,
+    connections: Connections,
     retry: RetryPolicy,
 }
 
 impl Transport {
-    pub(super) fn new(client: reqwest::Client, options: &HttpOptions) -> Self {
+    pub(super) fn new(connections: Connections, options: &HttpOptions) -> Self {
         Transport {
-            client,
+            connections,
             retry: options.retry.clone(),
         }
     }
@@ -171,39 +172,62 @@ impl Transport {
         headers: HeaderMap,
         clock: &Clock,
     ) -> Result<reqwest::Response, Failure> {
-        let send = self
-            .client
-            .post(&request.url)
-            .headers(headers)
-            .body(request.body.clone())
-            .send();
-        let response = match clock.limit(send).await {
-            Err(Expired::Deadline) => return Err(Failure::fatal(clock.deadline_message())),
-            Err(Expired::Silence) => {
-                return Err(Failure::retryable(format!(
-                    "No response from {} within {}",
-                    request.url,
-                    seconds(clock.read_timeout())
-                )));
-            }
+        let mut sent = self
+            .send(self.connections.pooled(), request, headers.clone(), clock)
+            .await?;
+        if let Err(error) = &sent
+            && self.connections.is_stale(error)
+        {
+            // The server had closed this pooled connection before the request came: it
+            // never saw it. Send it again now, on a connection of its own (pool.rs).
+            let fresh = self.connections.fresh().map_err(Failure::fatal)?;
+            sent = self.send(fresh, request, headers, clock).await?;
+        }
+        let response = match sent {
             // A request reqwest cannot even build (a bad URL) fails the same way again.
-            Ok(Err(error)) if error.is_builder() => {
+            Err(error) if error.is_builder() => {
                 return Err(Failure::fatal(format!(
                     "Invalid request to {}: {}",
                     request.url,
                     chain(&error)
                 )));
             }
-            Ok(Err(error)) => {
+            Err(error) => {
                 return Err(Failure::retryable(format!(
                     "Could not reach {}: {}",
                     request.url,
                     chain(&error)
                 )));
             }
-            Ok(Ok(response)) => response,
+            Ok(response) => response,
         };
+        self.connections.answered(&response);
         answered(response, clock, &request.wording).await
+    }
+
+    /// One send of `request` on `client`, until the response head, within the clock's
+    /// limits (a limit that passes is the attempt's failure).
+    async fn send(
+        &self,
+        client: &reqwest::Client,
+        request: &HttpRequest,
+        headers: HeaderMap,
+        clock: &Clock,
+    ) -> Result<Result<reqwest::Response, reqwest::Error>, Failure> {
+        let send = client
+            .post(&request.url)
+            .headers(headers)
+            .body(request.body.clone())
+            .send();
+        match clock.limit(send).await {
+            Err(Expired::Deadline) => Err(Failure::fatal(clock.deadline_message())),
+            Err(Expired::Silence) => Err(Failure::retryable(format!(
+                "No response from {} within {}",
+                request.url,
+                seconds(clock.read_timeout())
+            ))),
+            Ok(sent) => Ok(sent),
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::json::PartialJsonParser;
-use crate::message::{StopReason, ToolCall};
+use crate::message::{StopReason, Timings, ToolCall};
 use crate::provider::Model;
 use crate::provider::wire::StreamParser;
 use crate::stream::MessageWriter;
@@ -29,6 +29,8 @@ struct CallState {
 /// The parser of one Chat Completions response.
 #[derive(Debug)]
 pub(crate) struct ChunkParser {
+    /// The model asked for: a chunk naming another one sets `responseModel`.
+    model_id: String,
     requires_finish_reason: bool,
     text: Option<usize>,
     thinking: Option<usize>,
@@ -42,6 +44,7 @@ pub(crate) struct ChunkParser {
 impl ChunkParser {
     pub(crate) fn new(model: &Model) -> Self {
         ChunkParser {
+            model_id: model.id.clone(),
             requires_finish_reason: model.compat.supports_finish_reason != Some(false),
             text: None,
             thinking: None,
@@ -62,6 +65,18 @@ impl ChunkParser {
                 message.response_id = Some(id.into_owned());
             }
         }
+        if let Some(name) = chunk
+            .model
+            .filter(|name| !name.is_empty() && **name != *self.model_id)
+        {
+            let mut message = out.message_mut();
+            if message.response_model.is_none() {
+                message.response_model = Some(name.into_owned());
+            }
+        }
+        if let Some(timings) = chunk.timings.as_ref().and_then(timings) {
+            out.message_mut().timings = Some(timings);
+        }
         let mut choice = chunk.choices.into_iter().next();
         // Some servers (Moonshot) put usage on the choice instead of the chunk.
         let usage = chunk
@@ -75,6 +90,7 @@ impl ChunkParser {
         };
         if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
             self.finish = Some(map_finish_reason(&reason));
+            out.message_mut().raw_stop_reason = Some(reason.into_owned());
         }
         if let Some(delta) = choice.delta {
             self.delta(out, delta);
@@ -210,6 +226,23 @@ fn map_finish_reason(reason: &str) -> Result<StopReason, String> {
     }
 }
 
+/// llama.cpp's `timings` object; `None` when it carries none of its fields (a field of
+/// another type is left out rather than failing the response).
+fn timings(value: &Value) -> Option<Timings> {
+    let count = |name: &str| value.get(name).and_then(Value::as_u64);
+    let measure = |name: &str| value.get(name).and_then(Value::as_f64);
+    let timings = Timings {
+        cache_tokens: count("cache_n"),
+        prompt_tokens: count("prompt_n"),
+        prompt_ms: measure("prompt_ms"),
+        prompt_per_second: measure("prompt_per_second"),
+        predicted_tokens: count("predicted_n"),
+        predicted_ms: measure("predicted_ms"),
+        predicted_per_second: measure("predicted_per_second"),
+    };
+    (timings != Timings::default()).then_some(timings)
+}
+
 /// An `error` object sent inside the stream: its `message`, else its JSON.
 fn provider_error(error: &Value) -> String {
     match error.get("message").and_then(Value::as_str) {
@@ -233,6 +266,12 @@ mod wire {
     pub(super) struct Chunk<'a> {
         #[serde(borrow, default)]
         pub(super) id: Option<Cow<'a, str>>,
+        /// The model that answered, as the server names it.
+        #[serde(borrow, default)]
+        pub(super) model: Option<Cow<'a, str>>,
+        /// llama.cpp's speed report (`prompt_n`, `predicted_per_second`, ...).
+        #[serde(default)]
+        pub(super) timings: Option<Value>,
         #[serde(borrow, default, deserialize_with = "null_as_empty")]
         pub(super) choices: Vec<Choice<'a>>,
         #[serde(default)]

@@ -118,7 +118,12 @@ impl EventParser {
                 let response = event.response.unwrap_or(Value::Null);
                 self.finalize(out, &response)?;
             }
-            "response.failed" => return Err(failed_message(event.response.as_ref())),
+            "response.failed" => {
+                if let Some(status) = event.response.as_ref().and_then(|r| r["status"].as_str()) {
+                    out.message_mut().raw_stop_reason = Some(status.to_owned());
+                }
+                return Err(failed_message(event.response.as_ref()));
+            }
             "error" => {
                 return Err(format!(
                     "Error Code {}: {}",
@@ -228,6 +233,14 @@ impl EventParser {
         }
         if response["usage"].is_object() {
             message.usage = usage(&response["usage"]);
+        }
+        if let Some(status) = response["status"].as_str() {
+            // `incomplete.max_output_tokens`: the reason beside the status, as pi keeps it.
+            message.raw_stop_reason =
+                Some(match response["incomplete_details"]["reason"].as_str() {
+                    Some(reason) if !reason.is_empty() => format!("{status}.{reason}"),
+                    _ => status.to_owned(),
+                });
         }
         let has_calls = message
             .content

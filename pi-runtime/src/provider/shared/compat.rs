@@ -63,6 +63,7 @@ pub(crate) struct OpenAiCompat {
     pub(crate) supports_openai_grammar_tools: bool,
     pub(crate) supports_mid_convo_system_messages: bool,
     pub(crate) supports_mid_convo_tool_additions: bool,
+    pub(crate) supports_named_tool_choice: bool,
 }
 
 impl OpenAiCompat {
@@ -170,6 +171,8 @@ impl OpenAiCompat {
                 .supports_mid_convo_system_messages
                 .unwrap_or(false),
             supports_mid_convo_tool_additions: c.supports_mid_convo_tool_additions.unwrap_or(false),
+            // Not a pi flag: no host is detected, a model that needs it says so.
+            supports_named_tool_choice: c.supports_named_tool_choice.unwrap_or(true),
         }
     }
 }

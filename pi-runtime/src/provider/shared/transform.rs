@@ -189,6 +189,9 @@ fn clone_without_content(message: &AssistantMessage) -> AssistantMessage {
         stop_reason: message.stop_reason,
         error_message: message.error_message.clone(),
         response_id: message.response_id.clone(),
+        response_model: message.response_model.clone(),
+        raw_stop_reason: message.raw_stop_reason.clone(),
+        timings: message.timings,
         timestamp: message.timestamp,
         duration_ms: message.duration_ms,
     }

@@ -20,7 +20,7 @@ use crate::provider::choice::OpenAiToolChoice;
 use crate::provider::compat::{MaxTokensField, OpenAiCompat, ThinkingFormat};
 use crate::provider::thinking::{self, Mapped};
 use crate::provider::{ids, strict, tokens, transform};
-use crate::stream::{Context, StreamOptions, ThinkingLevel};
+use crate::stream::{Context, StreamOptions, ThinkingLevel, ToolChoice};
 use crate::tool::Tool;
 use crate::transcript::{self, ToolChangeSupport};
 
@@ -58,11 +58,15 @@ pub(crate) fn build_request(
         &grammar_inputs,
         request_tools.folded,
     )?;
-    let tools = if request_tools.tools.is_empty() {
+    let named = named_choice_fallback(options, &compat, &request_tools.tools)?;
+    let offered = named
+        .as_ref()
+        .map_or(request_tools.tools.as_slice(), |only| only.as_slice());
+    let tools = if offered.is_empty() {
         (compat.requires_tools_with_tool_history && has_tool_history(&context.messages))
             .then(Vec::new)
     } else {
-        Some(convert_tools(&request_tools.tools, &compat)?)
+        Some(convert_tools(offered, &compat)?)
     };
     let max_tokens = Some(tokens::max_tokens(model, context, options)).filter(|&n| n > 0);
     let (max_tokens, max_completion_tokens) = match compat.max_tokens_field {
@@ -82,14 +86,21 @@ pub(crate) fn build_request(
         max_completion_tokens,
         temperature: options.temperature,
         tool_stream: (has_tools && compat.zai_tool_stream).then_some(true),
-        parallel_tool_calls: options.parallel_tool_calls.filter(|_| has_tools),
+        // A named choice is one call of that tool; the narrowed form says so itself.
+        parallel_tool_calls: match named {
+            Some(_) => Some(options.parallel_tool_calls.unwrap_or(false)),
+            None => options.parallel_tool_calls.filter(|_| has_tools),
+        },
         tools,
-        tool_choice: options.tool_choice.as_ref().map(|choice| {
-            OpenAiToolChoice::new(choice, |name| NamedFunction {
-                r#type: "function",
-                function: FunctionName { name },
-            })
-        }),
+        tool_choice: match named {
+            Some(_) => Some(OpenAiToolChoice::Mode("required")),
+            None => options.tool_choice.as_ref().map(|choice| {
+                OpenAiToolChoice::new(choice, |name| NamedFunction {
+                    r#type: "function",
+                    function: FunctionName { name },
+                })
+            }),
+        },
         thinking: None,
         reasoning: None,
         reasoning_effort: None,
@@ -103,6 +114,34 @@ pub(crate) fn build_request(
         );
     }
     serde_json::to_value(&request).map_err(|error| error.to_string())
+}
+
+/// For a server that does not honour a named `tool_choice`
+/// ([`Compat::supports_named_tool_choice`](crate::provider::Compat::supports_named_tool_choice)
+/// `false`): the one tool a named choice asks for, to offer alone with `"required"`, or why
+/// the request cannot be sent. `None`: the choice goes as it is.
+fn named_choice_fallback(
+    options: &StreamOptions,
+    compat: &OpenAiCompat,
+    tools: &[Tool],
+) -> Result<Option<Vec<Tool>>, String> {
+    let Some(ToolChoice::Tool(name)) = &options.tool_choice else {
+        return Ok(None);
+    };
+    if compat.supports_named_tool_choice {
+        return Ok(None);
+    }
+    let only: Vec<Tool> = tools
+        .iter()
+        .filter(|tool| tool.name == *name)
+        .cloned()
+        .collect();
+    if only.is_empty() {
+        return Err(format!(
+            "tool_choice names the tool \"{name}\", which this request does not offer"
+        ));
+    }
+    Ok(Some(only))
 }
 
 /// The reasoning switch in the server's format.
