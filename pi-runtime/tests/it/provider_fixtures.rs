@@ -310,6 +310,13 @@ async fn anthropic_tool_use_with_ping_between_deltas() {
     );
     assert_eq!(message.stop_reason, StopReason::ToolUse);
     assert_eq!((message.usage.input, message.usage.output), (849, 47));
+    // As pi reports them: the stop reason as the server wrote it, and the model that answered
+    // when it is not the one requested (`claude-sonnet-4-5`).
+    assert_eq!(message.raw_stop_reason.as_deref(), Some("tool_use"));
+    assert_eq!(
+        message.response_model.as_deref(),
+        Some("claude-haiku-4-5-20251001")
+    );
     assert_events_rebuild(&events);
 }
 

@@ -47,7 +47,7 @@ impl WireApi for Messages {
         request::build_request(model, context, options)
     }
 
-    fn parser(&self, _model: &Model) -> Box<dyn StreamParser> {
-        Box::new(stream::EventParser::new())
+    fn parser(&self, model: &Model) -> Box<dyn StreamParser> {
+        Box::new(stream::EventParser::new(&model.id))
     }
 }

@@ -32,6 +32,8 @@ struct CallState {
 /// The parser of one Messages response.
 #[derive(Debug, Default)]
 pub(crate) struct EventParser {
+    /// The requested model: a `message_start` naming another one sets `response_model`.
+    model_id: String,
     open: HashMap<u64, OpenBlock>,
     saw_start: bool,
     saw_stop: bool,
@@ -39,8 +41,11 @@ pub(crate) struct EventParser {
 }
 
 impl EventParser {
-    pub(crate) fn new() -> Self {
-        EventParser::default()
+    pub(crate) fn new(model_id: &str) -> Self {
+        EventParser {
+            model_id: model_id.to_owned(),
+            ..EventParser::default()
+        }
     }
 
     fn apply(
@@ -70,6 +75,12 @@ impl EventParser {
         let mut message = out.message_mut();
         if let Some(id) = start.id {
             message.response_id = Some(id.into_owned());
+        }
+        if let Some(name) = start
+            .model
+            .filter(|name| !name.is_empty() && **name != *self.model_id)
+        {
+            message.response_model = Some(name.into_owned());
         }
         if let Some(usage) = start.usage {
             message.usage = Usage::default();
@@ -169,6 +180,7 @@ impl EventParser {
         usage: Option<wire::WireUsage>,
     ) -> Result<(), String> {
         if let Some(reason) = delta.stop_reason.filter(|r| !r.is_empty()) {
+            out.message_mut().raw_stop_reason = Some(reason.to_string());
             let explanation = delta.stop_details.and_then(|details| details.explanation);
             self.stop = Some(map_stop_reason(&reason, explanation.as_deref())?);
         }
@@ -296,6 +308,8 @@ mod wire {
     pub(super) struct MessageStart<'a> {
         #[serde(borrow, default)]
         pub(super) id: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        pub(super) model: Option<Cow<'a, str>>,
         #[serde(default)]
         pub(super) usage: Option<WireUsage>,
     }
