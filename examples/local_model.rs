@@ -16,36 +16,11 @@ use clap::Parser;
 use pi_runtime::agent::{Agent, RunEnd};
 use pi_runtime::provider::presets;
 use pi_runtime::provider::{HttpModel, RetryPolicy};
-use pi_runtime::{ContentBlock, Message, ToolChoice, tool};
+use pi_runtime::{ContentBlock, Message, ToolChoice};
 
-/// Add two numbers.
-#[tool(snippet = "Add two numbers")]
-async fn add(
-    /// The first number.
-    a: f64,
-    /// The second number.
-    b: f64,
-) -> String {
-    (a + b).to_string()
-}
-
-/// The current weather of a city.
-#[tool(snippet = "Current weather of a city")]
-async fn weather(
-    /// The city, e.g. "Paris".
-    city: String,
-) -> String {
-    format!("{city}: sunny, 21 C")
-}
-
-/// Count the words of a text.
-#[tool(snippet = "Count the words of a text")]
-async fn word_count(
-    /// The text.
-    text: String,
-) -> String {
-    text.split_whitespace().count().to_string()
-}
+#[path = "shared/local_model_tools.rs"]
+mod local_model_tools;
+use local_model_tools::{Add, Weather, WordCount};
 
 #[derive(Parser)]
 #[command(about = "An agent with three tools on a local llama-server")]

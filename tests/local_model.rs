@@ -24,7 +24,7 @@ use pi_runtime::provider::http::{HttpModel, HttpOptions, RetryPolicy};
 use pi_runtime::provider::presets;
 use pi_runtime::{
     AgentTool as _, AssistantMessageEvent, ContentBlock, Context, LanguageModel, Message,
-    StopReason, StreamOptions, Tool, ToolChoice, UserMessage, tool,
+    StopReason, StreamOptions, Tool, ToolChoice, UserMessage,
 };
 use serde_json::{Value, json};
 
@@ -37,34 +37,9 @@ const CONTEXT_WINDOW: u32 = 8192;
 /// The most tokens one answer may have: the model writes a line, a call or a sentence.
 const MAX_TOKENS: u32 = 160;
 
-/// Add two numbers.
-#[tool(snippet = "Add two numbers")]
-async fn add(
-    /// The first number.
-    a: f64,
-    /// The second number.
-    b: f64,
-) -> String {
-    (a + b).to_string()
-}
-
-/// The current weather of a city.
-#[tool(snippet = "Current weather of a city")]
-async fn weather(
-    /// The city, e.g. "Paris".
-    city: String,
-) -> String {
-    format!("{city}: sunny, 21 C")
-}
-
-/// Count the words of a text.
-#[tool(snippet = "Count the words of a text")]
-async fn word_count(
-    /// The text.
-    text: String,
-) -> String {
-    text.split_whitespace().count().to_string()
-}
+#[path = "../examples/shared/local_model_tools.rs"]
+mod local_model_tools;
+use local_model_tools::{Add, Weather, WordCount};
 
 const TOOL_NAMES: [&str; 3] = ["add", "weather", "word_count"];
 

@@ -3,7 +3,7 @@
 //! What most programs name: the macros, the agent and its definition, how a run ends, hooks,
 //! tool results and errors, what a running tool receives (its context and the extractors),
 //! and messages. Everything else stays in its module ([`agent`](crate::agent),
-//! [`tool`](crate::tool), [`provider`](crate::provider), ...).
+//! [`tool`](mod@crate::tool), [`provider`](crate::provider), ...).
 //!
 //! ```
 //! use pi_runtime::prelude::*;
