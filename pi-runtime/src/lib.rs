@@ -585,8 +585,9 @@ pub use stream::{
 };
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
-    AgentTool, Args, ConstrainedSampling, Ctx, ExecutionMode, FnTool, IntoToolResult, Json, State,
-    Strictness, Tool, ToolContext, ToolDefinition, ToolError, ToolRegistry, ToolResult, ToolSet,
+    AgentTool, Args, ConstrainedSampling, Ctx, ExecutionMode, FnTool, FromToolContext,
+    IntoToolResult, Json, State, Strictness, Tool, ToolContext, ToolDefinition, ToolError,
+    ToolRegistry, ToolResult, ToolSet,
 };
 
 // Lets code inside this crate (the built-in tools, doc tests) use `#[tool]`, whose

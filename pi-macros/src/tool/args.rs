@@ -1,5 +1,5 @@
-//! The attribute grammar: `#[tool(key = value, ...)]` on the fn and `#[tool(alias = ...)]` on
-//! a parameter. Strict: an unknown key, a repeated key or a bad value is an error on that
+//! The attribute grammar: `#[tool(key = value, ...)]` on the fn and `#[tool(alias = ...)]` or
+//! `#[tool(extract)]` on a parameter. Strict: an unknown key, a repeated key or a bad value is an error on that
 //! token saying what to write instead; parsing goes on after a bad value so one compile
 //! reports every mistake.
 
@@ -31,6 +31,10 @@ pub(crate) const CONCURRENCY: &str = "concurrency";
 pub(crate) const MAX_OUTPUT: &str = "max_output";
 pub(crate) const CRATE: &str = "crate";
 pub(crate) const ALIAS: &str = "alias";
+pub(crate) const EXTRACT: &str = "extract";
+
+/// Every key `#[tool(...)]` accepts on a parameter.
+const PARAM_KEYS: &[&str] = &[ALIAS, EXTRACT];
 
 /// Every key `#[tool(...)]` accepts on the fn, in the order the docs list them.
 const TOOL_KEYS: &[&str] = &[
@@ -299,6 +303,8 @@ pub(crate) struct ParamAttrs {
     pub(crate) aliases: Vec<LitStr>,
     /// The `alias` key, for errors about a misplaced alias.
     pub(crate) alias_key: Option<syn::Path>,
+    /// The `extract` key: the parameter is built by `FromToolContext`, not sent by the model.
+    pub(crate) extract: Option<syn::Path>,
 }
 
 impl ParamAttrs {
@@ -307,33 +313,14 @@ impl ParamAttrs {
         let mut parsed = ParamAttrs::default();
         for attr in attrs.iter().filter(|attr| attr.path().is_ident("tool")) {
             let result = attr.parse_nested_meta(|meta| {
-                if !meta.path.is_ident(ALIAS) {
-                    cx.error_spanned_by(
-                        &meta.path,
-                        unknown_key_message(&meta.path, &[ALIAS]),
-                    );
-                    return skip_value(&meta);
-                }
-                if parsed.alias_key.is_some() {
-                    cx.error_spanned_by(
-                        &meta.path,
-                        "duplicate `alias` key: list every old name once, `alias = [\"filePath\", \"file\"]`",
-                    );
-                    return skip_value(&meta);
-                }
-                parsed.alias_key = Some(meta.path.clone());
-                let value = meta.value()?;
-                parsed.aliases = if value.peek(syn::token::Bracket) {
-                    lit_str_list(value, ALIAS)?
+                if meta.path.is_ident(EXTRACT) {
+                    parsed.parse_extract(cx, &meta)
+                } else if meta.path.is_ident(ALIAS) {
+                    parsed.parse_alias(cx, &meta)
                 } else {
-                    vec![value.parse::<LitStr>().map_err(|error| {
-                        syn::Error::new(
-                            error.span(),
-                            "expected the old name as a string: write `alias = \"filePath\"`",
-                        )
-                    })?]
-                };
-                Ok(())
+                    cx.error_spanned_by(&meta.path, unknown_key_message(&meta.path, PARAM_KEYS));
+                    skip_value(&meta)
+                }
             });
             if let Err(error) = result {
                 cx.syn_error(error);
@@ -341,6 +328,55 @@ impl ParamAttrs {
         }
         parsed
     }
+
+    /// `extract`, a flag: `#[tool(extract)]`.
+    fn parse_extract(&mut self, cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+        if !meta.input.is_empty() && !meta.input.peek(Token![,]) {
+            cx.error_spanned_by(
+                &meta.path,
+                "`extract` takes no value: write `#[tool(extract)]`",
+            );
+            return skip_value(meta);
+        }
+        set(cx, &mut self.extract, meta.path.clone(), meta.path.clone());
+        Ok(())
+    }
+
+    /// `alias = "old"` or `alias = ["old", "older"]`.
+    fn parse_alias(&mut self, cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+        if self.alias_key.is_some() {
+            cx.error_spanned_by(
+                &meta.path,
+                "duplicate `alias` key: list every old name once, `alias = [\"filePath\", \"file\"]`",
+            );
+            return skip_value(meta);
+        }
+        self.alias_key = Some(meta.path.clone());
+        let value = meta.value()?;
+        self.aliases = if value.peek(syn::token::Bracket) {
+            lit_str_list(value, ALIAS)?
+        } else {
+            vec![value.parse::<LitStr>().map_err(|error| {
+                syn::Error::new(
+                    error.span(),
+                    "expected the old name as a string: write `alias = \"filePath\"`",
+                )
+            })?]
+        };
+        Ok(())
+    }
+}
+
+/// Whether a `#[tool(...)]` attribute has `key` among its keys (unparseable ones report their
+/// own errors through [`ParamAttrs::parse`]; here they only mean "no").
+pub(crate) fn mentions_key(attr: &syn::Attribute, key: &str) -> bool {
+    let mut found = false;
+    let _ = attr.parse_nested_meta(|meta| {
+        found |= meta.path.is_ident(key);
+        let _ = skip_value(&meta);
+        Ok(())
+    });
+    found
 }
 
 /// Store a key's value, or report the repetition at the second key.

@@ -1,6 +1,12 @@
 //! Our model of the user's fn: every parameter classified (plain argument, `Args<T>`,
-//! `State<S>`, `Ctx<T>`, `ToolContext`), each node keeping the user's tokens so later stages can put an
+//! `State<S>`, extractor), each node keeping the user's tokens so later stages can put an
 //! error on the exact token.
+//!
+//! Only what shapes the generated items is read from the types' spelling: `Args<T>` (the
+//! schema is `T`'s) and `State<S>` (a field of the tool type and its constructor). An
+//! extractor is whatever implements the runtime's `FromToolContext`, which a macro cannot
+//! see; so a parameter is one when marked `#[tool(extract)]`, or when its type is spelled
+//! like one of the two built-ins (`ToolContext`, `Ctx<T>`), a shorthand for the mark.
 
 use syn::{Attribute, FnArg, Ident, ItemFn, LitBool, Pat, PatType, PathArguments, Type};
 
@@ -30,12 +36,46 @@ pub(crate) enum ParamKind<'a> {
     Args { inner: &'a Type },
     /// `State(x): State<S>`: the tool value holds an `S`.
     State { inner: &'a Type },
-    /// `Ctx(x): Ctx<T>`: the run supplies a `T`.
-    Ctx { inner: &'a Type },
-    /// `ctx: ToolContext`.
-    Context,
+    /// Built from the call by `FromToolContext`: `#[tool(extract)] x: T`, `ctx: ToolContext`,
+    /// `Ctx(x): Ctx<T>`.
+    Extract(Extract<'a>),
     /// `self`, `&self`: rejected by `check`.
     Receiver,
+}
+
+/// An extractor parameter.
+pub(crate) struct Extract<'a> {
+    pub(crate) ty: &'a Type,
+    /// The built-in its type is spelled like, if any.
+    pub(crate) builtin: Option<Builtin<'a>>,
+    /// `#[tool(extract)]`, `#[tool(alias = ...)]`: `extract` is what makes a parameter of
+    /// another type an extractor; `alias` is rejected by `check`.
+    pub(crate) attrs: ParamAttrs,
+}
+
+/// The extractors the macro knows by their spelling.
+#[derive(Clone, Copy)]
+pub(crate) enum Builtin<'a> {
+    /// `ToolContext`, any path.
+    Context,
+    /// `Ctx<T>`, any path: the run's context, whose `T` is checked at compile time against
+    /// the type `AgentBuilder::context_tools` declares.
+    Ctx { inner: &'a Type },
+}
+
+impl<'a> Builtin<'a> {
+    /// The built-in a type is spelled like: `ToolContext` without generic arguments, `Ctx`
+    /// with one type argument. A type of the user's named `Ctx` or `ToolContext` of another
+    /// shape (`struct Ctx { .. }`) is not one.
+    pub(crate) fn of(ty: &'a Type) -> Option<Self> {
+        if let Some(inner) = wrapper_inner(ty, "Ctx") {
+            Some(Builtin::Ctx { inner })
+        } else if is_named(ty, "ToolContext") {
+            Some(Builtin::Context)
+        } else {
+            None
+        }
+    }
 }
 
 /// A plain argument.
@@ -90,12 +130,21 @@ impl<'a> ToolFn<'a> {
         })
     }
 
-    /// `T` of the `Ctx<T>` parameter, if any.
-    pub(crate) fn ctx(&self) -> Option<&'a Type> {
-        self.params.iter().find_map(|param| match param.kind {
-            ParamKind::Ctx { inner } => Some(inner),
+    /// The extractor parameters, in order.
+    pub(crate) fn extractors(&self) -> impl Iterator<Item = &Extract<'a>> {
+        self.params.iter().filter_map(|param| match &param.kind {
+            ParamKind::Extract(extract) => Some(extract),
             _ => None,
         })
+    }
+
+    /// `T` of the parameters spelled `Ctx<T>`, in order.
+    pub(crate) fn ctx(&self) -> impl Iterator<Item = &'a Type> {
+        self.extractors()
+            .filter_map(|extract| match extract.builtin {
+                Some(Builtin::Ctx { inner }) => Some(inner),
+                _ => None,
+            })
     }
 
     /// `closed` (the default) or `closed = false`: whether an unknown argument is an error
@@ -121,14 +170,26 @@ impl<'a> Param<'a> {
                 kind: ParamKind::Receiver,
             };
         };
-        let kind = if let Some(inner) = wrapper_inner(&pat.ty, "Args") {
+        let attrs = ParamAttrs::parse(cx, &pat.attrs);
+        let ty = &*pat.ty;
+        // The mark first: it makes any type an extractor, an alias of `Ctx<T>` among them
+        // (`check` rejects it on `Args<T>` and `State<S>`).
+        let kind = if attrs.extract.is_some() {
+            ParamKind::Extract(Extract {
+                ty,
+                builtin: Builtin::of(ty),
+                attrs,
+            })
+        } else if let Some(inner) = wrapper_inner(ty, "Args") {
             ParamKind::Args { inner }
-        } else if let Some(inner) = wrapper_inner(&pat.ty, "State") {
+        } else if let Some(inner) = wrapper_inner(ty, "State") {
             ParamKind::State { inner }
-        } else if let Some(inner) = wrapper_inner(&pat.ty, "Ctx") {
-            ParamKind::Ctx { inner }
-        } else if is_named(&pat.ty, "ToolContext") {
-            ParamKind::Context
+        } else if let Some(builtin) = Builtin::of(ty) {
+            ParamKind::Extract(Extract {
+                ty,
+                builtin: Some(builtin),
+                attrs,
+            })
         } else {
             let ident = match &*pat.pat {
                 Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
@@ -139,9 +200,9 @@ impl<'a> Param<'a> {
             ParamKind::Plain(Plain {
                 pat,
                 ident,
-                ty: &pat.ty,
+                ty,
                 docs: Docs::from_attrs(&pat.attrs),
-                attrs: ParamAttrs::parse(cx, &pat.attrs),
+                attrs,
                 passthrough: pat
                     .attrs
                     .iter()
@@ -178,7 +239,7 @@ pub(crate) fn unraw(ident: &Ident) -> String {
         .map_or(name.clone(), ToOwned::to_owned)
 }
 
-/// Recognised by name, like axum-macros' extractors: `ToolContext`, `pi_runtime::ToolContext`.
+/// `name` without generic arguments, any path: `ToolContext`, `pi_runtime::ToolContext`.
 fn is_named(ty: &Type, name: &str) -> bool {
     last_segment(ty).is_some_and(|segment| {
         segment.ident == name && matches!(segment.arguments, PathArguments::None)

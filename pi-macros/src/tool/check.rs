@@ -7,9 +7,10 @@ use std::collections::{HashMap, HashSet};
 use quote::ToTokens;
 use syn::{FnArg, Type};
 
-use super::args::ALIAS;
-use super::ast::{ParamKind, ToolFn, is_passthrough, unraw};
+use super::args::{ALIAS, mentions_key};
+use super::ast::{Builtin, ParamKind, ToolFn, is_passthrough, unraw};
 use crate::ctxt::Ctxt;
+use crate::optional::wrapper_inner;
 
 pub(crate) fn check(cx: &Ctxt, tool: &ToolFn<'_>) {
     is_async(cx, tool);
@@ -18,6 +19,7 @@ pub(crate) fn check(cx: &Ctxt, tool: &ToolFn<'_>) {
     plain_patterns(cx, tool);
     owned_arguments(cx, tool);
     one_of_each_special(cx, tool);
+    extract_not_on_wrappers(cx, tool);
     ctx_owned(cx, tool);
     ctx_not_nested(cx, tool);
     args_alone(cx, tool);
@@ -80,14 +82,15 @@ fn no_generics(cx: &Ctxt, tool: &ToolFn<'_>) {
     }
 }
 
-/// A plain argument is bound to a name, which becomes the property name.
-/// `(a, b): (i64, i64)` → `a: i64, b: i64`.
+/// A plain argument is bound to a name, which becomes the property name. A destructured
+/// value the model does not send is an extractor without its mark.
+/// `(a, b): (i64, i64)` → `a: i64, b: i64`; `Tenant(t): Tenant` → `#[tool(extract)] Tenant(t): Tenant`.
 fn plain_patterns(cx: &Ctxt, tool: &ToolFn<'_>) {
     for plain in tool.plain() {
         if plain.ident.is_none() {
             cx.error_spanned_by(
                 &plain.pat.pat,
-                "unsupported parameter pattern: write `name: Type` (the name becomes the argument's name), `Args(value): Args<T>` or `State(state): State<S>`",
+                "unsupported parameter pattern: write `name: Type` (the name becomes the argument's name), `Args(value): Args<T>` or `State(state): State<S>`; mark a value taken from the call rather than sent by the model `#[tool(extract)]`",
             );
         }
     }
@@ -153,14 +156,19 @@ fn owned_suggestion(borrowed: &Type) -> String {
     }
 }
 
-/// At most one `ToolContext`, one `State<S>`, one `Ctx<T>` and one `Args<T>`.
+/// At most one `ToolContext`, one `State<S>`, one `Ctx<T>` and one `Args<T>`: a second
+/// is a mistake (a run supplies one context; the state and the arguments are one value each).
+/// Extractors of the user's types may repeat.
 fn one_of_each_special(cx: &Ctxt, tool: &ToolFn<'_>) {
     let (mut context, mut state, mut ctx, mut args) = (false, false, false, false);
     for param in &tool.params {
-        let (seen, what) = match param.kind {
-            ParamKind::Context => (&mut context, "`ToolContext`"),
+        let (seen, what) = match &param.kind {
+            ParamKind::Extract(extract) => match extract.builtin {
+                Some(Builtin::Context) => (&mut context, "`ToolContext`"),
+                Some(Builtin::Ctx { .. }) => (&mut ctx, "`Ctx<T>`"),
+                None => continue,
+            },
             ParamKind::State { .. } => (&mut state, "`State<S>`"),
-            ParamKind::Ctx { .. } => (&mut ctx, "`Ctx<T>`"),
             ParamKind::Args { .. } => (&mut args, "`Args<T>`"),
             _ => continue,
         };
@@ -174,37 +182,60 @@ fn one_of_each_special(cx: &Ctxt, tool: &ToolFn<'_>) {
     }
 }
 
+/// `#[tool(extract)]` marks a value taken from the call; `Args<T>` (the model's arguments)
+/// and `State<S>` (held by the tool value) are not.
+/// `#[tool(extract)] State(s): State<S>` → `State(s): State<S>`.
+fn extract_not_on_wrappers(cx: &Ctxt, tool: &ToolFn<'_>) {
+    for extract in tool.extractors() {
+        let Some(key) = &extract.attrs.extract else {
+            continue;
+        };
+        let message = if wrapper_inner(extract.ty, "Args").is_some() {
+            "`Args<T>` holds the arguments the model sends, not a value taken from the call: remove `#[tool(extract)]`"
+        } else if wrapper_inner(extract.ty, "State").is_some() {
+            "`State<S>` is data the tool value holds, not a value taken from the call: remove `#[tool(extract)]`"
+        } else {
+            continue;
+        };
+        cx.error_spanned_by(key, message);
+    }
+}
+
 /// A run's context is cloned into each call, so `Ctx<T>` cannot borrow.
 /// `Ctx(t): Ctx<&Tenant>` → `Ctx(t): Ctx<Arc<Tenant>>`.
 fn ctx_owned(cx: &Ctxt, tool: &ToolFn<'_>) {
-    let Some(inner) = tool.ctx() else { return };
-    if let Some(reference) = first_reference(inner) {
-        let owned = reference
-            .elem
-            .to_token_stream()
-            .to_string()
-            .replace(' ', "");
-        cx.error_spanned_by(
-            reference,
-            format!(
-                "a run context cannot borrow: each call gets a clone of the context the run supplies; write `Ctx<Arc<{owned}>>`"
-            ),
-        );
+    for inner in tool.ctx() {
+        if let Some(reference) = first_reference(inner) {
+            let owned = reference
+                .elem
+                .to_token_stream()
+                .to_string()
+                .replace(' ', "");
+            cx.error_spanned_by(
+                reference,
+                format!(
+                    "a run context cannot borrow: each call gets a clone of the context the run supplies; write `Ctx<Arc<{owned}>>`"
+                ),
+            );
+        }
     }
 }
 
 /// `Ctx<T>` is a parameter of its own, not part of an argument: the model never sends it.
-/// `tenant: Option<Ctx<Tenant>>` → `Ctx(tenant): Ctx<Tenant>`.
+/// `tenant: Option<Ctx<Tenant>>` → `Ctx(tenant): Ctx<Tenant>`. Only a type spelled like the
+/// built-in (`Ctx` with one type argument): a `struct Ctx { .. }` of the user's is theirs.
 fn ctx_not_nested(cx: &Ctxt, tool: &ToolFn<'_>) {
     for param in &tool.params {
         let ty = match &param.kind {
             ParamKind::Plain(plain) => plain.ty,
-            ParamKind::Args { inner } | ParamKind::State { inner } | ParamKind::Ctx { inner } => {
-                inner
-            }
-            _ => continue,
+            ParamKind::Args { inner } | ParamKind::State { inner } => inner,
+            ParamKind::Extract(extract) => match extract.builtin {
+                Some(Builtin::Ctx { inner }) => inner,
+                _ => continue,
+            },
+            ParamKind::Receiver => continue,
         };
-        if let Some(nested) = find_named(ty, "Ctx") {
+        if let Some(nested) = find_ctx(ty) {
             cx.error_spanned_by(
                 nested,
                 "`Ctx<T>` is a parameter of its own (the run supplies it; the model never sends it): write `Ctx(value): Ctx<T>` as a parameter of the fn",
@@ -213,18 +244,18 @@ fn ctx_not_nested(cx: &Ctxt, tool: &ToolFn<'_>) {
     }
 }
 
-/// The first path type named `name` in a type, looking through generic arguments, tuples,
+/// The first type spelled `Ctx<T>` in a type, looking through generic arguments, tuples,
 /// references, arrays and slices.
-fn find_named<'t>(ty: &'t Type, name: &str) -> Option<&'t Type> {
+fn find_ctx(ty: &Type) -> Option<&Type> {
     match ty {
-        Type::Reference(inner) => find_named(&inner.elem, name),
-        Type::Paren(inner) => find_named(&inner.elem, name),
-        Type::Group(inner) => find_named(&inner.elem, name),
-        Type::Array(array) => find_named(&array.elem, name),
-        Type::Slice(slice) => find_named(&slice.elem, name),
-        Type::Tuple(tuple) => tuple.elems.iter().find_map(|ty| find_named(ty, name)),
+        Type::Reference(inner) => find_ctx(&inner.elem),
+        Type::Paren(inner) => find_ctx(&inner.elem),
+        Type::Group(inner) => find_ctx(&inner.elem),
+        Type::Array(array) => find_ctx(&array.elem),
+        Type::Slice(slice) => find_ctx(&slice.elem),
+        Type::Tuple(tuple) => tuple.elems.iter().find_map(find_ctx),
         Type::Path(path) => {
-            if path.path.segments.last().is_some_and(|s| s.ident == name) {
+            if wrapper_inner(ty, "Ctx").is_some() {
                 return Some(ty);
             }
             path.path.segments.iter().find_map(|segment| {
@@ -232,7 +263,7 @@ fn find_named<'t>(ty: &'t Type, name: &str) -> Option<&'t Type> {
                     return None;
                 };
                 args.args.iter().find_map(|arg| match arg {
-                    syn::GenericArgument::Type(ty) => find_named(ty, name),
+                    syn::GenericArgument::Type(ty) => find_ctx(ty),
                     _ => None,
                 })
             })
@@ -258,20 +289,25 @@ fn args_alone(cx: &Ctxt, tool: &ToolFn<'_>) {
     }
 }
 
-/// `#[tool(alias)]`, `///`, `#[serde]` and `#[schemars]` describe a property, so they only go
-/// on plain arguments.
+/// `#[tool(alias)]`, `#[serde]` and `#[schemars]` describe a property, so they only go on
+/// plain arguments; an extractor takes `#[tool(extract)]` and nothing else.
+/// `#[tool(alias = "tenant")] Ctx(t): Ctx<Tenant>` → `Ctx(t): Ctx<Tenant>`.
 fn attrs_on_special_params(cx: &Ctxt, tool: &ToolFn<'_>) {
     for param in &tool.params {
-        if matches!(param.kind, ParamKind::Plain(_)) {
-            continue;
-        }
-        for attr in param.attrs() {
-            if attr.path().is_ident("tool") || is_passthrough(attr) {
-                cx.error_spanned_by(
-                    attr,
-                    "this attribute describes an argument of the schema, so it only goes on a plain `name: Type` parameter: remove it (put serde/schemars attributes on the fields of `T` in `Args<T>`)",
-                );
+        let misplaced: fn(&syn::Attribute) -> bool = match param.kind {
+            ParamKind::Plain(_) => continue,
+            ParamKind::Extract(_) => |attr| {
+                is_passthrough(attr) || (attr.path().is_ident("tool") && mentions_key(attr, ALIAS))
+            },
+            ParamKind::Args { .. } | ParamKind::State { .. } | ParamKind::Receiver => {
+                |attr| attr.path().is_ident("tool") || is_passthrough(attr)
             }
+        };
+        for attr in param.attrs().iter().filter(|attr| misplaced(attr)) {
+            cx.error_spanned_by(
+                attr,
+                "this attribute describes an argument of the schema, so it only goes on a plain `name: Type` parameter: remove it (put serde/schemars attributes on the fields of `T` in `Args<T>`)",
+            );
         }
     }
 }

@@ -3,12 +3,12 @@
 //! `AgentTool`, `ToolDefinition` and `ContextTools` impls.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, ReturnType};
 
 use super::args::{Approval, Mode, Strict};
-use super::ast::{ParamKind, Plain, ToolFn, is_macro_only, unraw};
+use super::ast::{Builtin, ParamKind, Plain, ToolFn, is_macro_only, unraw};
 use super::names::{params_ident, type_ident};
 use crate::paths::Paths;
 
@@ -56,9 +56,10 @@ fn args_type(tool: &ToolFn<'_>) -> TokenStream {
 /// with messages from the marker traits in `__private` (axum-macros' `debug_handler`
 /// technique), and whose body checks the tool type's name (`name_check`).
 ///
-/// Two rules need no check of their own: a future that is not `Send` and a return type that
+/// Three rules need no check of their own: a future that is not `Send` and a return type that
 /// does not convert are reported by the bounds of `__private::execute`, spanned at the fn's
-/// name and its return type (see `execute`). One fn rather than one per rule: each item costs
+/// name and its return type, and an extractor that does not implement `FromToolContext` by
+/// the bound of `__private::extract`, spanned at its type (see `execute`). One fn rather than one per rule: each item costs
 /// the user's crate compile time, on every build.
 fn checks(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let mut bounds = Vec::new();
@@ -74,11 +75,15 @@ fn checks(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
                 let private = paths.private_at(inner.span());
                 bounds.push(quote_spanned!(inner.span()=> #inner: #private::ToolState));
             }
-            ParamKind::Ctx { inner } => {
-                let private = paths.private_at(inner.span());
-                bounds.push(quote_spanned!(inner.span()=> #inner: #private::RunContextValue));
+            // `Ctx<T>`'s extractor asks only what reading the context needs (`Clone`); that
+            // the context crosses threads is this bound's, at `T`.
+            ParamKind::Extract(extract) => {
+                if let Some(Builtin::Ctx { inner }) = extract.builtin {
+                    let private = paths.private_at(inner.span());
+                    bounds.push(quote_spanned!(inner.span()=> #inner: #private::RunContextValue));
+                }
             }
-            ParamKind::Context | ParamKind::Receiver => {}
+            ParamKind::Receiver => {}
         }
     }
     let name_check = name_check(tool, paths);
@@ -227,23 +232,21 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let prompt = prompt(tool, &private);
     let policy = policy(tool, &private);
     // What `AgentBuilder::context_tools` checks at compile time (any context without a
-    // `Ctx`), spanned at the `Ctx<..>` parameter so a mismatch points there too;
-    // `context_type` is the same fact for the checks at run time.
+    // `Ctx`), spanned at the `Ctx<..>` parameter so a mismatch points there too. Only a type
+    // spelled `Ctx<T>` has a `T` the macro can name; other extractors' context types are
+    // known at run time only (`context_type`), which `build()` checks.
     let runs_with = tool.params.iter().find_map(|param| {
-        let (ParamKind::Ctx { inner }, FnArg::Typed(pat)) = (&param.kind, param.original) else {
+        let (ParamKind::Extract(extract), FnArg::Typed(pat)) = (&param.kind, param.original) else {
+            return None;
+        };
+        let Some(Builtin::Ctx { inner }) = extract.builtin else {
             return None;
         };
         let span = pat.ty.span();
         let private = paths.private_at(span);
         Some(quote_spanned!(span=> where #private::Ctx<#inner>: #private::RunsWith<__T>))
     });
-    let context_type = tool.ctx().map(|inner| {
-        quote! {
-            fn context_type(&self) -> ::core::option::Option<#private::ContextType> {
-                ::core::option::Option::Some(#private::ContextType::of::<#inner>())
-            }
-        }
-    });
+    let context_type = context_type(tool, &private);
 
     quote! {
         #[doc = #type_doc]
@@ -293,6 +296,27 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
 
         #[automatically_derived]
         impl<__T> #private::ContextTools<__T> for #ty #runs_with {}
+    }
+}
+
+/// `context_type`: the first context type among the extractors' (`FromToolContext::context_type`),
+/// found by autoref specialization so that a type that is no extractor, reported by
+/// `execute`, is not reported again here. Absent without extractors, so the trait's default
+/// (`None`) applies.
+fn context_type(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
+    let mut probes = tool.extractors().map(|extract| {
+        let ty = extract.ty;
+        quote!((&&#private::ExtractorProbe::<#ty>::new()).context_type())
+    });
+    let Some(first) = probes.next() else {
+        return TokenStream::new();
+    };
+    quote! {
+        fn context_type(&self) -> ::core::option::Option<#private::ContextType> {
+            #[allow(unused_imports)]
+            use #private::{ContextTypeNone as _, ContextTypeOf as _};
+            #first #(.or_else(|| #probes))*
+        }
     }
 }
 
@@ -401,11 +425,7 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let fn_ident = &tool.original.sig.ident;
     let ty = type_ident(tool);
     let args_type = args_type(tool);
-    let uses_context = tool
-        .params
-        .iter()
-        .any(|param| matches!(param.kind, ParamKind::Context | ParamKind::Ctx { .. }));
-    let ctx = if uses_context {
+    let ctx = if tool.extractors().next().is_some() {
         quote!(__ctx)
     } else {
         quote!(_)
@@ -413,22 +433,34 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let state = tool
         .state()
         .map(|_| quote!(let __state = ::core::clone::Clone::clone(&self.0);));
-    let call_args = tool.params.iter().map(|param| match &param.kind {
-        ParamKind::Plain(plain) => {
-            let ident = plain
-                .ident
-                .map_or_else(|| Ident::new("_", Span::call_site()), Clone::clone);
-            quote!(__args.#ident)
-        }
-        ParamKind::Args { .. } => quote!(#private::Args(__args)),
-        ParamKind::State { .. } => quote!(#private::State(__state)),
-        ParamKind::Ctx { .. } => quote!(#private::Ctx(__context)),
-        ParamKind::Context | ParamKind::Receiver => quote!(__ctx),
-    });
-    // Taken before the call moves `__ctx` into a `ToolContext` parameter.
-    let context = tool
-        .ctx()
-        .map(|inner| quote!(let __context: #inner = #private::run_context(&__ctx, #ty::NAME)?;));
+    // Each extractor in parameter order; the first rejection is the call's error. The fn is
+    // named at the parameter's type, so a type that does not implement `FromToolContext` is
+    // reported there.
+    let mut extractions = Vec::new();
+    let call_args: Vec<TokenStream> = tool
+        .params
+        .iter()
+        .map(|param| match &param.kind {
+            ParamKind::Plain(plain) => {
+                let ident = plain
+                    .ident
+                    .map_or_else(|| Ident::new("_", Span::call_site()), Clone::clone);
+                quote!(__args.#ident)
+            }
+            ParamKind::Args { .. } => quote!(#private::Args(__args)),
+            ParamKind::State { .. } => quote!(#private::State(__state)),
+            ParamKind::Extract(extract) => {
+                let local = format_ident!("__extract{}", extractions.len());
+                let span = extract.ty.span();
+                let extract_fn = paths.private_at(span);
+                let extract_ty = extract.ty;
+                let extract_fn = quote_spanned!(span=> #extract_fn::extract::<#extract_ty>);
+                extractions.push(quote!(let #local = #extract_fn(&__ctx, #ty::NAME)?;));
+                quote!(#local)
+            }
+            ParamKind::Receiver => quote!(__ctx),
+        })
+        .collect();
     // A non-`Send` future and an unconvertible return type are reported by these bounds
     // (`checks` has none for them): spanned at the user's tokens, the report names the fn's
     // own future and its return type rather than code of the macro's.
@@ -440,7 +472,7 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     };
     let closure = quote! {
         move |__args: #args_type, #ctx: #private::ToolContext| {
-            #context
+            #(#extractions)*
             ::core::result::Result::Ok(#fn_ident(#(#call_args),*))
         }
     };

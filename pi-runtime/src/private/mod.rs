@@ -12,7 +12,7 @@ pub use bounds::{
     DescribeArgument, DeserializeArgument, IntoToolOutcome, NameCheck, NamesTheTool,
     RunContextValue, RunsWith, ToolState,
 };
-pub use call::{definition, execute};
+pub use call::{ContextTypeNone, ContextTypeOf, ExtractorProbe, definition, execute, extract};
 pub use params::{FieldList, SchemaField, Shape, deserialize_params, field_schema, params_schema};
 pub use schema::{OutputSchemaNone, OutputSchemaOf, OutputSchemaProbe, parameters_schema};
 pub use shim::{PrepareFn, prepare, rename_aliases};
@@ -56,19 +56,4 @@ pub fn approval_of<T: serde::de::DeserializeOwned>(
             "the approval policy could not read the arguments: {error}"
         )),
     }
-}
-
-/// A `Ctx<T>` parameter's value: a clone of the run's context. A run without one, or with
-/// one of another type, is refused before it starts; a call from elsewhere (an MCP client,
-/// a context made by hand) gets this error.
-pub fn run_context<T: Clone + 'static>(ctx: &ToolContext, tool: &str) -> Result<T, ToolError> {
-    ctx.context::<T>().cloned().ok_or_else(|| {
-        let supplied = ctx
-            .run_context()
-            .map_or("none", |context| context.context_type().name());
-        ToolError::new(format!(
-            "Tool \"{tool}\" needs a context of type `{}`, and this call has {supplied}",
-            std::any::type_name::<T>()
-        ))
-    })
 }

@@ -8,6 +8,8 @@
 //!   generates one; [`FnTool`] is one made at run time.
 //! - [`ToolSet`] (trait): anything that registers as tools in one call; [`ContextTools`]
 //!   (trait): `#[tool]` types whose context type is checked at compile time.
+//! - [`FromToolContext`] (trait): a `#[tool]` fn's parameter built from the call rather than
+//!   sent by the model (an extractor): [`ToolContext`], [`Ctx`], or a type of yours.
 //! - [`ToolRegistry`] (struct): registered tools by name, with the active subset.
 
 mod approval;
@@ -15,6 +17,7 @@ pub(crate) mod context;
 mod definition;
 mod dynamic;
 mod exposure;
+mod extract;
 mod hints;
 mod layers;
 pub(crate) mod limits;
@@ -31,6 +34,7 @@ pub use context::ToolContext;
 pub use definition::{ConstrainedSampling, GrammarVariants, Strictness, Tool};
 pub use dynamic::FnTool;
 pub use exposure::{Exposed, Exposure, ToolSetExt};
+pub use extract::{ContextRejection, FromToolContext};
 pub use hints::ToolHints;
 pub use layers::{AgentTool, ExecutionMode, RequestLoadout, ToolDefinition};
 pub use limits::{ConcurrencyConflict, ConcurrencyLimits};
