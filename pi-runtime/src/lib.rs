@@ -262,7 +262,7 @@
 //! | item | what it is |
 //! |---|---|
 //! | `ReadFileParams` | a struct with one field per plain parameter, implementing `Deserialize` and `JsonSchema` as serde's and schemars' derives would (absent with `Args<T>`) |
-//! | `ReadFile` | the tool: a unit struct, or a struct holding the state with `ReadFile::new(state)`; implements [`AgentTool`], [`ToolDefinition`] and [`tool::ContextTools`] (its `Ctx<T>`, checked by [`AgentBuilder::context_tools`](agent::AgentBuilder::context_tools)) |
+//! | `ReadFile` | the tool: a unit struct, or a struct holding the state with `ReadFile::new(state)`; implements [`AgentTool`], [`ToolDefinition`] (its [`context_type`](ToolDefinition::context_type) from its extractors) and [`tool::ContextTools`] (its `Ctx<T>`, checked by [`AgentBuilder::context_tools`](agent::AgentBuilder::context_tools)) |
 //! | `ReadFile::NAME`, `ReadFile::DESCRIPTION` | the name the model calls and the description it reads |
 //!
 //! When a type of yours already has the name (`fn report` next to your `struct Report`),
@@ -290,9 +290,9 @@
 //!   words and loads what it needs ([`tool_search`]).
 //! - **Policies**: a call's timeout, retry budget, named concurrency limits and output cap,
 //!   per tool or for the agent ([`tool::ToolPolicy`]).
-//! - **Per-run context**: a value each run supplies and its tools read as [`Ctx<T>`],
-//!   checked against the tools at compile time
-//!   ([`AgentBuilder::context_tools`](agent::AgentBuilder::context_tools)).
+//! - **Per-run context**: a value each run supplies and its tools read as [`Ctx<T>`] (or
+//!   through an extractor of yours, [`FromToolContext`]), checked against the tools at
+//!   compile time ([`AgentBuilder::context_tools`](agent::AgentBuilder::context_tools)).
 //! - **MCP**: serve any [`ToolSet`] to MCP clients over stdio or authenticated streamable
 //!   HTTP that scales out, and give an MCP server's tools to the agent (`pi_runtime::mcp`,
 //!   feature `mcp`).
@@ -342,6 +342,13 @@
 //! | `max_output` | size string: `"4096"`, `"64KB"`, `"64KiB"`, `"1MiB"` | none | a longer text result is cut in pi's truncation format, the full text saved to a file the result names |
 //! | `crate` | string | `"::pi_runtime"` | the path of this crate, for crates that re-export it under another name |
 //!
+//! On a parameter, `#[tool(...)]` takes:
+//!
+//! | key | type | default | meaning |
+//! |---|---|---|---|
+//! | `alias` | string or list of strings | none | old names of a plain argument the model may still send, renamed before validation |
+//! | `extract` | flag | absent | the parameter is built from the call by [`FromToolContext`], not sent by the model (implied for `ToolContext` and `Ctx<T>`) |
+//!
 //! ## Parameters
 //!
 //! - **`name: Type`**: one argument, in parameter order. `Type` is any
@@ -358,12 +365,36 @@
 //!   the model may still send: the generated `prepare_arguments` renames it before
 //!   validation. The transcript keeps the model's raw arguments, and arguments without an old
 //!   name are passed on borrowed, without a copy.
-//! - **`ctx: ToolContext`**, in any position: the call id, the run's cancellation signal and
-//!   progress updates ([`ToolContext`]).
 //! - **`State(state): State<S>`**: data the tool value holds; the tool type becomes
 //!   `MyTool::new(state)` and each call gets a clone ([`State`]).
 //! - **`Args(value): Args<T>`**: every argument as one type `T`, instead of plain
 //!   parameters ([`Args`]); its schema is `T`'s.
+//! - **Extractors**, in any position: values built from the call rather than sent by the
+//!   model, by [`FromToolContext`] (like axum's `FromRequestParts`): **`ctx: ToolContext`**
+//!   (the call id, the run's cancellation signal, progress updates), **`Ctx(value): Ctx<T>`**
+//!   (the run's context, [`Ctx`]), and **`#[tool(extract)] value: T`** for any other
+//!   `T: FromToolContext`: a type of yours, or an alias of `Ctx<T>`. An extractor's
+//!   rejection is the call's error result; its
+//!   [`context_type`](FromToolContext::context_type) is checked by the agent like a `Ctx<T>`'s.
+//!
+//! How the macro tells them apart: by the spelling of the type only where the spelling
+//! shapes what it generates, `Args<T>` (the schema) and `State<S>` (the tool type's field);
+//! by the mark `#[tool(extract)]` for extractors, since whether a type implements a trait is
+//! not known to a macro. `ToolContext` (no generic arguments) and `Ctx<T>` (one type
+//! argument) are extractors without the mark, by their spelling. Every other parameter is a
+//! plain argument, a type of yours named `State` or `Ctx` of another shape included. A
+//! parameter whose type does not fit what its spelling or mark says is a compile error at
+//! that type:
+//!
+//! ```compile_fail
+//! # use pi_runtime::tool;
+//! struct Tenant;
+//!
+//! /// An extractor parameter of a type that is none.
+//! #[tool]
+//! async fn whoami(#[tool(extract)] tenant: Tenant) -> String { String::new() }
+//! // error[E0277]: `Tenant` cannot be taken from the call: it does not implement `FromToolContext`
+//! ```
 //!
 //! ```
 //! use std::sync::Arc;

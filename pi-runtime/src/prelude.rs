@@ -35,6 +35,7 @@ pub use crate::agent::{
 };
 pub use crate::message::Message;
 pub use crate::tool::{
-    Args, Ctx, FnTool, Json, State, ToolContext, ToolDefinition, ToolError, ToolResult,
+    Args, Ctx, FnTool, FromToolContext, Json, State, ToolContext, ToolDefinition, ToolError,
+    ToolResult,
 };
 pub use pi_macros::{tool, tool_args};

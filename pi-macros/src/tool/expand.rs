@@ -3,12 +3,12 @@
 //! `AgentTool`, `ToolDefinition` and `ContextTools` impls.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, ReturnType};
 
 use super::args::{Approval, Mode, Strict};
-use super::ast::{Builtin, ParamKind, Plain, ToolFn, is_macro_only, unraw};
+use super::ast::{Builtin, Param, ParamKind, Plain, ToolFn, is_macro_only, unraw};
 use super::names::{params_ident, type_ident};
 use crate::paths::Paths;
 
@@ -447,8 +447,24 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
                     .map_or_else(|| Ident::new("_", Span::call_site()), Clone::clone);
                 quote!(__args.#ident)
             }
-            ParamKind::Args { .. } => quote!(#private::Args(__args)),
-            ParamKind::State { .. } => quote!(#private::State(__state)),
+            // Built through a trait named at the parameter's type, so that a type of the
+            // user's spelled the same is reported there (see `__private::StateParam`).
+            ParamKind::Args { inner } => {
+                let ty = param_type(param);
+                let private = paths.private_at(ty.span());
+                quote_spanned!(ty.span()=> <#ty as #private::ArgsParam<#inner>>::from_args)
+                    .into_iter()
+                    .chain(quote!((__args)))
+                    .collect()
+            }
+            ParamKind::State { inner } => {
+                let ty = param_type(param);
+                let private = paths.private_at(ty.span());
+                quote_spanned!(ty.span()=> <#ty as #private::StateParam<#inner>>::from_state)
+                    .into_iter()
+                    .chain(quote!((__state)))
+                    .collect()
+            }
             ParamKind::Extract(extract) => {
                 let local = format_ident!("__extract{}", extractions.len());
                 let span = extract.ty.span();
@@ -493,6 +509,14 @@ fn execute(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             #state
             #execute
         }
+    }
+}
+
+/// A typed parameter's type (a receiver's stands for itself: `check` rejects it).
+fn param_type(param: &Param<'_>) -> TokenStream {
+    match param.original {
+        FnArg::Typed(pat) => pat.ty.to_token_stream(),
+        FnArg::Receiver(receiver) => receiver.ty.to_token_stream(),
     }
 }
 

@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use crate::tool::{Ctx, IntoToolError, IntoToolResult, ToolError, ToolResult};
+use crate::tool::{Args, Ctx, IntoToolError, IntoToolResult, State, ToolError, ToolResult};
 
 /// A plain tool parameter's type is deserialized from the model's arguments.
 #[diagnostic::on_unimplemented(
@@ -38,6 +38,43 @@ impl<T: JsonSchema + ?Sized> DescribeArgument for T {}
 pub trait ToolState: Clone + Send + Sync + 'static {}
 
 impl<S: Clone + Send + Sync + 'static> ToolState for S {}
+
+/// A parameter spelled `State<S>` is pi's [`State`]: the macro read it by its name, to
+/// declare the tool type's field. The value is built through this trait, named at the
+/// parameter's type, so a type of the user's with that name is reported there, with the fix,
+/// rather than as a mismatch inside the expansion.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not `pi_runtime::State`, and `#[tool]` reads a parameter spelled `State<S>` as the tool's state",
+    label = "read as the tool's state by its name",
+    note = "to take a type of yours named `State` as an argument, import it under another name: `use crate::State as DoorState;`"
+)]
+pub trait StateParam<S> {
+    /// The parameter's value.
+    fn from_state(state: S) -> Self;
+}
+
+impl<S> StateParam<S> for State<S> {
+    fn from_state(state: S) -> Self {
+        State(state)
+    }
+}
+
+/// A parameter spelled `Args<T>` is pi's [`Args`]: see [`StateParam`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not `pi_runtime::Args`, and `#[tool]` reads a parameter spelled `Args<T>` as all of the tool's arguments",
+    label = "read as all of the tool's arguments by its name",
+    note = "to take a type of yours named `Args` as an argument, import it under another name: `use crate::Args as MyArgs;`"
+)]
+pub trait ArgsParam<T> {
+    /// The parameter's value.
+    fn from_args(args: T) -> Self;
+}
+
+impl<T> ArgsParam<T> for Args<T> {
+    fn from_args(args: T) -> Self {
+        Args(args)
+    }
+}
 
 /// The `T` of a `Ctx<T>` parameter: each call gets a clone of the run's context.
 #[diagnostic::on_unimplemented(

@@ -9,8 +9,8 @@ mod schema;
 mod shim;
 
 pub use bounds::{
-    DescribeArgument, DeserializeArgument, IntoToolOutcome, NameCheck, NamesTheTool,
-    RunContextValue, RunsWith, ToolState,
+    ArgsParam, DescribeArgument, DeserializeArgument, IntoToolOutcome, NameCheck, NamesTheTool,
+    RunContextValue, RunsWith, StateParam, ToolState,
 };
 pub use call::{ContextTypeNone, ContextTypeOf, ExtractorProbe, definition, execute, extract};
 pub use params::{FieldList, SchemaField, Shape, deserialize_params, field_schema, params_schema};

@@ -147,9 +147,11 @@ pub trait ToolDefinition: AgentTool {
         ToolPolicy::new()
     }
 
-    /// The type of the run context the tool reads (`#[tool]` sets it for a `Ctx<T>`
-    /// parameter; `None`, the default, reads none). A run whose context is missing or of
-    /// another type does not start; see [`Ctx`](super::Ctx).
+    /// The type of the run context the tool reads (`None`, the default, reads none).
+    /// `#[tool]` sets it from its extractor parameters, the first
+    /// [`FromToolContext::context_type`](super::FromToolContext::context_type) among them
+    /// (a `Ctx<T>`'s `T`). A run whose context is missing or of another type does not start;
+    /// see [`Ctx`](super::Ctx).
     fn context_type(&self) -> Option<ContextType> {
         None
     }

@@ -1,6 +1,9 @@
-//! The two parameter wrappers a `#[tool]` fn may take besides plain arguments: [`Args`]
+//! The three parameter wrappers a `#[tool]` fn may take besides plain arguments: [`Args`]
 //! (every argument as one type), [`State`] (data the tool value carries) and [`Ctx`] (data
-//! the run supplies).
+//! the run supplies). The macro knows `Args` and `State` by their spelling, since they shape
+//! what it generates (the schema, the tool type); `Ctx` is an extractor like any other
+//! ([`FromToolContext`](super::FromToolContext)), known by its spelling only as a shorthand
+//! for `#[tool(extract)]`.
 
 /// All of a tool's arguments as one type, instead of one fn parameter per argument.
 ///
@@ -38,6 +41,11 @@ pub struct Args<T>(pub T);
 /// call receives a clone (so `S` is usually an `Arc` or a cheap handle). `S` must be
 /// `Clone + Send + Sync + 'static`. A tool without a `State` parameter is a unit struct.
 ///
+/// The macro recognises the parameter by its type's spelling, `State<S>` (any path, one type
+/// argument), because it declares the tool type's field and constructor from `S`; a trait
+/// could not add them. A type of yours named `State` of another shape (`struct State { .. }`)
+/// is a plain argument; a generic one, imported under another name, too.
+///
 /// ```
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -69,6 +77,15 @@ pub struct State<S>(pub S);
 /// [`AgentBuilder::context_type`](crate::agent::AgentBuilder::context_type) moves that check
 /// to `build()`, and [`AgentBuilder::context_tools`](crate::agent::AgentBuilder::context_tools)
 /// to compile time.
+///
+/// It is an extractor: [`FromToolContext`](super::FromToolContext) builds it, and a call
+/// without the context (an MCP client's, a [`ToolContext`](super::ToolContext) made by hand)
+/// fails with a [`ContextRejection`](super::ContextRejection). A parameter whose type is
+/// spelled `Ctx<T>` (any path, one type argument) is one without a mark; an alias
+/// (`type Tenant = Ctx<Arc<TenantData>>`) is one with `#[tool(extract)]`. Only the spelled
+/// form is checked by `context_tools` at compile time (the macro names its `T`); an alias is
+/// checked by `build()`, like any extractor's
+/// [`context_type`](super::FromToolContext::context_type).
 ///
 /// ```
 /// use std::sync::Arc;

@@ -60,8 +60,9 @@ impl fmt::Debug for RunContext {
     }
 }
 
-/// The type of a context: what a tool's `Ctx<T>` reads
-/// ([`ToolDefinition::context_type`](super::ToolDefinition::context_type)), compared with
+/// The type of a context: what a tool's `Ctx<T>` (or another extractor) reads
+/// ([`ToolDefinition::context_type`](super::ToolDefinition::context_type),
+/// [`FromToolContext::context_type`](super::FromToolContext::context_type)), compared with
 /// what a run supplies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ContextType {
@@ -96,6 +97,11 @@ impl fmt::Display for ContextType {
 /// built-in tools among them), an `Arc` of one, or a tuple of such. `#[tool]` implements it
 /// with the tool's own context type as the bound, so a tool whose `Ctx<U>` reads another
 /// type does not compile, and the error names both.
+///
+/// The bound comes from a parameter spelled `Ctx<U>`, whose `U` the macro can name. Other
+/// extractors ([`FromToolContext`](super::FromToolContext): yours, an alias of `Ctx<U>`)
+/// declare their context type at run time, so a tool with one implements this trait for
+/// every `T`, and `build()` checks it ([`ToolDefinition::context_type`]).
 ///
 /// Not for other tools: an [`FnTool`](super::FnTool), an MCP server's tools or a
 /// `Vec<Arc<dyn ToolDefinition>>` register with

@@ -16,8 +16,9 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use pi_runtime::tool::{ContextType, FromToolContext, RunContext};
 use pi_runtime::{
-    AgentTool, Args, Json, State, ToolContext, ToolError, ToolResult, tool, tool_args,
+    AgentTool, Args, Ctx, Json, State, ToolContext, ToolError, ToolResult, tool, tool_args,
 };
 use serde_json::Value;
 
@@ -66,6 +67,36 @@ async fn echo(Args(report): Args<Report>) -> Json<Report> {
     Json(report)
 }
 
+/// An extractor of the test's own.
+struct CallId(String);
+
+impl FromToolContext for CallId {
+    type Rejection = ToolError;
+
+    fn from_tool_context(ctx: &ToolContext, _tool: &str) -> Result<Self, ToolError> {
+        Ok(CallId(ctx.call_id().to_owned()))
+    }
+
+    fn context_type() -> Option<ContextType> {
+        None
+    }
+}
+
+/// An alias of `Ctx<T>`.
+type Count = Ctx<Arc<AtomicUsize>>;
+
+/// Extractors of every kind: the user's, an alias, the built-ins.
+#[tool]
+async fn extractors(
+    #[tool(extract)] CallId(id): CallId,
+    #[tool(extract)] Ctx(count): Count,
+    Ctx(again): Ctx<Arc<AtomicUsize>>,
+    ctx: ToolContext,
+) -> String {
+    let _previous = count.fetch_add(1, Ordering::SeqCst);
+    format!("{id} {} {}", again.load(Ordering::SeqCst), ctx.call_id())
+}
+
 /// No arguments at all.
 #[tool]
 async fn nothing() -> ToolResult {
@@ -93,6 +124,16 @@ async fn lint_clean_tools_work() {
         .await
         .unwrap();
     assert_eq!(echoed.text_content(), r#"{"lines":["a"]}"#);
+    let counted = Extractors
+        .execute(
+            "c".to_owned(),
+            serde_json::json!({}),
+            ToolContext::detached("c")
+                .with_run_context(RunContext::new(Arc::new(AtomicUsize::new(0)))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(counted.text_content(), "c 1 c");
     assert_eq!(
         Nothing
             .execute(
