@@ -1,7 +1,7 @@
 //! The attribute grammar: `#[tool(key = value, ...)]` on the fn and `#[tool(alias = ...)]` or
-//! `#[tool(extract)]` on a parameter. Strict: an unknown key, a repeated key or a bad value is an error on that
-//! token saying what to write instead; parsing goes on after a bad value so one compile
-//! reports every mistake.
+//! `#[tool(extract)]` on a parameter. Strict: an unknown key, a repeated key or a bad value is
+//! an error on that token saying what to write instead; parsing goes on after a bad value so
+//! one compile reports every mistake.
 
 use proc_macro2::TokenStream;
 use syn::meta::ParseNestedMeta;

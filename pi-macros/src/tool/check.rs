@@ -84,7 +84,8 @@ fn no_generics(cx: &Ctxt, tool: &ToolFn<'_>) {
 
 /// A plain argument is bound to a name, which becomes the property name. A destructured
 /// value the model does not send is an extractor without its mark.
-/// `(a, b): (i64, i64)` → `a: i64, b: i64`; `Tenant(t): Tenant` → `#[tool(extract)] Tenant(t): Tenant`.
+/// `(a, b): (i64, i64)` → `a: i64, b: i64`;
+/// `Tenant(t): Tenant` → `#[tool(extract)] Tenant(t): Tenant`.
 fn plain_patterns(cx: &Ctxt, tool: &ToolFn<'_>) {
     for plain in tool.plain() {
         if plain.ident.is_none() {

@@ -59,8 +59,8 @@ fn args_type(tool: &ToolFn<'_>) -> TokenStream {
 /// Three rules need no check of their own: a future that is not `Send` and a return type that
 /// does not convert are reported by the bounds of `__private::execute`, spanned at the fn's
 /// name and its return type, and an extractor that does not implement `FromToolContext` by
-/// the bound of `__private::extract`, spanned at its type (see `execute`). One fn rather than one per rule: each item costs
-/// the user's crate compile time, on every build.
+/// the bound of `__private::extract`, spanned at its type (see `execute`). One fn rather
+/// than one per rule: each item costs the user's crate compile time, on every build.
 fn checks(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     let mut bounds = Vec::new();
     for param in &tool.params {
@@ -299,10 +299,10 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     }
 }
 
-/// `context_type`: the first context type among the extractors' (`FromToolContext::context_type`),
-/// found by autoref specialization so that a type that is no extractor, reported by
-/// `execute`, is not reported again here. Absent without extractors, so the trait's default
-/// (`None`) applies.
+/// `context_type`: the first context type among the extractors'
+/// (`FromToolContext::context_type`), found by autoref specialization so that a type that is
+/// no extractor, reported by `execute`, is not reported again here. Absent without
+/// extractors, so the trait's default (`None`) applies.
 fn context_type(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
     let mut probes = tool.extractors().map(|extract| {
         let ty = extract.ty;

@@ -37,8 +37,8 @@ pub fn definition(
 
 /// A `#[tool]`'s `execute`: deserialize the validated arguments into `A`, hand them with the
 /// call's context to `call` (the macro's closure that builds the extractor parameters with
-/// [`extract`] and spreads everything over the user's fn, in its parameter order), await what it returns and
-/// convert it with `convert` ([`IntoToolOutcome::into_outcome`](super::IntoToolOutcome::into_outcome), named by the macro at the
+/// [`extract`] and spreads everything over the user's fn, in its parameter order), await
+/// what it returns and convert it with `convert` ([`IntoToolOutcome::into_outcome`](super::IntoToolOutcome::into_outcome), named by the macro at the
 /// fn's return type so a type that does not convert is reported there).
 ///
 /// Nothing runs before the first poll, as with an `async` block.

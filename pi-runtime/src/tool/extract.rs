@@ -45,7 +45,9 @@ use super::{ContextType, Ctx, IntoToolError, RunContext, ToolContext};
 ///     fn from_tool_context(ctx: &ToolContext, tool: &str) -> Result<Self, ToolError> {
 ///         match ctx.context::<Arc<Account>>() {
 ///             Some(account) if account.admin => Ok(Admin(Arc::clone(account))),
-///             Some(account) => Err(ToolError::new(format!("{} may not call {tool}", account.user))),
+///             Some(account) => {
+///                 Err(ToolError::new(format!("{} may not call {tool}", account.user)))
+///             }
 ///             None => Err(ToolError::new("this run has no account")),
 ///         }
 ///     }
@@ -95,9 +97,10 @@ pub trait FromToolContext: Sized {
     fn from_tool_context(ctx: &ToolContext, tool: &str) -> Result<Self, Self::Rejection>;
 
     /// The type of the run context the value reads, if it reads one. A `#[tool]` reports
-    /// the first of its extractors' ([`ToolDefinition::context_type`](super::ToolDefinition::context_type)),
-    /// so the agent refuses to build, or a run to start, with a context of another type
-    /// rather than failing the call. `None` by default.
+    /// the first of its extractors'
+    /// ([`ToolDefinition::context_type`](super::ToolDefinition::context_type)), so the agent
+    /// refuses to build, or a run to start, with a context of another type rather than
+    /// failing the call. `None` by default.
     fn context_type() -> Option<ContextType> {
         None
     }
