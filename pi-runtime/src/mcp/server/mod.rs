@@ -201,7 +201,8 @@ impl McpServer {
     ///
     /// let client = McpClient::builder("s").bearer_token(token).http(http.url()).await?;
     /// let whoami = &client.tools()[0];
-    /// let result = whoami.execute("c1".into(), json!({}), ToolContext::detached("c1")).await?;
+    /// let call = whoami.execute("c1".into(), json!({}), ToolContext::detached("c1"));
+    /// let result = call.await.map_err(|e| e.to_string())?;
     /// assert_eq!(result.text_content(), "billing");
     /// http.shutdown().await;
     /// # Ok(())
