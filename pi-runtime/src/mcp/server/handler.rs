@@ -42,10 +42,12 @@ impl McpServer {
             .ok_or_else(|| ErrorData::invalid_params(format!("Unknown tool: {name}"), None))?
             .output_schema()
             .is_some();
-        let run_context = match &inner.context {
-            Some(make) => Some(make.make(caller.as_ref().map(Caller::principal))?),
-            None => None,
-        };
+        let principal = caller.as_ref().map(Caller::principal);
+        let run_context = inner
+            .context
+            .as_ref()
+            .map(|context| context.make(principal))
+            .transpose()?;
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let call = ToolCall::new(request_id(&context), name, arguments);
         let limits = RunLimits {
