@@ -64,7 +64,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use pi_runtime::mcp::auth::{Authentication, JwksSource, JwtVerifier, StaticTokens};
-use pi_runtime::mcp::{Cluster, McpError, McpServer, SessionLimits, ToolHints};
+use pi_runtime::mcp::{Cluster, HttpServing, McpError, McpServer, SessionLimits, ToolHints};
 use pi_runtime::tools::{Bash, Edit, Read, WorkingDir, Write};
 use pi_runtime::{ToolContext, ToolError, ToolResult, tool};
 
@@ -187,19 +187,19 @@ async fn run() -> Result<(), String> {
     .with_hints(
         "countdown",
         ToolHints::new().read_only(true).idempotent(true),
-    )
-    .with_session_limits(limits);
-    let server = match (token_file, jwks, issuer, audience) {
-        (None, None, None, None) if unauthenticated => server.allow_unauthenticated(),
-        (None, None, None, None) => server,
+    );
+    let options = HttpServing::default().with_session_limits(limits);
+    let options = match (token_file, jwks, issuer, audience) {
+        (None, None, None, None) if unauthenticated => options.allow_unauthenticated(),
+        (None, None, None, None) => options,
         (Some(file), None, None, None) => {
             let tokens =
                 StaticTokens::from_file(&file).map_err(|e| format!("--token-file: {e}"))?;
-            server.with_authentication(Authentication::new(tokens))
+            options.with_authentication(Authentication::new(tokens))
         }
         (None, Some(jwks), Some(issuer), Some(audience)) => {
             let verifier = JwtVerifier::new(JwksSource::Url(jwks), &issuer, &audience);
-            server.with_authentication(
+            options.with_authentication(
                 Authentication::new(verifier)
                     .with_resource(audience)
                     .with_authorization_server(issuer),
@@ -211,7 +211,7 @@ async fn run() -> Result<(), String> {
             ));
         }
     };
-    let server = match instance {
+    let options = match instance {
         Some(name) => {
             let mut cluster = Cluster::new(name).map_err(|e| e.to_string())?;
             for peer in peers {
@@ -220,22 +220,25 @@ async fn run() -> Result<(), String> {
                     .ok_or(format!("--peer {peer}: expected NAME=URL"))?;
                 cluster = cluster.with_peer(name, url).map_err(|e| e.to_string())?;
             }
-            server.with_cluster(cluster)
+            options.with_cluster(cluster)
         }
-        None if peers.is_empty() => server,
+        None if peers.is_empty() => options,
         None => return Err(format!("--peer needs --instance\n{USAGE}")),
     };
 
     match http {
         None => server.serve_stdio().await.map_err(|e| e.to_string()),
         Some(addr) => {
-            let running = server.serve_http(addr).await.map_err(|e| match e {
-                McpError::Unprotected(_) => format!(
-                    "{e}.\nHere: --token-file, --jwks (with --issuer and --audience), or \
+            let running = server
+                .serve_http(addr, options)
+                .await
+                .map_err(|e| match e {
+                    McpError::Unprotected(_) => format!(
+                        "{e}.\nHere: --token-file, --jwks (with --issuer and --audience), or \
                      --allow-unauthenticated"
-                ),
-                other => other.to_string(),
-            })?;
+                    ),
+                    other => other.to_string(),
+                })?;
             // Tests and scripts read this line to find the port.
             println!("listening on {}", running.url());
             tokio::signal::ctrl_c()

@@ -187,7 +187,7 @@ impl McpClientBuilder {
 
     /// Send `Authorization: Bearer <token>` with every request of [`http`](Self::http), for
     /// a server that authenticates its clients (such as an [`McpServer`](super::McpServer)
-    /// with [`with_authentication`](super::McpServer::with_authentication)).
+    /// served with [`HttpServing::with_authentication`](super::HttpServing::with_authentication)).
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.bearer = Some(token.into());
         self

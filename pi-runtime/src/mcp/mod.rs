@@ -7,8 +7,11 @@
 //! - **Server** ([`McpServer`]): `tools/list` gives each tool's name, description, input schema
 //!   (the one the model sees), annotations and, for a `Json<T>` tool, an output schema;
 //!   `tools/call` runs the agent loop's own pipeline (prepare, coerce, validate, execute), so an
-//!   MCP client gets exactly the error texts a model gets in the loop. Over stdio or streamable
-//!   HTTP.
+//!   MCP client gets exactly the error texts a model gets in the loop. What is served is the
+//!   [`McpServer`]'s (tools, hooks, hints, each call's context made from the caller's
+//!   [`Principal`](auth::Principal) with [`McpServer::with_context`]); how it is served is the
+//!   transport's: stdio, or streamable HTTP as [`HttpServing`] say (authentication, sessions,
+//!   connections, origins, a cluster).
 //! - **Client** ([`McpClient`]): connects to a server over stdio (a child process) or streamable
 //!   HTTP and turns each of its tools into an [`AgentTool`](crate::AgentTool) exactly as pi's
 //!   MCP extension does: [`tool_definitions`] for the definitions,
@@ -24,7 +27,7 @@
 //!
 //! ```
 //! use pi_runtime::agent::Agent;
-//! use pi_runtime::mcp::{McpClient, McpServer};
+//! use pi_runtime::mcp::{HttpServing, McpClient, McpServer};
 //! use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 //! use pi_runtime::{Message, tool};
 //! use serde_json::json;
@@ -38,7 +41,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let server = McpServer::new((Add,))?;
-//! let http = server.serve_http("127.0.0.1:0".parse()?).await?;
+//! let http = server.serve_http("127.0.0.1:0".parse()?, HttpServing::default()).await?;
 //!
 //! let calculator = McpClient::builder("calculator").http(http.url()).await?;
 //! assert_eq!(calculator.tool_names(), ["mcp__calculator__add"]);
@@ -72,20 +75,15 @@
 
 pub mod auth;
 mod client;
-mod cluster;
 mod connection;
-mod connections;
 mod content;
 mod errors;
-mod first_write;
 mod http;
+mod http_server;
 mod listing;
 mod naming;
-mod origins;
-mod parse_error;
 mod schema;
 mod server;
-mod sessions;
 mod stdio;
 mod tool;
 
@@ -100,16 +98,16 @@ pub use client::{
     DEFAULT_MAX_CALL_TIME, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_TIMEOUT, MAX_CALL_TIME_PER_TIMEOUT,
     McpClient, McpClientBuilder,
 };
-pub use cluster::Cluster;
 pub use content::{
     MCP_OUTPUT_MAX_BYTES, OutputSaver, ResultOptions, TempFileSaver, convert_result,
 };
+pub use http_server::{
+    Cluster, DEFAULT_CONNECTION_IDLE_TIMEOUT, DEFAULT_MAX_REQUEST_BODY, HttpServing, McpHttpServer,
+    SessionLimits,
+};
 pub use listing::{DEFAULT_MAX_PAGES, DEFAULT_MAX_TOOL_SIZE, DEFAULT_MAX_TOOLS};
 pub use schema::{ListedTool, tool_definitions};
-pub use server::{
-    DEFAULT_CONNECTION_IDLE_TIMEOUT, DEFAULT_MAX_REQUEST_BODY, McpHttpServer, McpServer,
-};
-pub use sessions::SessionLimits;
+pub use server::McpServer;
 
 /// Everything that can go wrong between us and an MCP peer.
 #[derive(Debug, Error)]
@@ -134,11 +132,24 @@ pub enum McpError {
     #[error(
         "refusing to serve MCP on {0} without authentication: other machines can reach it, and \
          anyone who does could call every tool. Give the server a token verifier \
-         (McpServer::with_authentication), bind a loopback address, or opt out with \
-         McpServer::allow_unauthenticated"
+         (HttpServing::with_authentication), bind a loopback address, or opt out with \
+         HttpServing::allow_unauthenticated"
     )]
     Unprotected(SocketAddr),
     /// A [`Cluster`] was given a name or a peer it cannot use.
     #[error("MCP cluster misconfigured: {0}")]
     Cluster(String),
+    /// A tool reads a context (`Ctx<T>`) of another type than the one
+    /// [`McpServer::with_context`] makes for each call.
+    #[error(
+        "tool \"{tool}\" reads a context of type `{needs}`, and the server's calls supply a `{supplied}`"
+    )]
+    ContextType {
+        /// The tool's name.
+        tool: String,
+        /// The type its `Ctx<T>` reads.
+        needs: &'static str,
+        /// The type the server's context function returns.
+        supplied: &'static str,
+    },
 }

@@ -55,6 +55,8 @@ mod mcp_auth;
 #[cfg(feature = "mcp")]
 mod mcp_cluster;
 #[cfg(feature = "mcp")]
+mod mcp_context;
+#[cfg(feature = "mcp")]
 mod mcp_hostile;
 #[cfg(feature = "mcp")]
 mod mcp_hostile_limits;

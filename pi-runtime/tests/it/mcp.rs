@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use pi_runtime::agent::Agent;
-use pi_runtime::mcp::{McpClient, McpHttpServer, McpServer, TempFileSaver, ToolHints};
+use pi_runtime::mcp::{HttpServing, McpClient, McpHttpServer, McpServer, TempFileSaver, ToolHints};
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::{
     AgentTool, FnTool, Json, Message, State, ToolContext, ToolError, ToolResult, ToolSet, tool,
@@ -129,7 +129,10 @@ async fn fixture_with_timeout(timeout: Duration) -> Fixture {
     // Three pages of three, three and two: the client follows the cursors.
     .with_page_size(3);
     let http = server
-        .serve_http("127.0.0.1:0".parse().expect("an address"))
+        .serve_http(
+            "127.0.0.1:0".parse().expect("an address"),
+            HttpServing::default(),
+        )
         .await
         .expect("a loopback port");
     let dir = tempfile::tempdir().expect("a temp dir");
@@ -289,7 +292,10 @@ async fn listed_hints_are_the_tools_own_unless_the_server_gives_others() {
 
     // A client reads them back as the tools' hints.
     let http = server
-        .serve_http("127.0.0.1:0".parse().expect("an address"))
+        .serve_http(
+            "127.0.0.1:0".parse().expect("an address"),
+            HttpServing::default(),
+        )
         .await
         .expect("a loopback port");
     let client = McpClient::builder("hinted")
@@ -553,7 +559,10 @@ async fn the_server_runs_the_agents_tool_hooks() {
         .expect("tools register")
         .with_hooks(agent.hooks());
     let http = server
-        .serve_http("127.0.0.1:0".parse().expect("an address"))
+        .serve_http(
+            "127.0.0.1:0".parse().expect("an address"),
+            HttpServing::default(),
+        )
         .await
         .expect("a loopback port");
     let client = McpClient::builder("hooked")

@@ -14,7 +14,7 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use pi_runtime::mcp::auth::{
     Authentication, JwksSource, JwtVerifier, Principal, StaticTokens, TokenVerifier,
 };
-use pi_runtime::mcp::{McpClient, McpError, McpHttpServer, McpServer};
+use pi_runtime::mcp::{HttpServing, McpClient, McpError, McpHttpServer, McpServer};
 use pi_runtime::tool;
 use serde_json::{Value, json};
 
@@ -42,10 +42,11 @@ fn static_tokens() -> StaticTokens {
 }
 
 async fn serve(auth: Authentication) -> McpHttpServer {
+    let options =
+        HttpServing::default().with_authentication(auth.with_required_scopes("add", ["math"]));
     McpServer::new((Add, Echo))
         .expect("tools register")
-        .with_authentication(auth.with_required_scopes("add", ["math"]))
-        .serve_http("127.0.0.1:0".parse().expect("an address"))
+        .serve_http("127.0.0.1:0".parse().expect("an address"), options)
         .await
         .expect("a loopback port")
 }
@@ -182,7 +183,10 @@ async fn a_token_sees_and_calls_only_the_tools_its_scopes_allow() {
 async fn serving_beyond_loopback_needs_authentication_or_an_explicit_opt_out() {
     let server = McpServer::new((Echo,)).expect("tools register");
     let error = server
-        .serve_http("0.0.0.0:0".parse().expect("an address"))
+        .serve_http(
+            "0.0.0.0:0".parse().expect("an address"),
+            HttpServing::default(),
+        )
         .await
         .expect_err("refused");
     assert!(matches!(error, McpError::Unprotected(_)), "{error:?}");
@@ -190,19 +194,22 @@ async fn serving_beyond_loopback_needs_authentication_or_an_explicit_opt_out() {
         error.to_string(),
         "refusing to serve MCP on 0.0.0.0:0 without authentication: other machines can reach \
          it, and anyone who does could call every tool. Give the server a token verifier \
-         (McpServer::with_authentication), bind a loopback address, or opt out with \
-         McpServer::allow_unauthenticated"
+         (HttpServing::with_authentication), bind a loopback address, or opt out with \
+         HttpServing::allow_unauthenticated"
     );
     let open = server
-        .clone()
-        .allow_unauthenticated()
-        .serve_http("0.0.0.0:0".parse().expect("an address"))
+        .serve_http(
+            "0.0.0.0:0".parse().expect("an address"),
+            HttpServing::default().allow_unauthenticated(),
+        )
         .await
         .expect("served, as asked");
     open.shutdown().await;
     let protected = server
-        .with_authentication(Authentication::new(static_tokens()))
-        .serve_http("0.0.0.0:0".parse().expect("an address"))
+        .serve_http(
+            "0.0.0.0:0".parse().expect("an address"),
+            HttpServing::default().with_authentication(Authentication::new(static_tokens())),
+        )
         .await
         .expect("served with authentication");
     protected.shutdown().await;
@@ -212,8 +219,10 @@ async fn serving_beyond_loopback_needs_authentication_or_an_explicit_opt_out() {
 async fn a_browser_origin_is_refused_unless_allowed() {
     let server = McpServer::new((Echo,))
         .expect("tools register")
-        .with_allowed_origins(["http://app.localhost:*"])
-        .serve_http("127.0.0.1:0".parse().expect("an address"))
+        .serve_http(
+            "127.0.0.1:0".parse().expect("an address"),
+            HttpServing::default().with_allowed_origins(["http://app.localhost:*"]),
+        )
         .await
         .expect("a loopback port");
     let origin = |origin: &'static str| {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use pi_runtime::mcp::{Cluster, McpHttpServer, McpServer};
+use pi_runtime::mcp::{Cluster, HttpServing, McpHttpServer, McpServer};
 use pi_runtime::{State, ToolContext, ToolResult, tool};
 use serde_json::{Value, json};
 
@@ -49,13 +49,18 @@ async fn cluster() -> (Vec<McpHttpServer>, Vec<Arc<AtomicBool>>) {
             }
         }
         let cancelled = Arc::new(AtomicBool::new(false));
-        let server = McpServer::new((Wait::new(Arc::clone(&cancelled)), Echo))
-            .expect("tools register")
-            .with_cluster(cluster);
+        let server =
+            McpServer::new((Wait::new(Arc::clone(&cancelled)), Echo)).expect("tools register");
         let addr = format!("127.0.0.1:{}", ports[i])
             .parse()
             .expect("an address");
-        servers.push(server.serve_http(addr).await.expect("the port is free"));
+        let options = HttpServing::default().with_cluster(cluster);
+        servers.push(
+            server
+                .serve_http(addr, options)
+                .await
+                .expect("the port is free"),
+        );
         flags.push(cancelled);
     }
     (servers, flags)

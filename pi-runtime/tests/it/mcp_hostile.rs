@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use pi_runtime::mcp::{McpClient, McpServer};
+use pi_runtime::mcp::{HttpServing, McpClient, McpServer};
 use pi_runtime::{AgentTool, State, ToolContext, ToolResult, tool};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
@@ -145,7 +145,10 @@ async fn progress_cannot_keep_a_call_past_its_total_time_limit() {
     let cancelled = Arc::new(AtomicBool::new(false));
     let server = McpServer::new((Endless::new(Arc::clone(&cancelled)),)).expect("tools register");
     let http = server
-        .serve_http("127.0.0.1:0".parse().expect("an address"))
+        .serve_http(
+            "127.0.0.1:0".parse().expect("an address"),
+            HttpServing::default(),
+        )
         .await
         .expect("a loopback port");
     let client = McpClient::builder("local")
@@ -303,7 +306,10 @@ async fn progress_over_http_extends_a_call_to_ten_times_its_timeout_at_most() {
     let cancelled = Arc::new(AtomicBool::new(false));
     let server = McpServer::new((Endless::new(Arc::clone(&cancelled)),)).expect("tools register");
     let http = server
-        .serve_http("127.0.0.1:0".parse().expect("an address"))
+        .serve_http(
+            "127.0.0.1:0".parse().expect("an address"),
+            HttpServing::default(),
+        )
         .await
         .expect("a loopback port");
     let client = McpClient::builder("local")
@@ -341,7 +347,10 @@ async fn progress_over_http_extends_a_call_to_ten_times_its_timeout_at_most() {
 async fn malformed_json_rpc_gets_json_rpc_errors_not_415() {
     let server = McpServer::new((Endless::new(Arc::default()),)).expect("tools register");
     let http = server
-        .serve_http("127.0.0.1:0".parse().expect("an address"))
+        .serve_http(
+            "127.0.0.1:0".parse().expect("an address"),
+            HttpServing::default(),
+        )
         .await
         .expect("a loopback port");
     let post = |body: &'static str| {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use pi_runtime::mcp::{McpHttpServer, McpServer, SessionLimits};
+use pi_runtime::mcp::{HttpServing, McpHttpServer, McpServer, SessionLimits};
 use pi_runtime::{State, ToolContext, tool};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
@@ -24,9 +24,9 @@ async fn wait(State(cancelled): State<Arc<AtomicBool>>, ctx: ToolContext) -> Str
     "cancelled".to_owned()
 }
 
-async fn serve(server: McpServer) -> McpHttpServer {
+async fn serve(server: McpServer, options: HttpServing) -> McpHttpServer {
     server
-        .serve_http("127.0.0.1:0".parse().expect("an address"))
+        .serve_http("127.0.0.1:0".parse().expect("an address"), options)
         .await
         .expect("a loopback port")
 }
@@ -34,7 +34,11 @@ async fn serve(server: McpServer) -> McpHttpServer {
 #[tokio::test]
 async fn sessions_never_closed_are_capped() {
     let _alone = measured().await;
-    let http = serve(McpServer::new((Wait::new(Arc::default()),)).expect("tools register")).await;
+    let http = serve(
+        McpServer::new((Wait::new(Arc::default()),)).expect("tools register"),
+        HttpServing::default(),
+    )
+    .await;
     let client = RawClient::new(http.url());
     let (peak, started) = (peak_rss(), Instant::now());
     let mut opened = 0;
@@ -65,10 +69,8 @@ async fn sessions_deleted_or_expired_free_their_place_and_memory() {
         .with_max_sessions(20)
         .with_max_sessions_per_client(100)
         .with_idle_timeout(Duration::from_secs(1));
-    let server = McpServer::new((Wait::new(Arc::default()),))
-        .expect("tools register")
-        .with_session_limits(limits);
-    let http = serve(server).await;
+    let server = McpServer::new((Wait::new(Arc::default()),)).expect("tools register");
+    let http = serve(server, HttpServing::default().with_session_limits(limits)).await;
     let client = RawClient::new(http.url());
     let (peak, started) = (peak_rss(), Instant::now());
     for round in 0..5 {
@@ -121,10 +123,8 @@ async fn expired_sessions_alone() {
     let limits = SessionLimits::default()
         .with_max_sessions_per_client(1_000)
         .with_idle_timeout(Duration::from_millis(500));
-    let server = McpServer::new((Wait::new(Arc::default()),))
-        .expect("tools register")
-        .with_session_limits(limits);
-    let http = serve(server).await;
+    let server = McpServer::new((Wait::new(Arc::default()),)).expect("tools register");
+    let http = serve(server, HttpServing::default().with_session_limits(limits)).await;
     let client = RawClient::new(http.url());
     let (peak, started) = (peak_rss(), Instant::now());
     let mut resident = Vec::new();
@@ -191,8 +191,11 @@ fn the_plateau_judgement_tells_a_leak_from_a_late_plateau() {
 async fn a_client_that_drops_its_connection_cancels_its_call() {
     let _alone = measured().await;
     let cancelled = Arc::new(AtomicBool::new(false));
-    let http =
-        serve(McpServer::new((Wait::new(Arc::clone(&cancelled)),)).expect("tools register")).await;
+    let http = serve(
+        McpServer::new((Wait::new(Arc::clone(&cancelled)),)).expect("tools register"),
+        HttpServing::default(),
+    )
+    .await;
     let peak = peak_rss();
     let client = RawClient::new(http.url());
     let session = client.open_session().await.expect("a session");
@@ -363,7 +366,11 @@ async fn fd_limited_server() {
         return;
     }
     let peak = peak_rss();
-    let http = serve(McpServer::new((Wait::new(Arc::default()),)).expect("tools register")).await;
+    let http = serve(
+        McpServer::new((Wait::new(Arc::default()),)).expect("tools register"),
+        HttpServing::default(),
+    )
+    .await;
     println!("port {}", http.local_addr().port());
     let mut rest = Vec::new();
     let _ = tokio::io::stdin().read_to_end(&mut rest).await;
@@ -375,10 +382,9 @@ async fn fd_limited_server() {
 #[tokio::test]
 async fn connections_that_answer_nothing_are_closed_when_idle() {
     let _alone = measured().await;
-    let server = McpServer::new((Wait::new(Arc::default()),))
-        .expect("tools register")
-        .with_connection_idle_timeout(Duration::from_secs(1));
-    let http = serve(server).await;
+    let server = McpServer::new((Wait::new(Arc::default()),)).expect("tools register");
+    let options = HttpServing::default().with_connection_idle_timeout(Duration::from_secs(1));
+    let http = serve(server, options).await;
     let addr = http.local_addr();
     let peak = peak_rss();
     let started = Instant::now();
@@ -431,7 +437,11 @@ async fn connections_that_answer_nothing_are_closed_when_idle() {
 #[tokio::test]
 async fn a_huge_body_or_batch_is_refused_without_being_held() {
     let _alone = measured().await;
-    let http = serve(McpServer::new((Wait::new(Arc::default()),)).expect("tools register")).await;
+    let http = serve(
+        McpServer::new((Wait::new(Arc::default()),)).expect("tools register"),
+        HttpServing::default(),
+    )
+    .await;
     let client = reqwest::Client::new();
     let peak = peak_rss();
     let started = Instant::now();
@@ -481,10 +491,8 @@ async fn a_huge_body_or_batch_is_refused_without_being_held() {
 #[tokio::test]
 async fn running_calls_are_capped_per_client() {
     let limits = SessionLimits::default().with_max_calls_per_client(2);
-    let server = McpServer::new((Wait::new(Arc::default()),))
-        .expect("tools register")
-        .with_session_limits(limits);
-    let http = serve(server).await;
+    let server = McpServer::new((Wait::new(Arc::default()),)).expect("tools register");
+    let http = serve(server, HttpServing::default().with_session_limits(limits)).await;
     let client = RawClient::new(http.url());
     let session = client.open_session().await.expect("a session");
     let wait = |id: u32| call(id, "wait", json!({}));

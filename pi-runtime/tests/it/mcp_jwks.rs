@@ -11,8 +11,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use jsonwebtoken::jwk::JwkSet;
-use pi_runtime::mcp::McpServer;
 use pi_runtime::mcp::auth::{Authentication, JwksSource, JwtVerifier, TokenVerifier};
+use pi_runtime::mcp::{HttpServing, McpServer};
 use pi_runtime::tool;
 use serde_json::{Value, json};
 
@@ -275,8 +275,11 @@ async fn unknown_kids_refetch_no_more_often_than_the_least_interval() {
 async fn serve(verifier: JwtVerifier) -> pi_runtime::mcp::McpHttpServer {
     McpServer::new((Echo,))
         .expect("tools register")
-        .with_authentication(Authentication::new(verifier).with_resource(AUD))
-        .serve_http("127.0.0.1:0".parse().expect("an address"))
+        .serve_http(
+            "127.0.0.1:0".parse().expect("an address"),
+            HttpServing::default()
+                .with_authentication(Authentication::new(verifier).with_resource(AUD)),
+        )
         .await
         .expect("a loopback port")
 }

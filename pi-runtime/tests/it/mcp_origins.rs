@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use pi_runtime::mcp::McpServer;
+use pi_runtime::mcp::{HttpServing, McpServer};
 use pi_runtime::tool;
 
 use crate::mcp_support::initialize;
@@ -41,7 +41,10 @@ async fn status(url: &str, host: &str, origin: Option<&str>) -> u16 {
 async fn a_loopback_server_accepts_loopback_hosts_and_origins_and_refuses_the_rest() {
     let server = McpServer::new((Echo,))
         .expect("tools register")
-        .serve_http("127.0.0.1:0".parse().expect("an address"))
+        .serve_http(
+            "127.0.0.1:0".parse().expect("an address"),
+            HttpServing::default(),
+        )
         .await
         .expect("a loopback port");
     let url = server.url();
@@ -93,9 +96,10 @@ async fn a_loopback_server_accepts_loopback_hosts_and_origins_and_refuses_the_re
 
 #[tokio::test]
 async fn a_router_for_host_names_accepts_pages_of_those_hosts_only() {
-    let router = McpServer::new((Echo,))
-        .expect("tools register")
-        .router_for_hosts("/mcp", ["tools.example.com", "admin.example.com:8443"]);
+    let router = McpServer::new((Echo,)).expect("tools register").router(
+        "/mcp",
+        HttpServing::default().with_allowed_hosts(["tools.example.com", "admin.example.com:8443"]),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("a port");

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use pi_runtime::agent::Agent;
-use pi_runtime::mcp::{McpClient, McpHttpServer, McpServer};
+use pi_runtime::mcp::{HttpServing, McpClient, McpHttpServer, McpServer};
 use pi_runtime::provider::faux::FauxModel;
 use pi_runtime::tool::{TempFileSaver, ToolPolicy};
 use pi_runtime::{FnTool, State, ToolCall, ToolContext, ToolError, ToolResult, ToolSet, tool};
@@ -61,7 +61,10 @@ async fn query(State(gauge): State<Arc<Gauge>>) -> String {
 
 async fn serve(server: McpServer) -> (McpHttpServer, McpClient) {
     let http = server
-        .serve_http("127.0.0.1:0".parse().expect("an address"))
+        .serve_http(
+            "127.0.0.1:0".parse().expect("an address"),
+            HttpServing::default(),
+        )
         .await
         .expect("a loopback port");
     let client = McpClient::builder("db")

@@ -1,6 +1,7 @@
 //! The HTTP side of authentication: the bearer token checked before anything else is read,
 //! the scope check once the body says which tool is called, and the RFC 9728 metadata.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
@@ -11,8 +12,8 @@ use axum::routing::get;
 use reqwest::Url;
 use serde_json::json;
 
-use super::super::sessions::{Posted, refusal};
 use super::{Authentication, Principal, TokenError};
+use crate::mcp::http_server::{Posted, refusal};
 
 /// The JSON-RPC error code of a call the token's scopes do not allow.
 const INSUFFICIENT_SCOPE: i32 = -32001;
@@ -97,8 +98,36 @@ impl Gate {
     }
 }
 
+/// Who sent an authenticated request and what the token may use: what [`authenticate`]
+/// leaves in the request's extensions, for the layers after it and the tool server.
+#[derive(Debug, Clone)]
+pub(in crate::mcp) struct Caller {
+    principal: Arc<Principal>,
+    gate: Arc<Gate>,
+}
+
+impl Caller {
+    /// Whom the token stands for.
+    pub(in crate::mcp) fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    /// Whether the token may see and call the tool named `tool`.
+    pub(in crate::mcp) fn allows(&self, tool: &str) -> bool {
+        self.gate.auth.allows(&self.principal, tool)
+    }
+
+    /// The scopes calling `tool` needs that the token lacks; `None` when it may call it.
+    fn lacks(&self, tool: &str) -> Option<&BTreeSet<String>> {
+        self.gate
+            .auth
+            .required_for(tool)
+            .filter(|required| !self.principal.has_all(*required))
+    }
+}
+
 /// The first layer: a request without a bearer token the verifier accepts goes no further.
-/// The principal rides on in the request's extensions.
+/// The [`Caller`] rides on in the request's extensions.
 pub(in crate::mcp) async fn authenticate(
     State(gate): State<Arc<Gate>>,
     mut request: Request,
@@ -109,7 +138,11 @@ pub(in crate::mcp) async fn authenticate(
     };
     match gate.auth.verifier.verify(&token).await {
         Ok(principal) => {
-            request.extensions_mut().insert(Arc::new(principal));
+            let caller = Caller {
+                principal: Arc::new(principal),
+                gate: Arc::clone(&gate),
+            };
+            request.extensions_mut().insert(caller);
             next.run(request).await
         }
         Err(TokenError::Unavailable(reason)) => {
@@ -134,19 +167,15 @@ pub(in crate::mcp) async fn authorize(
     request: Request,
     next: Next,
 ) -> Response {
-    let principal = request.extensions().get::<Arc<Principal>>();
+    let caller = request.extensions().get::<Caller>();
     let posted = request.extensions().get::<Posted>();
-    let missing = match (principal, posted) {
+    let missing = match (caller, posted) {
         (
-            Some(principal),
+            Some(caller),
             Some(Posted {
                 tool: Some(tool), ..
             }),
-        ) => gate
-            .auth
-            .required_for(tool)
-            .filter(|required| !principal.has_all(*required))
-            .map(|required| (tool.clone(), required)),
+        ) => caller.lacks(tool).map(|required| (tool.clone(), required)),
         _ => None,
     };
     let Some((tool, required)) = missing else {

@@ -42,27 +42,20 @@ pub enum JwksSource {
 /// (RFC 9068), or an `scp` list.
 ///
 /// ```no_run
-/// use pi_runtime::mcp::McpServer;
+/// use pi_runtime::mcp::HttpServing;
 /// use pi_runtime::mcp::auth::{Authentication, JwksSource, JwtVerifier};
-/// # use pi_runtime::tool;
-/// # /// Add.
-/// # #[tool]
-/// # async fn add(a: f64, b: f64) -> String { (a + b).to_string() }
 ///
-/// # fn main() -> Result<(), pi_runtime::mcp::McpError> {
 /// let verifier = JwtVerifier::new(
 ///     JwksSource::Url("https://auth.example.com/.well-known/jwks.json".into()),
 ///     "https://auth.example.com",
 ///     "https://tools.example.com/mcp",
 /// );
-/// let server = McpServer::new((Add,))?.with_authentication(
+/// let options = HttpServing::default().with_authentication(
 ///     Authentication::new(verifier)
 ///         .with_resource("https://tools.example.com/mcp")
 ///         .with_authorization_server("https://auth.example.com"),
 /// );
-/// # let _ = server;
-/// # Ok(())
-/// # }
+/// # let _ = options;
 /// ```
 pub struct JwtVerifier {
     keys: Keys,

@@ -17,8 +17,8 @@
 //! the `jwt` feature, `JwtVerifier` for access tokens signed by an authorization server.
 //!
 //! ```
-//! use pi_runtime::mcp::McpServer;
 //! use pi_runtime::mcp::auth::{Authentication, Principal, StaticTokens};
+//! use pi_runtime::mcp::{HttpServing, McpServer};
 //! use pi_runtime::tool;
 //!
 //! /// Add two numbers.
@@ -27,18 +27,24 @@
 //!     (a + b).to_string()
 //! }
 //!
-//! # fn main() -> Result<(), pi_runtime::mcp::McpError> {
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), pi_runtime::mcp::McpError> {
 //! let tokens = StaticTokens::new()
 //!     .with_token("a-long-random-service-token", Principal::new("billing").with_scopes(["math"]));
-//! let server = McpServer::new((Add,))?.with_authentication(
+//! let options = HttpServing::default().with_authentication(
 //!     Authentication::new(tokens)
 //!         .with_resource("https://tools.example.com/mcp")
 //!         .with_required_scopes("add", ["math"]),
 //! );
-//! # let _ = server;
+//! let server = McpServer::new((Add,))?;
+//! let http = server.serve_http("127.0.0.1:0".parse().expect("an address"), options).await?;
+//! # http.shutdown().await;
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! The principal reaches the tools: [`McpServer::with_context`](super::McpServer::with_context)
+//! makes each call's context (what a `Ctx<T>` parameter and the hooks read) from it.
 
 mod gate;
 #[cfg(feature = "jwt")]
@@ -54,7 +60,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use thiserror::Error;
 
-pub(super) use gate::{Gate, authenticate, authorize, metadata_router};
+pub(super) use gate::{Caller, Gate, authenticate, authorize, metadata_router};
 #[cfg(feature = "jwt")]
 #[cfg_attr(docsrs, doc(cfg(feature = "jwt")))]
 pub use jwt::{JwksSource, JwtVerifier};
@@ -70,7 +76,8 @@ pub trait TokenVerifier: Send + Sync + fmt::Debug + 'static {
 }
 
 /// Whom a token stands for: a subject (the key sessions and caps are counted under) and
-/// the scopes it was granted.
+/// the scopes it was granted. Each call's context is made from it
+/// ([`McpServer::with_context`](super::McpServer::with_context)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Principal {
@@ -138,7 +145,7 @@ pub enum TokenError {
 }
 
 /// How the streamable HTTP server authenticates its clients
-/// ([`McpServer::with_authentication`](super::McpServer::with_authentication)): the
+/// ([`HttpServing::with_authentication`](super::HttpServing::with_authentication)): the
 /// verifier, the server's own URI (the resource, and a JWT's audience), the authorization
 /// servers that issue its tokens, and the scopes each tool requires.
 #[derive(Clone)]

@@ -1,4 +1,4 @@
-//! The connections of [`serve_http`](super::McpServer::serve_http): at most so many at once,
+//! The connections of [`serve_http`](crate::mcp::McpServer::serve_http): at most so many at once,
 //! below the process's descriptor limit with a reserve, and when full, the connection doing
 //! least is shed to make room for the new one.
 //!

@@ -36,8 +36,8 @@ use rmcp::model::RequestId;
 use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use serde_json::json;
 
-use super::McpError;
 use super::sessions::{Posted, session_id, session_not_found};
+use crate::mcp::McpError;
 
 /// Marks a request forwarded by a peer, with the peer's name.
 const FORWARDED_BY: &str = "x-pi-mcp-forwarded-by";
@@ -47,7 +47,7 @@ const SEPARATOR: char = '.';
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// This instance's name and where its peers serve the same endpoint
-/// ([`McpServer::with_cluster`](super::McpServer::with_cluster)).
+/// ([`HttpServing::with_cluster`](super::HttpServing::with_cluster)).
 ///
 /// ```
 /// use pi_runtime::mcp::Cluster;

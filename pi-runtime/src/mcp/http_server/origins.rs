@@ -4,8 +4,8 @@
 //!
 //! A page served by a host the server answers to is one of its own: the loopback names
 //! (`localhost`, `127.0.0.1`, `[::1]`) for a server on loopback, the names given to
-//! [`router_for_hosts`](super::McpServer::router_for_hosts), the address
-//! [`serve_http`](super::McpServer::serve_http) was bound to. DNS rebinding cannot fake one:
+//! [`with_allowed_hosts`](super::HttpServing::with_allowed_hosts), the address
+//! [`serve_http`](crate::mcp::McpServer::serve_http) was bound to. DNS rebinding cannot fake one:
 //! the page's origin keeps the attacker's name, and so does the `Host` rmcp refuses.
 
 use std::net::{Ipv6Addr, SocketAddr};

@@ -32,11 +32,11 @@ use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
 
-use super::auth::Principal;
 use super::connections::client_ip;
+use crate::mcp::auth::Caller;
 
 /// How many sessions the server keeps open, in total and for one client address, and how
-/// long an idle one lives ([`McpServer::with_session_limits`](super::McpServer::with_session_limits)).
+/// long an idle one lives ([`HttpServing::with_session_limits`](super::HttpServing::with_session_limits)).
 ///
 /// An `initialize` over a cap is refused, before any session is made: `429 Too Many
 /// Requests` over the client's own, `503 Service Unavailable` over the total, each with a
@@ -59,9 +59,9 @@ pub struct SessionLimits {
     /// Sessions open at once, all clients together. Default 1,000.
     pub max_sessions: usize,
     /// Sessions open at once for one client. Default 64. A client is the token's subject when
-    /// the server authenticates ([`with_authentication`](super::McpServer::with_authentication)),
+    /// the server authenticates ([`with_authentication`](super::HttpServing::with_authentication)),
     /// else the client's address where it is known:
-    /// [`serve_http`](super::McpServer::serve_http), or a router served with axum's
+    /// [`serve_http`](crate::mcp::McpServer::serve_http), or a router served with axum's
     /// `into_make_service_with_connect_info::<SocketAddr>()`.
     pub max_sessions_per_client: usize,
     /// How long a session lives without a request. Default rmcp's, 5 minutes.
@@ -125,10 +125,10 @@ impl SessionLimits {
 /// What a POST carries, as the body check read it: its request id, whether it is
 /// `initialize`, and the tool it calls if it is `tools/call`.
 #[derive(Debug, Clone)]
-pub(super) struct Posted {
-    pub(super) id: Option<RequestId>,
-    pub(super) initialize: bool,
-    pub(super) tool: Option<String>,
+pub(in crate::mcp) struct Posted {
+    pub(in crate::mcp) id: Option<RequestId>,
+    pub(in crate::mcp) initialize: bool,
+    pub(in crate::mcp) tool: Option<String>,
 }
 
 /// The sessions of one router: rmcp's manager, and who holds which session.
@@ -149,8 +149,10 @@ enum Holder {
 
 impl Holder {
     fn of(request: &Request) -> Option<Holder> {
-        match request.extensions().get::<Arc<Principal>>() {
-            Some(principal) => Some(Holder::Subject(Arc::from(principal.subject.as_str()))),
+        match request.extensions().get::<Caller>() {
+            Some(caller) => Some(Holder::Subject(Arc::from(
+                caller.principal().subject.as_str(),
+            ))),
             None => client_ip(request).map(Holder::Address),
         }
     }
@@ -353,7 +355,7 @@ const OVER_A_CAP: i32 = -32000;
 /// The server's own refusal of a request before rmcp sees it (a cap here, a token's missing
 /// scopes in [`auth`](super::auth)): `status`, with a JSON-RPC error answering `id` as the
 /// body, and `Retry-After` for the total cap.
-pub(super) fn refusal(
+pub(in crate::mcp) fn refusal(
     status: StatusCode,
     code: i32,
     id: Option<&RequestId>,
@@ -389,9 +391,8 @@ pub(super) async fn guard(
     next: Next,
 ) -> Response {
     let session = session_id(&request).map(Arc::<str>::from);
-    if let (Some(session), Some(principal)) =
-        (&session, request.extensions().get::<Arc<Principal>>())
-        && !sessions.may_use(session, &principal.subject)
+    if let (Some(session), Some(caller)) = (&session, request.extensions().get::<Caller>())
+        && !sessions.may_use(session, &caller.principal().subject)
     {
         // Another subject's session is not found, as a session that does not exist.
         return session_not_found();
