@@ -3,10 +3,12 @@
 
 use std::time::Duration;
 
-/// How a call failed; `None` on an [`Outcome`](super::dispatch::Outcome) means it succeeded.
+/// How a call failed; `None` on a [`CallOutcome`](super::machine::CallOutcome) means it
+/// succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum CallFailure {
+#[non_exhaustive]
+pub enum CallFailure {
     /// No tool of that name is registered.
     NotFound,
     /// The arguments did not parse or validate (or the response was cut off, so they may be
@@ -30,7 +32,7 @@ pub(crate) enum CallFailure {
 
 impl CallFailure {
     /// The OpenTelemetry `error.type` of a call that failed this way.
-    pub(crate) fn error_type(self) -> &'static str {
+    pub fn error_type(self) -> &'static str {
         match self {
             CallFailure::NotFound => "not_found",
             CallFailure::Validation => "validation",
@@ -46,7 +48,7 @@ impl CallFailure {
 
     /// Whether the failure counts against the tool's retry budget: the model can correct
     /// it by calling again (invalid arguments, an explicit retry).
-    pub(crate) fn counts_as_retry(self) -> bool {
+    pub fn counts_as_retry(self) -> bool {
         matches!(self, CallFailure::Validation | CallFailure::Retry)
     }
 }

@@ -10,17 +10,16 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::AgentEvent;
-use super::approval::{ApprovalDecision, ApprovalError};
+use super::approval::{ApprovalDecision, ApprovalError, PauseLedger};
 use super::builder::AgentBuilder;
 use super::config::{AgentDefinition, Config, Opening, Shared, check_context};
-use super::dispatch::{Decided, Dispatcher, RunLimits, ToolPolicies};
+use super::dispatch::{Dispatcher, RunLimits, ToolPolicies};
 use super::error::AgentError;
 use super::hooks::Hooks;
-#[cfg(any(test, feature = "restate"))]
-use super::journal::Journal;
+use super::machine::held::Decided;
+use super::machine::{RunState, StateLimits, deadline_after, instant_at};
 use super::outcome::{RunEnd, RunOutcome};
 use super::run;
-use super::run_state::{RunState, StateLimits, deadline_after, instant_at};
 use super::sink::{EventStream, Listener, SubscriptionId};
 use super::state::{AgentState, Inner as StateInner};
 use super::telemetry;
@@ -34,7 +33,7 @@ use crate::tool::{
 
 /// What [`Agent::prompt`] accepts: text, a user message, any message, or several.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Prompt(Vec<Message>);
+pub struct Prompt(pub(crate) Vec<Message>);
 
 impl Prompt {
     /// Text followed by images, as one user message.
@@ -113,7 +112,7 @@ pub struct Agent {
 
 /// Frees the run slot when a run ends, even if its future was dropped half-way; that also
 /// cancels the run's signal, so that tasks the tools started see the run is over.
-struct RunGuard<'a>(&'a Shared);
+pub(crate) struct RunGuard<'a>(pub(crate) &'a Shared);
 
 impl Drop for RunGuard<'_> {
     fn drop(&mut self) {
@@ -567,9 +566,15 @@ impl Agent {
             .await
     }
 
+    /// What every conversation of this agent shares.
+    #[cfg(any(test, feature = "restate"))]
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
     /// Claim the run slot for a run over the transcript, as `input` decides from it (under
     /// the same lock, so a refused start changes nothing).
-    fn start(
+    pub(crate) fn start(
         &self,
         busy: AgentError,
         context: Option<RunContext>,
@@ -660,7 +665,7 @@ impl Agent {
             if slot.slot.is_busy() {
                 return Err(AgentError::BusyContinuing);
             }
-            let decided = state.decided(decisions.into_iter().collect(), &config.tools)?;
+            let decided = state.decided(decisions.into_iter().collect(), &tool_lookup(&config))?;
             let context = self.shared.context();
             check_context(config.tools.registry(), context.as_ref())?;
             let limits = RunLimits {
@@ -677,11 +682,7 @@ impl Agent {
         };
         let guard = RunGuard(&self.shared);
         if let Some(decided) = decided {
-            let decided = preflight_edits(&config, &limits, &state, decided).await?;
-            if let Some(pause_id) = state.pause_id() {
-                (config.ledger.claim(pause_id).await).map_err(ApprovalError::from)?;
-            }
-            state.go_on(decided);
+            go_on(&config, &limits, &mut state, decided, Some(&*config.ledger)).await?;
         }
         // The time limit counts again from now (it stopped while the run was paused).
         limits.deadline = state.deadline_ms().map(instant_at);
@@ -710,7 +711,7 @@ impl Agent {
             })
             .ok()?;
         let _guard = RunGuard(&self.shared);
-        match run::run(&self.shared, limits, &mut state, Some(pause), None).await {
+        match run::run(&self.shared, limits, &mut state, Some(pause)).await {
             Some(_) => None,
             None => Some(state),
         }
@@ -731,8 +732,7 @@ impl Agent {
         let deadline = limits.deadline;
         let mut timed_out = false;
         let messages = {
-            let mut run =
-                pin!(run::run(&self.shared, limits, &mut state, None, None).instrument(span));
+            let mut run = pin!(run::run(&self.shared, limits, &mut state, None).instrument(span));
             match deadline {
                 Some(deadline) => {
                     tokio::select! {
@@ -751,64 +751,31 @@ impl Agent {
         let messages = messages.unwrap_or_else(|| state.added().to_vec());
         outcome(state, messages, timed_out, &config)
     }
+}
 
-    /// Run `prompt` with every model response and tool execution a step of `journal`,
-    /// started (as the journal recorded) at `started_ms`: a replay of the journal drives the
-    /// run through the same states, and its pauses for approval wait on the journal. The
-    /// time limit counts from `started_ms`, and the journal fires it (it alone knows when the
-    /// replay is over).
-    #[cfg(any(test, feature = "restate"))]
-    pub(crate) async fn prompt_journaled(
-        &self,
-        prompt: Prompt,
-        journal: &dyn Journal,
-        run_key: Arc<str>,
-        started_ms: u64,
-    ) -> Result<RunOutcome, AgentError> {
-        let Prompt(prompts) = prompt;
-        let (mut limits, mut state) =
-            self.start(AgentError::BusyPrompting, None, |_, messages| {
-                Ok((messages, prompts, false))
-            })?;
-        let _guard = RunGuard(&self.shared);
-        let config = self.shared.config();
-        let deadline_ms = (config.time_limit).map(|limit| {
-            started_ms.saturating_add(u64::try_from(limit.as_millis()).unwrap_or(u64::MAX))
-        });
-        state.set_deadline_ms(deadline_ms);
-        limits.deadline = deadline_ms.map(instant_at);
-        limits.run_key = Some(run_key);
-        let signal = limits.signal.clone();
-        let span = telemetry::run_span(&*config.model);
-        let mut pauses = 0;
-        let messages = loop {
-            let run = run::run(
-                &self.shared,
-                limits.clone(),
-                &mut state,
-                None,
-                Some(journal),
-            );
-            if let Some(messages) = run.instrument(span.clone()).await {
-                break messages;
-            }
-            if !state.is_paused() {
-                break state.added().to_vec();
-            }
-            telemetry::record_pause(state.pending_approvals());
-            pauses += 1;
-            let pending = state.pending_approvals().cloned().collect();
-            // The journal takes each decision once (it is this path's ledger): no claim.
-            let decisions = (journal.decisions(pauses, pending).await)
-                .map_err(|error| AgentError::Journal(error.0))?;
-            if let Some(decided) = state.decided(decisions, &config.tools)? {
-                let decided = preflight_edits(&config, &limits, &state, decided).await?;
-                state.go_on(decided);
-            }
-        };
-        let timed_out = signal.is_cancelled() && deadline_ms.is_some();
-        Ok(outcome(state, messages, timed_out, &config))
+/// The tools a paused batch's decisions are checked against: the agent's, as configured now.
+pub(crate) fn tool_lookup(config: &Config) -> impl Fn(&str) -> Option<Arc<dyn ToolDefinition>> {
+    let tools = Arc::clone(&config.tools);
+    move |name| tools.get(name).cloned()
+}
+
+/// Go on with a paused batch as `decided` (checked by [`RunState::decided`], the one place
+/// decisions are applied): its edits through the whole preflight again, then its pause
+/// claimed in `ledger` (a journal's own runs take each decision once and claim nothing),
+/// then the state goes on. Nothing changes when this fails.
+pub(crate) async fn go_on(
+    config: &Config,
+    limits: &RunLimits,
+    state: &mut RunState,
+    decided: Decided,
+    ledger: Option<&dyn PauseLedger>,
+) -> Result<(), ApprovalError> {
+    let decided = preflight_edits(config, limits, state, decided).await?;
+    if let (Some(ledger), Some(pause_id)) = (ledger, state.pause_id()) {
+        ledger.claim(pause_id).await?;
     }
+    state.go_on(decided);
+    Ok(())
 }
 
 /// Put the edited calls of `decided` (the paused batch of `state`) through their preflight
@@ -839,7 +806,7 @@ async fn preflight_edits(
 
 /// How a run that stopped driving ended: paused for approval, or its end, with an abort by
 /// the time limit reported as such.
-fn outcome(
+pub(crate) fn outcome(
     state: RunState,
     messages: Vec<Message>,
     timed_out: bool,

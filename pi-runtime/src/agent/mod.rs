@@ -66,9 +66,11 @@ pub(crate) mod failure;
 mod handle;
 pub(crate) mod hooks;
 pub(crate) mod journal;
+#[cfg(any(test, feature = "restate"))]
+mod journaled;
+pub mod machine;
 mod outcome;
 mod run;
-mod run_state;
 mod sink;
 mod state;
 mod telemetry;
@@ -87,7 +89,7 @@ pub use hooks::{
     AfterToolCall, BeforeToolCall, FinishedTurn, Hooks, RequestPlan, ToolCallDecision,
     ToolResultPatch, TurnControl,
 };
+pub use machine::state::{RUN_STATE_VERSION, RunState, UnsupportedRunState};
 pub use outcome::{RunEnd, RunOutcome};
-pub use run_state::{RUN_STATE_VERSION, RunState, UnsupportedRunState};
 pub use sink::{EVENT_STREAM_BACKLOG, EventStream, SubscriptionId};
 pub use state::{AgentState, QueueMode};

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::approval::PendingCall;
-use super::run_state::RunState;
+use super::machine::RunState;
 use crate::message::{AssistantMessage, Message};
 
 /// Why a run ended.

@@ -1,23 +1,20 @@
 //! The in-memory driver of a run: it performs each [`Effect`] the [`RunState`] asks for
-//! (events, queues, model requests, batches, the turn hook) until the run is done.
+//! (events, queues, model requests, the batch's preflights and executions, the turn hook)
+//! until the run is done. The journaled driver (`journaled.rs`) performs the same effects
+//! except the model requests and the executions, which it makes steps of a journal.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
-use serde_json::Value;
-use tracing::Instrument;
+use tracing::{Instrument, Span};
 
 use super::AgentEvent;
 use super::config::{Config, Shared};
-use super::dispatch::{
-    BatchOutcome, BatchRun, Dispatcher, HeldCall, RunLimits, guarded, panic_message,
-};
-use super::failure::REQUEST_ABORTED;
+use super::dispatch::{BatchCalls, Dispatcher, JobReport, RunLimits, guarded, panic_message};
+use super::failure::{CallFailure, REQUEST_ABORTED};
 use super::hooks::{FinishedTurn, RequestPlan, TurnControl};
-use super::journal::Journal;
-use super::outcome::RunEnd;
-use super::run_state::{Effect, RunState};
+use super::machine::{CallOutcome, Effect, ReadyCall, RunState, ToolNote};
 use super::telemetry;
 use super::turn_tools::TurnTools;
 use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, SystemMessage};
@@ -29,73 +26,31 @@ use crate::tool::{ConversationTools, ToolSwitch};
 
 /// Drive `state` to its end and return the messages the run added; or, when `pause` says
 /// so between two effects or a batch pauses for approval, stop there and return `None` (the
-/// state then serializes). With a `journal`, every model response and tool execution is a
-/// step of it.
+/// state then serializes).
 pub(crate) async fn run(
     shared: &Arc<Shared>,
     limits: RunLimits,
     state: &mut RunState,
     pause: Option<&(dyn Fn(&RunState) -> bool + Sync)>,
-    journal: Option<&dyn Journal>,
 ) -> Option<Vec<Message>> {
-    let mut driver = Driver {
-        shared,
-        limits: Arc::new(limits),
-        model: None,
-        turn: None,
-        journal,
-    };
+    let mut driver = Driver::new(shared, limits);
     loop {
         if pause.is_some_and(|pause| pause(state)) {
             return None;
         }
+        driver.report_nested(state);
         match state.next() {
-            Effect::Emit => {
-                if let Some(event) = state.take_event() {
-                    shared.bus.emit(event).await;
-                }
-            }
-            Effect::Declare => {
-                // A request follows every declaration: pin its configuration and tools now,
-                // so the request offers (and dispatch finds) exactly the tools declared.
-                let turn = driver.pin_turn();
-                let executable = turn.tools.definitions();
-                state.declare(&executable);
-                let opening = state.opening_tools();
-                let mut conversation = shared.bus.state();
-                if conversation.opening_tools.is_none() {
-                    conversation.opening_tools = opening.cloned();
-                }
-            }
-            Effect::PollSteering => {
-                let queued = shared.bus.state().poll_steering();
-                state.queued(queued);
-            }
-            Effect::PollFollowUps => {
-                let queued = shared.bus.state().poll_follow_ups();
-                state.queued(queued);
-            }
             Effect::Request => {
                 let response = driver.respond(state).await;
                 state.responded(response);
             }
-            Effect::RunBatch(response) => match driver.run_batch(state, response).await {
-                BatchRun::Finished(batch) => driver.batch_finished(state, batch),
-                BatchRun::Held(calls) => state.batch_held(calls),
-            },
-            Effect::ResumeBatch(response, calls) => {
-                let batch = driver.resume_batch(state, response, calls).await;
-                driver.batch_finished(state, batch);
-            }
+            Effect::Execute(calls) => driver.execute(state, calls).await,
             Effect::Pause => {
-                telemetry::record_pause(state.pending_approvals());
+                driver.paused(state);
                 return None;
             }
-            Effect::FinishTurn => {
-                let control = driver.finish_turn(state).await;
-                state.turn_finished(control);
-            }
             Effect::Done(messages) => return Some(messages),
+            effect => driver.perform(state, effect).await,
         }
     }
 }
@@ -106,20 +61,247 @@ struct Turn {
     tools: Arc<TurnTools>,
 }
 
-/// What the driver keeps besides the state: the run's limits, the model a
-/// `prepare_request` hook chose, and the current turn's pinned configuration.
-struct Driver<'a> {
-    shared: &'a Arc<Shared>,
-    /// Shared with every batch's dispatcher.
-    limits: Arc<RunLimits>,
-    model: Option<Arc<dyn LanguageModel>>,
-    turn: Option<Turn>,
-    journal: Option<&'a dyn Journal>,
+/// The batch the driver runs: its calls' shared scope and one span per call, made with the
+/// call's `tool_execution_start` (or, for a batch resumed after its pause, when first
+/// needed).
+struct DriverBatch {
+    response: Arc<AssistantMessage>,
+    calls: BatchCalls,
+    spans: Vec<Option<Span>>,
 }
 
-impl Driver<'_> {
-    async fn emit(&self, event: AgentEvent) {
+/// What a driver keeps besides the state: the run's limits, the model a
+/// `prepare_request` hook chose, the current turn's pinned configuration, and its batch.
+pub(crate) struct Driver<'a> {
+    shared: &'a Arc<Shared>,
+    /// Shared with every batch's dispatcher.
+    pub(crate) limits: Arc<RunLimits>,
+    model: Option<Arc<dyn LanguageModel>>,
+    turn: Option<Turn>,
+    batch: Option<DriverBatch>,
+}
+
+impl<'a> Driver<'a> {
+    pub(crate) fn new(shared: &'a Arc<Shared>, limits: RunLimits) -> Self {
+        Driver {
+            shared,
+            limits: Arc::new(limits),
+            model: None,
+            turn: None,
+            batch: None,
+        }
+    }
+
+    pub(crate) async fn emit(&self, event: AgentEvent) {
         self.shared.bus.emit(event).await;
+    }
+
+    /// Perform the effects every driver performs alike: events, declarations, queues, the
+    /// batch's plan and preflights, the turn hook.
+    pub(crate) async fn perform(&mut self, state: &mut RunState, effect: Effect) {
+        match effect {
+            Effect::Emit => self.deliver(state).await,
+            Effect::Declare => {
+                // A request follows every declaration: pin its configuration and tools now,
+                // so the request offers (and dispatch finds) exactly the tools declared.
+                let turn = self.pin_turn();
+                let executable = turn.tools.definitions();
+                state.declare(&executable);
+                let opening = state.opening_tools();
+                let mut conversation = self.shared.bus.state();
+                if conversation.opening_tools.is_none() {
+                    conversation.opening_tools = opening.cloned();
+                }
+            }
+            Effect::PollSteering => {
+                let queued = self.shared.bus.state().poll_steering();
+                state.queued(queued);
+            }
+            Effect::PollFollowUps => {
+                let queued = self.shared.bus.state().poll_follow_ups();
+                state.queued(queued);
+            }
+            Effect::PlanBatch(response) => {
+                let dispatcher = self.dispatcher();
+                let plan = dispatcher.plan(&response);
+                self.begin_batch(state, &dispatcher, response);
+                state.plan_batch(plan);
+            }
+            Effect::Preflight(call) => {
+                let index = call.index();
+                let span = self.span(state, call.response(), index);
+                let batch = self.batch(state, call.response());
+                let preflighted = batch.calls.preflight(call.call()).instrument(span).await;
+                state.preflighted(index, preflighted);
+            }
+            Effect::Wait => {
+                // This driver sees every call it starts to its end; calls still running now
+                // were started by another (a state saved while they ran): none will answer.
+                for call in state.running_calls() {
+                    let outcome = CallOutcome::failed(CallFailure::Panic, TASK_ENDED_EARLY);
+                    state.executed(call.index(), outcome);
+                }
+                self.deliver(state).await;
+            }
+            Effect::FinishTurn => {
+                self.batch = None;
+                let control = self.finish_turn(state).await;
+                state.turn_finished(control);
+            }
+            Effect::Request | Effect::Execute(_) | Effect::Pause | Effect::Done(_) => {
+                unreachable!("each driver performs {effect:?} its own way")
+            }
+        }
+    }
+
+    /// Deliver every queued event, starting each tool call's span with its start and
+    /// recording its outcome with its end.
+    pub(crate) async fn deliver(&mut self, state: &mut RunState) {
+        loop {
+            match state.tool_note() {
+                Some(ToolNote::Start(index, call)) => {
+                    let span = telemetry::tool_span(call, self.capture_content());
+                    if let Some(batch) = &mut self.batch
+                        && let Some(slot) = batch.spans.get_mut(index)
+                    {
+                        *slot = Some(span);
+                    }
+                }
+                Some(ToolNote::End(index, call, outcome)) => {
+                    let capture = self.capture_content();
+                    let span = (self.batch.as_mut())
+                        .and_then(|batch| batch.spans.get_mut(index))
+                        .and_then(Option::take)
+                        .unwrap_or_else(|| telemetry::tool_span(call, capture));
+                    telemetry::record_outcome(&span, outcome, capture);
+                }
+                None => {}
+            }
+            let Some(event) = state.take_event() else {
+                return;
+            };
+            self.emit(event).await;
+        }
+    }
+
+    fn capture_content(&mut self) -> bool {
+        self.turn().config.capture_content
+    }
+
+    /// The paused run's calls on the run's span.
+    pub(crate) fn paused(&mut self, state: &RunState) {
+        self.batch = None;
+        telemetry::record_pause(state.pending_approvals());
+    }
+
+    /// Start driving `response`'s batch: its hooks see the transcript before its results.
+    fn begin_batch(
+        &mut self,
+        state: &RunState,
+        dispatcher: &Dispatcher,
+        response: Arc<AssistantMessage>,
+    ) {
+        let messages = dispatcher.hook_transcript(state.transcript());
+        let spans = vec![None; response.tool_calls().count()];
+        self.batch = Some(DriverBatch {
+            calls: dispatcher.batch(Arc::clone(&response), messages),
+            response,
+            spans,
+        });
+    }
+
+    /// The batch of `response`, made now if this driver did not plan it (a state saved
+    /// inside its batch).
+    fn batch(&mut self, state: &RunState, response: &Arc<AssistantMessage>) -> &DriverBatch {
+        let planned = (self.batch.as_ref()).is_some_and(|b| Arc::ptr_eq(&b.response, response));
+        if !planned {
+            let dispatcher = self.dispatcher();
+            self.begin_batch(state, &dispatcher, Arc::clone(response));
+        }
+        self.batch
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("begun above"))
+    }
+
+    /// The span of the batch's call `index` (a new one for a call whose span ended with a
+    /// paused run).
+    fn span(&mut self, state: &RunState, response: &Arc<AssistantMessage>, index: usize) -> Span {
+        let capture = self.capture_content();
+        let batch = self.batch(state, response);
+        if let Some(Some(span)) = batch.spans.get(index) {
+            return span.clone();
+        }
+        let span = response
+            .tool_calls()
+            .nth(index)
+            .map_or_else(Span::none, |call| telemetry::tool_span(call, capture));
+        if let Some(batch) = &mut self.batch
+            && let Some(slot) = batch.spans.get_mut(index)
+        {
+            *slot = Some(span.clone());
+        }
+        span
+    }
+
+    /// Execute `calls` beside each other, handing each update and end to the state and
+    /// delivering the events they queue as they come.
+    async fn execute(&mut self, state: &mut RunState, calls: Vec<ReadyCall>) {
+        let Some(first) = calls.first() else {
+            return;
+        };
+        let response = Arc::clone(first.call().response());
+        let mut with_spans = Vec::with_capacity(calls.len());
+        for call in calls {
+            let span = self.span(state, &response, call.index());
+            with_spans.push((call, span));
+        }
+        let mut execution = self.batch(state, &response).calls.execute(with_spans);
+        while let Some(report) = execution.next().await {
+            match report {
+                JobReport::Update(index, partial) => state.updated(index, partial),
+                JobReport::Done(index, outcome) => {
+                    self.report_nested(state);
+                    state.executed(index, outcome);
+                }
+            }
+            self.deliver(state).await;
+        }
+        // A job that reports no end ended early (its task was lost).
+        for call in state.running_calls() {
+            let outcome = CallOutcome::failed(CallFailure::Panic, TASK_ENDED_EARLY);
+            state.executed(call.index(), outcome);
+        }
+        self.deliver(state).await;
+    }
+
+    /// The execution of `call` in its span, as a future a journal step can own.
+    #[cfg(any(test, feature = "restate"))]
+    pub(crate) fn job(
+        &mut self,
+        state: &RunState,
+        call: ReadyCall,
+        updates: tokio::sync::mpsc::UnboundedSender<JobReport>,
+    ) -> (Span, futures::future::BoxFuture<'static, CallOutcome>) {
+        let response = Arc::clone(call.call().response());
+        let span = self.span(state, &response, call.index());
+        let job = self.batch(state, &response).calls.job(call, updates);
+        (span, job)
+    }
+
+    /// Hand the state the failures of nested calls counted since the last report, with
+    /// their tools' retry budgets, so the batch's end counts them.
+    pub(crate) fn report_nested(&mut self, state: &mut RunState) {
+        let Some(failures) = &self.limits.nested_failures else {
+            return;
+        };
+        let failures = failures.take();
+        if failures.is_empty() {
+            return;
+        }
+        let dispatcher = self.dispatcher();
+        for (tool, count) in failures {
+            state.nested_failed(&tool, count, dispatcher.retry_budget(&tool));
+        }
     }
 
     /// Pin the agent's configuration as it is now for the next request.
@@ -140,56 +322,27 @@ impl Driver<'_> {
 
     /// Ask the model and stream its response into events, `message_end` included.
     async fn respond(&mut self, state: &mut RunState) -> Arc<AssistantMessage> {
-        let message = match self.journal {
-            Some(journal) => self.respond_journaled(journal, state).await,
-            None => self.response(state).await,
-        };
-        self.emit(AgentEvent::MessageEnd {
-            message: Arc::clone(&message).into(),
-        })
-        .await;
+        let message = self.response(state).await;
+        self.responded(&message).await;
         message
     }
 
-    /// The response as a step of `journal`. A replayed response arrives whole: its
-    /// `message_start` is emitted here, with no updates.
-    async fn respond_journaled(
-        &mut self,
-        journal: &dyn Journal,
-        state: &mut RunState,
-    ) -> Arc<AssistantMessage> {
-        let limits = Arc::clone(&self.limits);
-        let signal = &limits.signal;
-        let name = format!("turn {}: model response", state.turns() + 1);
-        let mut ran = false;
-        let work = async {
-            ran = true;
-            serde_json::to_value(&*self.response(state).await).unwrap_or(Value::Null)
-        };
-        let recorded = journal.step(name, Box::pin(work), &limits).await;
-        let model = Arc::clone(&self.turn().config.model);
-        let message = match recorded.map(serde_json::from_value::<AssistantMessage>) {
-            Ok(Ok(message)) => Arc::new(message),
-            Ok(Err(error)) => {
-                let error = format!("the journal's record of the response is unreadable: {error}");
-                Arc::new(failed_message(&*model, StopReason::Error, &error))
-            }
-            Err(error) => {
-                signal.cancel();
-                Arc::new(failed_message(&*model, StopReason::Aborted, &error.0))
-            }
-        };
-        if !ran {
-            self.emit(AgentEvent::MessageStart {
-                message: Arc::clone(&message).into(),
-            })
-            .await;
-        }
-        message
+    /// The response's `message_end`.
+    pub(crate) async fn responded(&self, message: &Arc<AssistantMessage>) {
+        self.emit(AgentEvent::MessageEnd {
+            message: Arc::clone(message).into(),
+        })
+        .await;
+    }
+
+    /// The model the turn's configuration names.
+    #[cfg(any(test, feature = "restate"))]
+    pub(crate) fn configured_model(&mut self) -> Arc<dyn LanguageModel> {
+        Arc::clone(&self.turn().config.model)
     }
 
     /// Ask the model and stream its response into events, up to `message_end`.
-    async fn response(&mut self, state: &mut RunState) -> Arc<AssistantMessage> {
+    pub(crate) async fn response(&mut self, state: &mut RunState) -> Arc<AssistantMessage> {
         let config = Arc::clone(&self.turn().config);
         let model = self
             .model
@@ -380,7 +533,7 @@ impl Driver<'_> {
     }
 
     /// Emit `message_start` for a response that never started on its own.
-    async fn started(&self, message: AssistantMessage) -> Arc<AssistantMessage> {
+    pub(crate) async fn started(&self, message: AssistantMessage) -> Arc<AssistantMessage> {
         let message = Arc::new(message);
         self.emit(AgentEvent::MessageStart {
             message: Arc::clone(&message).into(),
@@ -394,42 +547,6 @@ impl Driver<'_> {
             StopReason::Aborted
         } else {
             StopReason::Error
-        }
-    }
-
-    /// Record a finished batch, and end the run after this turn when a tool's calls failed
-    /// more often than its retry budget allows. The budget counts the failures the run's
-    /// result messages record and those of the calls that leave none (nested calls,
-    /// `run_tool_call`), which the dispatcher counted meanwhile; both are in the state, so a
-    /// run resumed from a saved state keeps counting where it stopped.
-    fn batch_finished(&mut self, state: &mut RunState, batch: BatchOutcome) {
-        let nested = (self.limits.nested_failures.as_ref()).map_or_else(Vec::new, |f| f.take());
-        let mut retried: Vec<String> = Vec::new();
-        let answered = (batch.results.iter().zip(&batch.records))
-            .filter(|(_, record)| record.failure.is_some_and(|f| f.counts_as_retry()))
-            .map(|(result, _)| &result.tool_name);
-        for name in answered.chain(nested.iter().map(|(name, _)| name)) {
-            if !retried.contains(name) {
-                retried.push(name.clone());
-            }
-        }
-        state.batch_finished(batch);
-        state.nested_failed(nested);
-        let turn = self.turn();
-        for name in retried {
-            let Some(tool) = turn.tools.get_nested(&name) else {
-                continue;
-            };
-            let Some(retries) = turn.config.policies.of(tool.as_ref()).retries else {
-                continue;
-            };
-            if state.retry_failures(&name) > retries as usize {
-                state.end_after_turn(RunEnd::RetriesExhausted {
-                    tool: name,
-                    retries,
-                });
-                return;
-            }
         }
     }
 
@@ -447,29 +564,6 @@ impl Driver<'_> {
             turn.config.capture_content,
         )
         .with_switch(Arc::clone(shared) as Arc<dyn ToolSwitch>)
-    }
-
-    async fn run_batch(&mut self, state: &RunState, response: Arc<AssistantMessage>) -> BatchRun {
-        let dispatcher = self.dispatcher();
-        // The hooks see the transcript before this batch: up to and including the response.
-        let messages = dispatcher.hook_transcript(state.transcript());
-        dispatcher
-            .run_batch(response, messages, &self.shared.bus, self.journal)
-            .await
-    }
-
-    /// Go on with a batch that was held for approval and is now decided.
-    async fn resume_batch(
-        &mut self,
-        state: &RunState,
-        response: Arc<AssistantMessage>,
-        calls: Vec<HeldCall>,
-    ) -> BatchOutcome {
-        let dispatcher = self.dispatcher();
-        let messages = dispatcher.hook_transcript(state.transcript());
-        dispatcher
-            .resume_batch(response, calls, messages, &self.shared.bus, self.journal)
-            .await
     }
 
     async fn finish_turn(&mut self, state: &RunState) -> TurnControl {
@@ -493,9 +587,16 @@ impl Driver<'_> {
     }
 }
 
+/// The text of a call whose job ended without reporting an end.
+const TASK_ENDED_EARLY: &str = "the tool task ended early";
+
 /// The assistant message of a request that failed before or while streaming: an empty
 /// text block, the stop reason and the error, as pi writes it.
-fn failed_message(model: &dyn LanguageModel, reason: StopReason, error: &str) -> AssistantMessage {
+pub(crate) fn failed_message(
+    model: &dyn LanguageModel,
+    reason: StopReason,
+    error: &str,
+) -> AssistantMessage {
     let mut message = AssistantMessage::empty(model.api(), model.provider(), model.id());
     message.content.push(ContentBlock::text(""));
     message.stop_reason = reason;

@@ -22,8 +22,8 @@ use tracing::field::Empty;
 use tracing::{Span, debug, info, info_span, warn};
 
 use super::approval::PendingCall;
-use super::dispatch::Outcome;
 use super::failure::CallFailure;
+use super::machine::CallOutcome;
 use crate::message::{AssistantMessage, ToolCall};
 use crate::stream::LanguageModel;
 
@@ -116,7 +116,7 @@ pub(crate) fn tool_span(call: &ToolCall, capture: bool) -> Span {
 }
 
 /// How the call ended, on its span, with an event for a failure.
-pub(crate) fn record_outcome(span: &Span, outcome: &Outcome, capture: bool) {
+pub(crate) fn record_outcome(span: &Span, outcome: &CallOutcome, capture: bool) {
     if span.is_disabled() {
         return;
     }

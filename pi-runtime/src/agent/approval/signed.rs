@@ -19,7 +19,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use sha2::Sha256;
 
-use crate::agent::run_state::{RUN_STATE_VERSION, RunState};
+use crate::agent::machine::RunState;
+use crate::agent::machine::state::RUN_STATE_VERSION;
 
 /// The envelope's `format`.
 const FORMAT: &str = "pi-run-state";

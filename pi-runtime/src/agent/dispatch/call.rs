@@ -24,12 +24,11 @@ use super::worker;
 use crate::agent::approval::{self, Approval};
 use crate::agent::failure::{self, BLOCKED, CallFailure, OPERATION_ABORTED};
 use crate::agent::hooks::{AfterToolCall, BeforeToolCall, Hooks, ToolCallDecision};
+use crate::agent::machine::CallOutcome;
 use crate::agent::telemetry;
 use crate::agent::turn_tools::TurnTools;
 use crate::args::ValidationError;
-use crate::message::{
-    AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage, now_ms,
-};
+use crate::message::{AssistantMessage, ContentBlock, Message, ToolCall};
 use crate::tool::context::ToolCaller;
 use crate::tool::{
     ConversationTools, RunContext, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind,
@@ -108,7 +107,7 @@ impl CallScope {
     /// Count the failure of a call that leaves no result message (a nested call, or one from
     /// outside the loop) toward the run's retry budgets; a batch's calls count through their
     /// result messages instead.
-    pub(super) fn count_nested(&self, call: &ToolCall, outcome: &Outcome) {
+    pub(super) fn count_nested(&self, call: &ToolCall, outcome: &CallOutcome) {
         if let Some(failures) = &self.limits.nested_failures {
             failures.record(&call.name, outcome.failure);
         }
@@ -123,44 +122,9 @@ impl CallScope {
     }
 }
 
-/// A finished call: the result the model sees (`result.is_error` is the call's error flag),
-/// why it failed, and how long `execute` took, when it ran.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Outcome {
-    pub(crate) result: ToolResult,
-    pub(crate) failure: Option<CallFailure>,
-    pub(crate) duration_ms: Option<u64>,
-}
-
-impl Outcome {
-    /// A call that failed before `execute`.
-    pub(crate) fn failed(failure: CallFailure, message: impl Into<String>) -> Self {
-        Outcome {
-            result: ToolResult::error(message),
-            failure: Some(failure),
-            duration_ms: None,
-        }
-    }
-
-    /// A call the run's signal stopped before `execute`.
-    fn stopped(scope: &CallScope) -> Self {
-        Outcome::failed(scope.stop_failure(), OPERATION_ABORTED)
-    }
-
-    /// The transcript message of this outcome.
-    pub(crate) fn into_message(self, call: &ToolCall) -> ToolResultMessage {
-        ToolResultMessage {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            content: self.result.content,
-            details: self.result.details,
-            usage: self.result.usage,
-            is_error: self.result.is_error,
-            duration_ms: self.duration_ms,
-            timestamp: now_ms(),
-        }
-    }
+/// A call the run's signal stopped before `execute`.
+fn stopped(scope: &CallScope) -> CallOutcome {
+    CallOutcome::failed(scope.stop_failure(), OPERATION_ABORTED)
 }
 
 /// A call that passed preparation and may execute.
@@ -177,9 +141,9 @@ pub(super) struct Held {
 
 impl Held {
     /// The outcome where no run can pause for the approval: the call fails closed.
-    pub(super) fn refused(&self, call: &ToolCall) -> Outcome {
+    pub(super) fn refused(&self, call: &ToolCall) -> CallOutcome {
         let text = failure::approval_unavailable(&call.name, &self.reason);
-        Outcome::failed(CallFailure::Denied, text)
+        CallOutcome::failed(CallFailure::Denied, text)
     }
 }
 
@@ -189,7 +153,7 @@ impl Held {
     reason = "made once per call and matched at once; boxing would allocate for each call that stops early"
 )]
 pub(super) enum Preflight {
-    Immediate(Outcome),
+    Immediate(CallOutcome),
     Ready(Ready),
     /// Prepared, but a policy wants a person to approve it first.
     Held(Held),
@@ -205,7 +169,7 @@ pub(super) async fn prepare(call: &ToolCall, scope: &CallScope) -> Preflight {
 /// which code mode scripts call without their being declared).
 async fn prepare_in(call: &ToolCall, scope: &CallScope, nested: bool) -> Preflight {
     if scope.signal().is_cancelled() {
-        return Preflight::Immediate(Outcome::stopped(scope));
+        return Preflight::Immediate(stopped(scope));
     }
     let tool = if nested {
         scope.tools.get_nested(&call.name)
@@ -213,7 +177,7 @@ async fn prepare_in(call: &ToolCall, scope: &CallScope, nested: bool) -> Preflig
         scope.tools.get(&call.name)
     };
     let Some(tool) = tool else {
-        let outcome = Outcome::failed(CallFailure::NotFound, failure::not_found(&call.name));
+        let outcome = CallOutcome::failed(CallFailure::NotFound, failure::not_found(&call.name));
         return Preflight::Immediate(outcome);
     };
     let validated = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -223,11 +187,11 @@ async fn prepare_in(call: &ToolCall, scope: &CallScope, nested: bool) -> Preflig
     let mut args = match validated {
         Ok(Ok(args)) => args,
         Ok(Err(error)) => {
-            let outcome = Outcome::failed(CallFailure::Validation, error.into_message());
+            let outcome = CallOutcome::failed(CallFailure::Validation, error.into_message());
             return Preflight::Immediate(outcome);
         }
         Err(panic) => {
-            let outcome = Outcome::failed(CallFailure::Panic, panic_message(&*panic));
+            let outcome = CallOutcome::failed(CallFailure::Panic, panic_message(&*panic));
             return Preflight::Immediate(outcome);
         }
     };
@@ -243,7 +207,7 @@ async fn prepare_in(call: &ToolCall, scope: &CallScope, nested: bool) -> Preflig
         let decision = guarded(|| before(context)).await;
         // An abort while the hook ran wins over whatever the hook answered (as in pi).
         if scope.signal().is_cancelled() {
-            return Preflight::Immediate(Outcome::stopped(scope));
+            return Preflight::Immediate(stopped(scope));
         }
         match decision {
             Ok(Ok(ToolCallDecision::Allow)) => {}
@@ -251,15 +215,17 @@ async fn prepare_in(call: &ToolCall, scope: &CallScope, nested: bool) -> Preflig
             Ok(Ok(ToolCallDecision::Block { reason, terminate })) => {
                 let reason = reason.filter(|r| !r.is_empty());
                 let text = reason.as_deref().unwrap_or(BLOCKED);
-                let mut outcome = Outcome::failed(CallFailure::Blocked, text);
+                let mut outcome = CallOutcome::failed(CallFailure::Blocked, text);
                 outcome.result.terminate = terminate;
                 return Preflight::Immediate(outcome);
             }
             Ok(Err(error)) => {
-                let outcome = Outcome::failed(CallFailure::ToolError, error.into_message());
+                let outcome = CallOutcome::failed(CallFailure::ToolError, error.into_message());
                 return Preflight::Immediate(outcome);
             }
-            Err(panic) => return Preflight::Immediate(Outcome::failed(CallFailure::Panic, panic)),
+            Err(panic) => {
+                return Preflight::Immediate(CallOutcome::failed(CallFailure::Panic, panic));
+            }
         }
     }
     let approval = approval::check(tool.as_ref(), call, &args, scope.hooks.approval.as_ref());
@@ -320,19 +286,19 @@ pub(super) async fn execute<U, UF>(
     call: &ToolCall,
     scope: &Arc<CallScope>,
     mut on_update: U,
-) -> Outcome
+) -> CallOutcome
 where
     U: FnMut(ToolResult) -> UF,
     UF: Future<Output = ()>,
 {
     let Ready { tool, args } = ready;
     if scope.signal().is_cancelled() {
-        return Outcome::stopped(scope);
+        return stopped(scope);
     }
     let policy = scope.policies.of(tool.as_ref());
     // Held until the call ends; the time limit starts once the call may run.
     let Ok(_permit) = scope.policies.permit(&policy, scope.signal()).await else {
-        return Outcome::stopped(scope);
+        return stopped(scope);
     };
     // The call's own signal: a child of the run's when the tool's time limit may fire it,
     // else the run's itself (a child token per call costs a lock on the run's signal, which
@@ -393,7 +359,7 @@ where
         .timeout
         .filter(|_| call_signal.is_cancelled() && !scope.signal().is_cancelled());
     if let (Some(timeout), None) = (timed_out, &settled) {
-        return Outcome {
+        return CallOutcome {
             result: ToolResult::error(failure::timed_out_abandoned(
                 &call.name, timeout, STOP_GRACE,
             )),
@@ -420,7 +386,7 @@ where
             let stop = scope.stop_failure();
             let text = failure::abandoned(&call.name, stop == CallFailure::Timeout, STOP_GRACE);
             // Nothing more to wait for: no `after_tool_call` for a result that never came.
-            return Outcome {
+            return CallOutcome {
                 result: ToolResult::error(text),
                 failure: Some(stop),
                 duration_ms: Some(duration_ms),
@@ -463,7 +429,7 @@ where
             }
         }
     }
-    Outcome {
+    CallOutcome {
         result,
         failure,
         duration_ms: Some(duration_ms),

@@ -9,7 +9,7 @@
 
 mod batch;
 mod call;
-mod held;
+mod edits;
 mod policy;
 mod worker;
 
@@ -18,17 +18,17 @@ use std::sync::Arc;
 
 use tokio::sync::RwLock;
 
-pub(crate) use batch::{BatchOutcome, BatchRun, CallRecord};
+pub(crate) use batch::{BatchCalls, JobReport};
 pub use call::validate_tool_call;
-pub(crate) use call::{Outcome, RunLimits, guarded, panic_message};
-pub(crate) use held::{Decided, HeldCall, decide};
+pub(crate) use call::{RunLimits, guarded, panic_message};
 pub(crate) use policy::Policies;
 pub use policy::ToolPolicies;
 
 use self::call::{CallScope, Preflight};
+use super::approval::ApprovalError;
 use super::hooks::Hooks;
-use super::journal::Journal;
-use super::sink::Bus;
+use super::machine::BatchPlan;
+use super::machine::held::Decided;
 use super::turn_tools::TurnTools;
 use crate::message::{AssistantMessage, Message, ToolCall};
 use crate::tool::{ExecutionMode, ToolDefinition, ToolResult, ToolSwitch};
@@ -124,48 +124,50 @@ impl Dispatcher {
             })
     }
 
-    /// Run every call of `assistant`, emitting the tool events and result messages on `bus`;
-    /// or hold the batch after its preflight when a call needs approval.
-    pub(crate) async fn run_batch(
-        &self,
-        assistant: Arc<AssistantMessage>,
-        messages: Arc<[Message]>,
-        bus: &Bus,
-        journal: Option<&dyn Journal>,
-    ) -> BatchRun {
-        let sequential = self.sequential(&assistant);
+    /// How `assistant`'s batch runs: sequential when the agent or one of its tools says
+    /// so, prepared whole first when a policy may ask about a call, and the retry budgets of
+    /// the tools it calls.
+    pub(crate) fn plan(&self, assistant: &AssistantMessage) -> BatchPlan {
         let approvals = self.hooks.approval.is_some()
             || assistant.tool_calls().any(|call| {
                 (self.tools.get(&call.name)).is_some_and(|tool| tool.approval().may_ask())
             });
-        let scope = self.scope(Some(assistant), messages);
-        batch::run(scope, sequential, approvals, bus, journal).await
+        let mut plan = BatchPlan::new()
+            .sequential(self.sequential(assistant))
+            .approvals(approvals);
+        for call in assistant.tool_calls() {
+            if let Some(retries) = self.retry_budget(&call.name) {
+                plan = plan.retry_budget(call.name.clone(), retries);
+            }
+        }
+        plan
     }
 
-    /// Go on with `assistant`'s batch, held for approval and resolved by [`decide`].
-    pub(crate) async fn resume_batch(
+    /// The retry budget of `tool`, if it has one.
+    pub(crate) fn retry_budget(&self, tool: &str) -> Option<u32> {
+        let tool = self.tools.get_nested(tool)?;
+        self.policies.of(tool.as_ref()).retries
+    }
+
+    /// The calls of `assistant`'s batch, whose hooks see `messages`.
+    pub(crate) fn batch(
         &self,
         assistant: Arc<AssistantMessage>,
-        held: Vec<HeldCall>,
         messages: Arc<[Message]>,
-        bus: &Bus,
-        journal: Option<&dyn Journal>,
-    ) -> BatchOutcome {
-        let sequential = self.sequential(&assistant);
-        let scope = self.scope(Some(assistant), messages);
-        batch::resume(scope, held, sequential, bus, journal).await
+    ) -> BatchCalls {
+        BatchCalls::new(self.scope(Some(assistant), messages))
     }
 
     /// Put the edited calls of `decided`, the batch of `assistant` held for approval,
-    /// through their preflight again (see [`held::preflight_edits`]).
+    /// through their preflight again (see [`edits::preflight_edits`]).
     pub(crate) async fn preflight_edits(
         &self,
         assistant: Arc<AssistantMessage>,
         messages: Arc<[Message]>,
         decided: Decided,
-    ) -> Result<Decided, crate::agent::approval::ApprovalError> {
+    ) -> Result<Decided, ApprovalError> {
         let scope = self.scope(Some(assistant), messages);
-        held::preflight_edits(&scope, decided).await
+        edits::preflight_edits(&scope, decided).await
     }
 
     /// Run one call outside a batch: no events and no messages; each progress update goes

@@ -1,21 +1,19 @@
 //! A batch paused for approval, as data: one [`HeldCall`] per call in source order, what
-//! the run state keeps across the pause; the check that turns it, with one decision per
-//! pending call, into a batch that can go on ([`decide`]); and the preflight an edited
-//! call goes through again ([`preflight_edits`]). Both run before anything executes, so a
-//! refused resume leaves no trace.
+//! the run state keeps across the pause; and the one place approval decisions are applied
+//! ([`decide`]), which turns it, with one decision per pending call, into a batch that can
+//! go on. Nothing executes before the decisions pass, so a refused resume leaves no trace.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::call::{self, CallScope, Preflight};
 use crate::agent::approval::{ApprovalDecision, ApprovalError, Decision, PendingCall};
 use crate::agent::failure::CallFailure;
-use crate::agent::turn_tools::TurnTools;
-use crate::message::{AssistantMessage, ToolCall};
-use crate::tool::ToolResult;
+use crate::message::AssistantMessage;
+use crate::tool::{ToolDefinition, ToolResult};
 
 /// One call of a paused batch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,19 +63,12 @@ fn args_hash(args: &Value) -> String {
 }
 
 /// A paused batch with its decisions applied: the calls as they go on, and the edited ones
-/// (their index, and the arguments as the person wrote them), which [`preflight_edits`]
-/// puts through the whole preflight before the batch may go on.
+/// (their index, and the arguments as the person wrote them), which the driver puts through
+/// the whole preflight before the batch may go on.
 #[derive(Debug)]
 pub(crate) struct Decided {
-    calls: Vec<HeldCall>,
-    edited: Vec<(usize, Value)>,
-}
-
-impl Decided {
-    /// The calls, once the edits passed [`preflight_edits`].
-    pub(crate) fn into_calls(self) -> Vec<HeldCall> {
-        self.calls
-    }
+    pub(crate) calls: Vec<HeldCall>,
+    pub(crate) edited: Vec<(usize, Value)>,
 }
 
 /// Apply one decision per pending call of `calls` (the batch of `response`): approved and
@@ -91,7 +82,7 @@ pub(crate) fn decide(
     calls: &[HeldCall],
     response: &AssistantMessage,
     decisions: Vec<ApprovalDecision>,
-    tools: &TurnTools,
+    tools: &dyn Fn(&str) -> Option<Arc<dyn ToolDefinition>>,
 ) -> Result<Decided, ApprovalError> {
     let tool_calls: Vec<_> = response.tool_calls().collect();
     if tool_calls.len() != calls.len() {
@@ -114,7 +105,7 @@ pub(crate) fn decide(
     let mut resolved = Vec::with_capacity(calls.len());
     let mut edited = Vec::new();
     for (index, (call, held)) in tool_calls.into_iter().zip(calls).enumerate() {
-        let tool = tools.get(&call.name);
+        let tool = tools(&call.name);
         let missing = || ApprovalError::ToolMissing {
             id: call.id.clone(),
             tool: call.name.clone(),
@@ -164,70 +155,4 @@ pub(crate) fn decide(
         calls: resolved,
         edited,
     })
-}
-
-/// Put each edited call of `decided` (a batch of `scope`'s response) through the whole
-/// preflight again, exactly as a model's call goes: `prepare_arguments`, validation,
-/// `before_tool_call` (which may block it, or replace its arguments) and the approval
-/// policies. An edit is the person's approval of the arguments they wrote: a policy that
-/// asks about those very arguments is answered; one that asks about arguments
-/// `before_tool_call` changed is not (the person never saw them).
-///
-/// # Errors
-/// An edit that does not validate, that the hook blocks (or fails on), or whose changed
-/// arguments need approval. Nothing ran then.
-pub(super) async fn preflight_edits(
-    scope: &CallScope,
-    mut decided: Decided,
-) -> Result<Decided, ApprovalError> {
-    let Some(response) = &scope.assistant else {
-        return Err(ApprovalError::Malformed);
-    };
-    let tool_calls: Vec<&ToolCall> = response.tool_calls().collect();
-    for (index, written) in std::mem::take(&mut decided.edited) {
-        let (Some(call), Some(HeldCall::Ready { args: approved })) =
-            (tool_calls.get(index), decided.calls.get(index))
-        else {
-            return Err(ApprovalError::Malformed);
-        };
-        let edited = ToolCall {
-            arguments: written,
-            arguments_error: None,
-            ..(*call).clone()
-        };
-        let id = || call.id.clone();
-        let args = match call::prepare(&edited, scope).await {
-            Preflight::Ready(ready) => ready.args,
-            Preflight::Held(held) if held.ready.args == *approved => held.ready.args,
-            Preflight::Held(held) => {
-                return Err(ApprovalError::EditNeedsApproval {
-                    id: id(),
-                    reason: held.reason,
-                });
-            }
-            Preflight::Immediate(outcome) => {
-                let message = outcome.result.text_content();
-                return Err(match outcome.failure {
-                    Some(CallFailure::Validation | CallFailure::NotFound) => {
-                        ApprovalError::InvalidEdit { id: id(), message }
-                    }
-                    _ => ApprovalError::EditBlocked {
-                        id: id(),
-                        reason: message,
-                    },
-                });
-            }
-        };
-        decided.calls[index] = HeldCall::Ready { args };
-    }
-    Ok(decided)
-}
-
-/// The outcome of a call that ended before the pause.
-pub(super) fn settled(result: ToolResult, failure: Option<CallFailure>) -> super::Outcome {
-    super::Outcome {
-        result,
-        failure,
-        duration_ms: None,
-    }
 }

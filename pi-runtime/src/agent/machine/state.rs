@@ -1,22 +1,22 @@
-//! The run as data: a [`RunState`] holds everything a run has decided so far,
-//! and [`RunState::next`] says what the run needs done next. The state never does I/O: the
-//! driver (`run.rs`, in memory) performs each [`Effect`] and hands the answer back. Between
-//! effects the state serializes, so a run can stop after a batch and go on elsewhere.
+//! [`RunState`]: everything a run has decided so far, and what it needs next.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::AgentEvent;
-use super::approval::{ApprovalDecision, ApprovalError, PendingCall, new_pause_id};
-use super::dispatch::{self, BatchOutcome, CallRecord, Decided, HeldCall};
-use super::hooks::TurnControl;
-use super::outcome::RunEnd;
-use crate::agent::turn_tools::TurnTools;
+use super::Effect;
+use super::batch::{Batch, Finished, Step, ToolNote};
+use super::call::{BatchPlan, CallOutcome, CallRecord, CallRef, Preflighted};
+use super::held::{self, Decided, HeldCall};
+use crate::agent::AgentEvent;
+use crate::agent::Prompt;
+use crate::agent::approval::{ApprovalDecision, ApprovalError, PendingCall, new_pause_id};
+use crate::agent::hooks::TurnControl;
+use crate::agent::outcome::RunEnd;
 use crate::message::{AssistantMessage, Message, StopReason, ToolResultMessage, now_ms};
 use crate::stream::ThinkingLevel;
-use crate::tool::Tool;
+use crate::tool::{Tool, ToolDefinition, ToolResult};
 use crate::transcript;
 
 /// The format version of a saved [`RunState`]; a state of another version is refused.
@@ -73,11 +73,16 @@ pub struct RunState {
     /// Failed calls of this run that leave no result message (nested calls, `run_tool_call`)
     /// and that the retry budgets count, per tool.
     nested_failures: BTreeMap<String, u32>,
+    /// The tools of nested calls that failed since the last batch ended, with their retry
+    /// budgets: the end of the next batch checks them.
+    nested_retried: Vec<(String, Option<u32>)>,
     /// Events a step decided on and the driver has not delivered yet, as small notes: each
     /// event is built from the state when it is delivered, so an event is moved once.
     outbox: VecDeque<Announce>,
     /// The turn whose `turn_end` is in the outbox.
     ended_turn: Option<(Arc<AssistantMessage>, Vec<Arc<ToolResultMessage>>)>,
+    /// The partial results of the `tool_execution_update`s in the outbox, in order.
+    updates: VecDeque<ToolResult>,
 }
 
 /// How a [`RunState`] serializes, field by field (serde's remote derive): the functions it
@@ -107,15 +112,19 @@ struct Saved {
     calls: Vec<CallRecord>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     nested_failures: BTreeMap<String, u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    nested_retried: Vec<(String, Option<u32>)>,
     #[serde(skip)]
     outbox: VecDeque<Announce>,
     #[serde(skip)]
     ended_turn: Option<(Arc<AssistantMessage>, Vec<Arc<ToolResultMessage>>)>,
+    #[serde(skip)]
+    updates: VecDeque<ToolResult>,
 }
 
 /// An event waiting in the outbox.
-#[derive(Debug, Clone, Copy)]
-enum Announce {
+#[derive(Debug, Clone)]
+pub(super) enum Announce {
     AgentStart,
     TurnStart,
     /// `message_start` of the transcript's message at this index.
@@ -125,6 +134,13 @@ enum Announce {
     TurnEnd,
     AgentEnd,
     ApprovalRequested,
+    /// `tool_execution_start` of the batch's call at this index.
+    ToolStart(usize),
+    /// `tool_execution_update` of the batch's call at this index, with the next partial
+    /// result of `updates`.
+    ToolUpdate(usize),
+    /// `tool_execution_end` of the batch's call at this index.
+    ToolEnd(usize),
 }
 
 /// Where the loop stands.
@@ -152,19 +168,14 @@ enum Phase {
     TurnCheck,
     /// Waiting for the model's response.
     Request,
-    /// Waiting for the response's batch.
-    Batch { response: Arc<AssistantMessage> },
+    /// The response's batch is running.
+    Batch(Batch),
     /// The batch is held for approval after its preflight: the run paused here. A resume
     /// claims `pause_id` (see [`PauseLedger`](super::approval::PauseLedger)).
     Approval {
         response: Arc<AssistantMessage>,
         calls: Vec<HeldCall>,
         pause_id: String,
-    },
-    /// The held batch, decided, waiting to go on.
-    Resume {
-        response: Arc<AssistantMessage>,
-        calls: Vec<HeldCall>,
     },
     /// Waiting for the `finish_turn` hook.
     FinishTurn {
@@ -199,34 +210,6 @@ enum AfterDeclare {
     TurnCheck,
     /// Ask the model.
     Request,
-}
-
-/// What the run needs next. Small, since every step returns one: an event waits in the
-/// state until [`RunState::take_event`] builds it.
-#[derive(Debug)]
-pub(crate) enum Effect {
-    /// Deliver [`RunState::take_event`], then ask again.
-    Emit,
-    /// Answer with [`RunState::declare`] and the tools the next request can execute.
-    Declare,
-    /// Answer with [`RunState::queued`] and the steering queue's messages.
-    PollSteering,
-    /// Answer with [`RunState::queued`] and the follow-up queue's messages.
-    PollFollowUps,
-    /// Ask the model about [`RunState::transcript`]; answer with [`RunState::responded`].
-    Request,
-    /// Run this response's batch; answer with [`RunState::batch_finished`] or
-    /// [`RunState::batch_held`].
-    RunBatch(Arc<AssistantMessage>),
-    /// The run paused for approval: stop driving it.
-    Pause,
-    /// Go on with this response's decided batch; answer with [`RunState::batch_finished`].
-    ResumeBatch(Arc<AssistantMessage>, Vec<HeldCall>),
-    /// Ask the `finish_turn` hook about [`RunState::finishing_turn`]; answer with
-    /// [`RunState::turn_finished`].
-    FinishTurn,
-    /// The run ended; these are the messages it added.
-    Done(Vec<Message>),
 }
 
 /// The limits a new run starts with.
@@ -277,9 +260,51 @@ impl RunState {
             time_left_ms: None,
             calls: Vec::new(),
             nested_failures: BTreeMap::new(),
+            nested_retried: Vec::new(),
             outbox: VecDeque::new(),
             ended_turn: None,
+            updates: VecDeque::new(),
         }
+    }
+
+    /// A run over `transcript` (the conversation so far) that first adds `prompt`, polls
+    /// the steering queue, and asks the model; with no turn or time limit (see
+    /// [`with_max_turns`](Self::with_max_turns)).
+    pub fn start(transcript: Vec<Message>, prompt: impl Into<Prompt>) -> Self {
+        let Prompt(prompts) = prompt.into();
+        RunState::new(transcript, None, prompts, false, StateLimits::default())
+    }
+
+    /// End the run with [`RunEnd::TurnLimit`] rather than make more than `max_turns` model
+    /// requests.
+    #[must_use]
+    pub fn with_max_turns(mut self, max_turns: usize) -> Self {
+        self.max_turns = Some(max_turns);
+        self
+    }
+
+    /// Apply one decision per pending call of a paused run and go on with its batch:
+    /// approved calls execute with their arguments, edited ones with the arguments the
+    /// person wrote (prepared and validated by the tool that `tools` finds), denied ones end
+    /// with an error result carrying the reason. The decisions are checked before anything
+    /// changes. A state that is not paused takes no decisions.
+    ///
+    /// This does not claim the pause (see [`pause_id`](Self::pause_id)), and an edit does
+    /// not pass your `before_tool_call` or policies again:
+    /// [`Agent::resume_with`](crate::agent::Agent::resume_with) does both.
+    ///
+    /// # Errors
+    /// The decisions do not fit the pending calls (missing, duplicate or unknown, changed
+    /// arguments, an edit that does not validate), or `tools` lacks a tool the batch needs.
+    pub fn decide(
+        &mut self,
+        decisions: impl IntoIterator<Item = ApprovalDecision>,
+        tools: &dyn Fn(&str) -> Option<Arc<dyn ToolDefinition>>,
+    ) -> Result<(), ApprovalError> {
+        if let Some(decided) = self.decided(decisions.into_iter().collect(), tools)? {
+            self.go_on(decided);
+        }
+        Ok(())
     }
 
     /// Check a deserialized state before driving it.
@@ -401,7 +426,11 @@ impl RunState {
 
     /// What the run needs next. Phases that wait for an answer return the same effect until
     /// it arrives.
-    pub(crate) fn next(&mut self) -> Effect {
+    #[allow(
+        clippy::should_implement_trait,
+        reason = "a run is no iterator: each effect waits for its answer"
+    )]
+    pub fn next(&mut self) -> Effect {
         if !self.outbox.is_empty() {
             return Effect::Emit;
         }
@@ -451,11 +480,19 @@ impl RunState {
                 self.next()
             }
             Phase::Request => Effect::Request,
-            Phase::Batch { response } => Effect::RunBatch(Arc::clone(response)),
+            Phase::Batch(batch) => match batch.step(&mut self.messages, &mut self.outbox) {
+                Step::Effect(effect) => effect,
+                Step::Emit => Effect::Emit,
+                Step::Hold(calls) => {
+                    self.hold(calls);
+                    self.next()
+                }
+                Step::Finished(finished) => {
+                    self.finish_batch(finished);
+                    self.next()
+                }
+            },
             Phase::Approval { .. } => Effect::Pause,
-            Phase::Resume { response, calls } => {
-                Effect::ResumeBatch(Arc::clone(response), calls.clone())
-            }
             Phase::FinishTurn { .. } => Effect::FinishTurn,
             Phase::FollowUps => Effect::PollFollowUps,
             // The run is over: its messages move out of the state.
@@ -467,9 +504,7 @@ impl RunState {
     }
 
     /// The turn the `finish_turn` hook is asked about: its response and its batch's results.
-    pub(crate) fn finishing_turn(
-        &self,
-    ) -> Option<(&Arc<AssistantMessage>, &[Arc<ToolResultMessage>])> {
+    pub fn finishing_turn(&self) -> Option<(&Arc<AssistantMessage>, &[Arc<ToolResultMessage>])> {
         match &self.phase {
             Phase::FinishTurn { response, results } => Some((response, results)),
             _ => None,
@@ -486,7 +521,7 @@ impl RunState {
     /// messages: where the transcript (the leading declaration, then its system messages)
     /// declares other tools, a system message records the difference
     /// ([`transcript::declare_tool_changes`]).
-    pub(crate) fn declare(&mut self, executable: &[Tool]) {
+    pub fn declare(&mut self, executable: &[Tool]) {
         let Phase::Declare { messages, then } =
             std::mem::replace(&mut self.phase, Phase::TurnCheck)
         else {
@@ -512,7 +547,7 @@ impl RunState {
     }
 
     /// The messages of the queue [`next`](Self::next) asked for.
-    pub(crate) fn queued(&mut self, messages: Vec<Message>) {
+    pub fn queued(&mut self, messages: Vec<Message>) {
         match self.phase {
             Phase::Steering { then } => {
                 self.pending = messages;
@@ -545,7 +580,7 @@ impl RunState {
     }
 
     /// The model's response (already delivered as events by the driver).
-    pub(crate) fn responded(&mut self, response: Arc<AssistantMessage>) {
+    pub fn responded(&mut self, response: Arc<AssistantMessage>) {
         self.messages.push(Arc::clone(&response).into());
         self.turns += 1;
         self.more_tool_calls = false;
@@ -558,40 +593,113 @@ impl RunState {
                 results: Vec::new(),
             }
         } else {
-            Phase::Batch { response }
+            Phase::Batch(Batch::new(response))
         };
     }
 
-    /// The batch's results (already delivered as events by the driver).
-    pub(crate) fn batch_finished(&mut self, batch: BatchOutcome) {
-        let (Phase::Batch { response } | Phase::Resume { response, .. }) =
-            std::mem::replace(&mut self.phase, Phase::TurnCheck)
-        else {
-            debug_assert!(false, "no batch was asked for");
-            return;
-        };
-        self.more_tool_calls = !batch.terminate;
-        self.terminated = batch.terminate;
-        self.messages
-            .extend(batch.results.iter().cloned().map(Message::from));
-        self.calls.extend(batch.records);
-        self.phase = Phase::FinishTurn {
-            response,
-            results: batch.results,
-        };
-    }
-
-    /// Count failed calls that leave no result message, per tool.
-    pub(crate) fn nested_failed(&mut self, failures: Vec<(String, u32)>) {
-        for (tool, count) in failures {
-            *self.nested_failures.entry(tool).or_default() += count;
+    /// How the response's batch runs: the answer to [`Effect::PlanBatch`].
+    pub fn plan_batch(&mut self, plan: BatchPlan) {
+        match &mut self.phase {
+            Phase::Batch(batch) => batch.planned(plan),
+            _ => debug_assert!(false, "no batch was planned"),
         }
+    }
+
+    /// What the preflight of the batch's call `index` came to: the answer to
+    /// [`Effect::Preflight`].
+    pub fn preflighted(&mut self, index: usize, preflighted: Preflighted) {
+        match &mut self.phase {
+            Phase::Batch(batch) => batch.preflighted(index, preflighted, &mut self.outbox),
+            _ => debug_assert!(false, "no preflight was asked for"),
+        }
+    }
+
+    /// A progress update of the batch's running call `index` (see [`Effect::Execute`]):
+    /// deliver the `tool_execution_update` it queues.
+    pub fn updated(&mut self, index: usize, partial: ToolResult) {
+        match &self.phase {
+            Phase::Batch(batch) if batch.updated(index) => {
+                self.updates.push_back(partial);
+                self.outbox.push_back(Announce::ToolUpdate(index));
+            }
+            _ => debug_assert!(false, "call {index} is not running"),
+        }
+    }
+
+    /// The batch's running call `index` ended (see [`Effect::Execute`]): deliver the
+    /// `tool_execution_end` it queues.
+    pub fn executed(&mut self, index: usize, outcome: CallOutcome) {
+        match &mut self.phase {
+            Phase::Batch(batch) => batch.executed(index, outcome, &mut self.outbox),
+            _ => debug_assert!(false, "no call is running"),
+        }
+    }
+
+    /// The calls handed out by [`Effect::Execute`] that have not ended yet.
+    pub fn running_calls(&self) -> Vec<CallRef> {
+        match &self.phase {
+            Phase::Batch(batch) => batch.running().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// `count` calls of `tool` that leave no result message (a tool's own calls of other
+    /// tools, code mode's) failed in a way its retry budget counts, which is `retries`. The
+    /// end of the current (or next) batch checks the budget, so report them before its last
+    /// call's [`executed`](Self::executed).
+    pub fn nested_failed(&mut self, tool: &str, count: u32, retries: Option<u32>) {
+        *self.nested_failures.entry(tool.to_owned()).or_default() += count;
+        if !self.nested_retried.iter().any(|(name, _)| name == tool) {
+            self.nested_retried.push((tool.to_owned(), retries));
+        }
+    }
+
+    /// The batch ended: its results are in the transcript. The run ends after this turn
+    /// when a tool's calls failed more often than its retry budget allows, counting the
+    /// failures the run's result messages record and those of nested calls.
+    fn finish_batch(&mut self, finished: Finished) {
+        let Finished {
+            response,
+            results,
+            records,
+            terminate,
+            plan,
+        } = finished;
+        self.more_tool_calls = !terminate;
+        self.terminated = terminate;
+        let mut retried: Vec<(String, Option<u32>)> = Vec::new();
+        let answered = (results.iter().zip(&records))
+            .filter(|(_, record)| record.failure.is_some_and(|f| f.counts_as_retry()))
+            .map(|(result, _)| &result.tool_name);
+        for name in answered {
+            if !retried.iter().any(|(known, _)| known == name) {
+                let retries = plan.retry_budgets.get(name).copied();
+                retried.push((name.clone(), retries));
+            }
+        }
+        for (name, retries) in std::mem::take(&mut self.nested_retried) {
+            if !retried.iter().any(|(known, _)| *known == name) {
+                retried.push((name, retries));
+            }
+        }
+        self.calls.extend(records);
+        for (name, retries) in retried {
+            let Some(retries) = retries else { continue };
+            if self.retry_failures(&name) > retries as usize {
+                self.end_after_turn(RunEnd::RetriesExhausted {
+                    tool: name,
+                    retries,
+                });
+                break;
+            }
+        }
+        self.phase = Phase::FinishTurn { response, results };
     }
 
     /// How many calls of `tool` failed in this run in a way its retry budget counts
     /// ([`CallFailure::counts_as_retry`](crate::agent::failure::CallFailure::counts_as_retry)):
     /// those its result messages record, and the nested ones.
-    pub(crate) fn retry_failures(&self, tool: &str) -> usize {
+    fn retry_failures(&self, tool: &str) -> usize {
         let results = self.added().iter().filter_map(Message::as_tool_result);
         let answered = results
             .zip(&self.calls)
@@ -605,17 +713,17 @@ impl RunState {
 
     /// End the run with `end` when the current turn is over (its `turn_end` first; the
     /// `finish_turn` hook cannot keep it going).
-    pub(crate) fn end_after_turn(&mut self, end: RunEnd) {
+    fn end_after_turn(&mut self, end: RunEnd) {
         self.end_after_turn.get_or_insert(end);
     }
 
     /// The batch holds calls that need approval; nothing in it executed. The run pauses
     /// after announcing it, and its time limit stops counting.
-    pub(crate) fn batch_held(&mut self, calls: Vec<HeldCall>) {
-        let Phase::Batch { response } = std::mem::replace(&mut self.phase, Phase::TurnCheck) else {
-            debug_assert!(false, "no batch was asked for");
-            return;
+    fn hold(&mut self, calls: Vec<HeldCall>) {
+        let Phase::Batch(batch) = std::mem::replace(&mut self.phase, Phase::TurnCheck) else {
+            unreachable!("only a batch holds")
         };
+        let response = Arc::clone(batch.response());
         let pending = calls.iter().filter_map(HeldCall::as_pending).cloned();
         self.end = Some(RunEnd::AwaitingApproval {
             pending: pending.collect(),
@@ -631,7 +739,7 @@ impl RunState {
         };
     }
 
-    /// Check one decision per pending call (see [`dispatch::decide`]) without changing the
+    /// Check one decision per pending call (see [`held::decide`]) without changing the
     /// state: the batch as it would go on, its edits still to be put through their
     /// preflight. `None` for a state that is not paused (it takes no decisions).
     ///
@@ -640,7 +748,7 @@ impl RunState {
     pub(crate) fn decided(
         &self,
         decisions: Vec<ApprovalDecision>,
-        tools: &TurnTools,
+        tools: &dyn Fn(&str) -> Option<Arc<dyn ToolDefinition>>,
     ) -> Result<Option<Decided>, ApprovalError> {
         let Phase::Approval {
             response, calls, ..
@@ -653,7 +761,7 @@ impl RunState {
                 None => Ok(None),
             };
         };
-        dispatch::decide(calls, response, decisions, tools).map(Some)
+        held::decide(calls, response, decisions, tools).map(Some)
     }
 
     /// The response whose batch is paused.
@@ -673,10 +781,7 @@ impl RunState {
             debug_assert!(false, "the run was not paused");
             return;
         };
-        self.phase = Phase::Resume {
-            response,
-            calls: decided.into_calls(),
-        };
+        self.phase = Phase::Batch(Batch::resumed(response, decided.calls));
         self.end = None;
         if let Some(left) = self.time_left_ms.take() {
             self.deadline_ms = Some(now_ms().saturating_add(left));
@@ -684,7 +789,7 @@ impl RunState {
     }
 
     /// The `finish_turn` hook's answer.
-    pub(crate) fn turn_finished(&mut self, control: TurnControl) {
+    pub fn turn_finished(&mut self, control: TurnControl) {
         let Phase::FinishTurn { response, results } =
             std::mem::replace(&mut self.phase, Phase::TurnCheck)
         else {
@@ -738,7 +843,7 @@ impl RunState {
     }
 
     /// The next event to deliver, after [`Effect::Emit`].
-    pub(crate) fn take_event(&mut self) -> Option<AgentEvent> {
+    pub fn take_event(&mut self) -> Option<AgentEvent> {
         let announce = self.outbox.pop_front()?;
         Some(match announce {
             Announce::AgentStart => AgentEvent::AgentStart,
@@ -765,7 +870,56 @@ impl RunState {
             Announce::ApprovalRequested => AgentEvent::ApprovalRequested {
                 pending: self.pending_approvals().cloned().collect(),
             },
+            Announce::ToolStart(index) => {
+                let call = self.batch().call(index);
+                AgentEvent::ToolExecutionStart {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    args: call.arguments.clone(),
+                }
+            }
+            Announce::ToolUpdate(index) => {
+                let partial_result = (self.updates.pop_front())
+                    .unwrap_or_else(|| unreachable!("each update note has its result"));
+                let call = self.batch().call(index);
+                AgentEvent::ToolExecutionUpdate {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    args: call.arguments.clone(),
+                    partial_result,
+                }
+            }
+            Announce::ToolEnd(index) => {
+                let batch = self.batch();
+                let call = batch.call(index);
+                let outcome = (batch.outcome(index))
+                    .unwrap_or_else(|| unreachable!("a call's end is delivered before its result"));
+                AgentEvent::ToolExecutionEnd {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    result: outcome.result.clone(),
+                    is_error: outcome.result.is_error,
+                    duration_ms: outcome.duration_ms,
+                }
+            }
         })
+    }
+
+    /// The batch whose call an outbox note names.
+    fn batch(&self) -> &Batch {
+        match &self.phase {
+            Phase::Batch(batch) => batch,
+            _ => unreachable!("tool events are delivered while their batch runs"),
+        }
+    }
+
+    /// What the next event to deliver says about a tool call, for the driver's spans.
+    pub(crate) fn tool_note(&self) -> Option<ToolNote<'_>> {
+        let announce = self.outbox.front()?;
+        match &self.phase {
+            Phase::Batch(batch) => batch.note(announce),
+            _ => None,
+        }
     }
 }
 

@@ -1,0 +1,454 @@
+//! One response's batch of tool calls inside the run state: where each call stands, and
+//! the order its events and result messages come in, which pi guarantees:
+//!
+//! - a sequential batch without approvals prepares, executes, ends and answers each call
+//!   before the next one starts;
+//! - otherwise every call starts and is prepared in source order, a call that ends in its
+//!   preflight ends there, a call that needs approval holds the whole batch, the ready calls
+//!   execute (executed calls end in completion order), and the result messages follow in
+//!   source order;
+//! - a batch resumed after its pause ends its denied calls first, in source order;
+//! - a response cut off by the output limit runs none of its calls.
+//!
+//! The batch only decides: the driver prepares and executes the calls it asks for
+//! ([`Effect::Preflight`], [`Effect::Execute`]) and hands the answers back.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::Effect;
+use super::call::{BatchPlan, CallOutcome, CallRecord, CallRef, Preflighted, ReadyCall};
+use super::held::HeldCall;
+use super::state::Announce;
+use crate::agent::approval::PendingCall;
+use crate::agent::failure::{self, CallFailure};
+use crate::message::{AssistantMessage, Message, StopReason, ToolCall, ToolResultMessage};
+
+/// Where one call of the batch stands.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(
+    tag = "status",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+enum Slot {
+    /// Not started.
+    Waiting,
+    /// Started; its preflight is asked for.
+    Preflighting,
+    /// Prepared: it executes with these arguments.
+    Ready { args: serde_json::Value },
+    /// Prepared, waiting for a person's decision.
+    Pending { pending: PendingCall },
+    /// A person denied it; its end comes first when the batch goes on.
+    Denied { reason: String },
+    /// Handed to the driver to execute.
+    Running,
+    /// Ended: its `tool_execution_end` is delivered or queued.
+    Ended { outcome: CallOutcome },
+    /// Its result message is in the transcript.
+    Answered,
+}
+
+/// A response's batch in progress.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Batch {
+    response: Arc<AssistantMessage>,
+    /// Where each call sits in the response's content.
+    blocks: Vec<usize>,
+    /// How the batch runs, once the driver said.
+    plan: Option<BatchPlan>,
+    slots: Vec<Slot>,
+    /// The batch goes on after a pause: its calls started and were prepared before it.
+    resumed: bool,
+    /// The result messages added so far, and what each does not say.
+    results: Vec<Arc<ToolResultMessage>>,
+    records: Vec<CallRecord>,
+}
+
+/// What the batch needs next.
+pub(super) enum Step {
+    /// Ask the driver.
+    Effect(Effect),
+    /// Events are queued: deliver them, then step again.
+    Emit,
+    /// A call needs approval: the batch holds, as these calls.
+    Hold(Vec<HeldCall>),
+    /// Every call is answered.
+    Finished(Finished),
+}
+
+/// A finished batch: its result messages in source order (already in the transcript), what
+/// each does not say, and whether every call asked to end the run.
+pub(super) struct Finished {
+    pub(super) response: Arc<AssistantMessage>,
+    pub(super) results: Vec<Arc<ToolResultMessage>>,
+    pub(super) records: Vec<CallRecord>,
+    pub(super) terminate: bool,
+    /// The retry budgets of the batch's tools.
+    pub(super) plan: BatchPlan,
+}
+
+/// What the driver should know about the next event to deliver: a tool call's span starts
+/// with its `tool_execution_start` and records its outcome with its `tool_execution_end`.
+pub(crate) enum ToolNote<'a> {
+    Start(usize, &'a ToolCall),
+    End(usize, &'a ToolCall, &'a CallOutcome),
+}
+
+impl Batch {
+    /// The batch of `response`, none of its calls started.
+    pub(super) fn new(response: Arc<AssistantMessage>) -> Self {
+        let blocks: Vec<usize> = (response.content.iter().enumerate())
+            .filter(|(_, block)| block.as_tool_call().is_some())
+            .map(|(at, _)| at)
+            .collect();
+        let slots = vec![Slot::Waiting; blocks.len()];
+        Batch {
+            results: Vec::with_capacity(blocks.len()),
+            records: Vec::with_capacity(blocks.len()),
+            response,
+            blocks,
+            plan: None,
+            slots,
+            resumed: false,
+        }
+    }
+
+    /// The batch of `response` going on after its pause, its calls as decided.
+    pub(super) fn resumed(response: Arc<AssistantMessage>, calls: Vec<HeldCall>) -> Self {
+        let mut batch = Batch::new(response);
+        batch.resumed = true;
+        for (slot, held) in batch.slots.iter_mut().zip(calls) {
+            *slot = match held {
+                HeldCall::Settled { result, failure } => Slot::Ended {
+                    outcome: CallOutcome {
+                        result,
+                        failure,
+                        duration_ms: None,
+                    },
+                },
+                HeldCall::Ready { args } => Slot::Ready { args },
+                HeldCall::Denied { reason } => Slot::Denied { reason },
+                // Deciding leaves no call pending; one that still is was not approved.
+                HeldCall::Pending { pending, .. } => Slot::Denied {
+                    reason: pending.reason,
+                },
+            };
+        }
+        batch
+    }
+
+    pub(super) fn response(&self) -> &Arc<AssistantMessage> {
+        &self.response
+    }
+
+    fn call_ref(&self, index: usize) -> CallRef {
+        CallRef::new(Arc::clone(&self.response), index, self.blocks[index])
+    }
+
+    pub(super) fn call(&self, index: usize) -> &ToolCall {
+        self.response.content[self.blocks[index]]
+            .as_tool_call()
+            .unwrap_or_else(|| unreachable!("blocks point at tool calls"))
+    }
+
+    /// The outcome of a call that ended (for its `tool_execution_end`).
+    pub(super) fn outcome(&self, index: usize) -> Option<&CallOutcome> {
+        match self.slots.get(index) {
+            Some(Slot::Ended { outcome }) => Some(outcome),
+            _ => None,
+        }
+    }
+
+    pub(super) fn note(&self, announce: &Announce) -> Option<ToolNote<'_>> {
+        match *announce {
+            Announce::ToolStart(index) => Some(ToolNote::Start(index, self.call(index))),
+            Announce::ToolEnd(index) => {
+                Some(ToolNote::End(index, self.call(index), self.outcome(index)?))
+            }
+            _ => None,
+        }
+    }
+
+    /// The plan the driver gave.
+    pub(super) fn planned(&mut self, plan: BatchPlan) {
+        self.plan = Some(plan);
+    }
+
+    /// What the batch needs next; called only once the outbox is empty.
+    pub(super) fn step(
+        &mut self,
+        messages: &mut Vec<Message>,
+        outbox: &mut VecDeque<Announce>,
+    ) -> Step {
+        let Some(plan) = &self.plan else {
+            return Step::Effect(Effect::PlanBatch(Arc::clone(&self.response)));
+        };
+        if self.response.stop_reason == StopReason::Length {
+            return self.truncated_step(messages, outbox);
+        }
+        if plan.interleaved() && !self.resumed {
+            self.interleaved_step(messages, outbox)
+        } else {
+            self.phased_step(messages, outbox)
+        }
+    }
+
+    /// A `length` response: each call starts and ends with the truncation error, then
+    /// gets its result message, one after the other.
+    fn truncated_step(
+        &mut self,
+        messages: &mut Vec<Message>,
+        outbox: &mut VecDeque<Announce>,
+    ) -> Step {
+        let Some(index) = self.first_unanswered() else {
+            return Step::Finished(self.finish());
+        };
+        if matches!(self.slots[index], Slot::Ended { .. }) {
+            self.answer(index, messages, outbox);
+        } else {
+            let text = failure::truncated(&self.call(index).name);
+            outbox.push_back(Announce::ToolStart(index));
+            self.end(
+                index,
+                CallOutcome::failed(CallFailure::Validation, text),
+                outbox,
+            );
+        }
+        Step::Emit
+    }
+
+    /// One call after the other: start, preflight, execute, end, result.
+    fn interleaved_step(
+        &mut self,
+        messages: &mut Vec<Message>,
+        outbox: &mut VecDeque<Announce>,
+    ) -> Step {
+        let Some(index) = self.first_unanswered() else {
+            return Step::Finished(self.finish());
+        };
+        match &mut self.slots[index] {
+            Slot::Waiting => self.start(index, outbox),
+            Slot::Preflighting => Step::Effect(Effect::Preflight(self.call_ref(index))),
+            Slot::Ready { .. } => Step::Effect(Effect::Execute(vec![self.run(index)])),
+            Slot::Running => Step::Effect(Effect::Wait),
+            Slot::Ended { .. } => {
+                self.answer(index, messages, outbox);
+                Step::Emit
+            }
+            // An interleaved batch has no approvals: `preflighted` refuses what needs one.
+            Slot::Pending { .. } | Slot::Denied { .. } | Slot::Answered => {
+                unreachable!("not in an interleaved batch")
+            }
+        }
+    }
+
+    /// Every call prepared first, then the pause or the executions, then the results.
+    fn phased_step(
+        &mut self,
+        messages: &mut Vec<Message>,
+        outbox: &mut VecDeque<Announce>,
+    ) -> Step {
+        // Preflight, in source order.
+        for index in 0..self.slots.len() {
+            match self.slots[index] {
+                Slot::Waiting => return self.start(index, outbox),
+                Slot::Preflighting => return Step::Effect(Effect::Preflight(self.call_ref(index))),
+                _ => {}
+            }
+        }
+        if self
+            .slots
+            .iter()
+            .any(|slot| matches!(slot, Slot::Pending { .. }))
+        {
+            return Step::Hold(self.held());
+        }
+        // Denied calls end first, in source order.
+        let mut denied = false;
+        for index in 0..self.slots.len() {
+            if let Slot::Denied { reason } = &self.slots[index] {
+                let text = failure::denied(reason);
+                self.end(
+                    index,
+                    CallOutcome::failed(CallFailure::Denied, text),
+                    outbox,
+                );
+                denied = true;
+            }
+        }
+        if denied {
+            return Step::Emit;
+        }
+        let sequential = self.plan.as_ref().is_some_and(|plan| plan.sequential);
+        let running = self.slots.iter().any(|slot| matches!(slot, Slot::Running));
+        if sequential && running {
+            return Step::Effect(Effect::Wait);
+        }
+        let ready: Vec<usize> = (self.slots.iter().enumerate())
+            .filter(|(_, slot)| matches!(slot, Slot::Ready { .. }))
+            .map(|(index, _)| index)
+            .take(if sequential { 1 } else { usize::MAX })
+            .collect();
+        if !ready.is_empty() {
+            let calls = ready.into_iter().map(|index| self.run(index)).collect();
+            return Step::Effect(Effect::Execute(calls));
+        }
+        if running {
+            return Step::Effect(Effect::Wait);
+        }
+        // Every call ended: the result messages, in source order.
+        for index in 0..self.slots.len() {
+            if matches!(self.slots[index], Slot::Ended { .. }) {
+                self.answer(index, messages, outbox);
+            }
+        }
+        Step::Finished(self.finish())
+    }
+
+    /// Announce the call's start; its preflight is asked for next.
+    fn start(&mut self, index: usize, outbox: &mut VecDeque<Announce>) -> Step {
+        outbox.push_back(Announce::ToolStart(index));
+        self.slots[index] = Slot::Preflighting;
+        Step::Emit
+    }
+
+    /// Hand a ready call to the driver.
+    fn run(&mut self, index: usize) -> ReadyCall {
+        let Slot::Ready { args } = std::mem::replace(&mut self.slots[index], Slot::Running) else {
+            unreachable!("only ready calls run")
+        };
+        ReadyCall {
+            call: self.call_ref(index),
+            args,
+        }
+    }
+
+    fn end(&mut self, index: usize, outcome: CallOutcome, outbox: &mut VecDeque<Announce>) {
+        self.slots[index] = Slot::Ended { outcome };
+        outbox.push_back(Announce::ToolEnd(index));
+    }
+
+    /// Add the result message of an ended call (its end delivered: the outbox was empty).
+    fn answer(
+        &mut self,
+        index: usize,
+        messages: &mut Vec<Message>,
+        outbox: &mut VecDeque<Announce>,
+    ) {
+        let Slot::Ended { outcome } = std::mem::replace(&mut self.slots[index], Slot::Answered)
+        else {
+            unreachable!("only ended calls are answered")
+        };
+        self.records.push(CallRecord {
+            terminate: outcome.result.terminate,
+            failure: outcome.failure,
+        });
+        let message = Arc::new(outcome.into_message(self.call(index)));
+        let at = messages.len();
+        messages.push(Arc::clone(&message).into());
+        self.results.push(message);
+        outbox.push_back(Announce::MessageStart(at));
+        outbox.push_back(Announce::MessageEnd(at));
+    }
+
+    fn first_unanswered(&self) -> Option<usize> {
+        self.slots
+            .iter()
+            .position(|slot| !matches!(slot, Slot::Answered))
+    }
+
+    fn finish(&mut self) -> Finished {
+        let terminate =
+            !self.records.is_empty() && self.records.iter().all(|record| record.terminate);
+        Finished {
+            response: Arc::clone(&self.response),
+            results: std::mem::take(&mut self.results),
+            records: std::mem::take(&mut self.records),
+            terminate,
+            plan: self.plan.take().unwrap_or_default(),
+        }
+    }
+
+    /// The batch as the run state keeps it across the pause.
+    fn held(&self) -> Vec<HeldCall> {
+        (self.slots.iter())
+            .map(|slot| match slot {
+                Slot::Ended { outcome } => HeldCall::Settled {
+                    result: outcome.result.clone(),
+                    failure: outcome.failure,
+                },
+                Slot::Ready { args } => HeldCall::Ready { args: args.clone() },
+                Slot::Pending { pending } => HeldCall::pending(pending.clone()),
+                Slot::Denied { reason } => HeldCall::Denied {
+                    reason: reason.clone(),
+                },
+                Slot::Waiting | Slot::Preflighting | Slot::Running | Slot::Answered => {
+                    unreachable!("a batch holds only after every preflight")
+                }
+            })
+            .collect()
+    }
+
+    /// The preflight of call `index` came to `preflighted`.
+    pub(super) fn preflighted(
+        &mut self,
+        index: usize,
+        preflighted: Preflighted,
+        outbox: &mut VecDeque<Announce>,
+    ) {
+        if !matches!(self.slots.get(index), Some(Slot::Preflighting)) {
+            debug_assert!(false, "no preflight of call {index} was asked for");
+            return;
+        }
+        match preflighted {
+            Preflighted::Ended(outcome) => self.end(index, outcome, outbox),
+            Preflighted::Ready { args } => self.slots[index] = Slot::Ready { args },
+            Preflighted::NeedsApproval { args, reason } => {
+                let approvals = self.plan.as_ref().is_some_and(|plan| plan.approvals);
+                if approvals {
+                    let pending = PendingCall::new(self.call(index), args, reason);
+                    self.slots[index] = Slot::Pending { pending };
+                } else {
+                    // The plan said no call needs approval: fail closed all the same.
+                    let text = failure::approval_unavailable(&self.call(index).name, &reason);
+                    self.end(
+                        index,
+                        CallOutcome::failed(CallFailure::Denied, text),
+                        outbox,
+                    );
+                }
+            }
+        }
+    }
+
+    /// A running call sent a progress update.
+    pub(super) fn updated(&self, index: usize) -> bool {
+        matches!(self.slots.get(index), Some(Slot::Running))
+    }
+
+    /// A running call ended.
+    pub(super) fn executed(
+        &mut self,
+        index: usize,
+        outcome: CallOutcome,
+        outbox: &mut VecDeque<Announce>,
+    ) {
+        if !matches!(self.slots.get(index), Some(Slot::Running)) {
+            debug_assert!(false, "call {index} is not running");
+            return;
+        }
+        self.end(index, outcome, outbox);
+    }
+
+    /// The calls handed out to execute that have not ended.
+    pub(super) fn running(&self) -> impl Iterator<Item = CallRef> + '_ {
+        (self.slots.iter().enumerate())
+            .filter(|(_, slot)| matches!(slot, Slot::Running))
+            .map(|(index, _)| self.call_ref(index))
+    }
+}
