@@ -135,6 +135,7 @@ mod responses_http_errors;
 ))]
 mod responses_prompt_cache;
 mod run_context;
+mod run_machine;
 mod schema_tool;
 mod tool_changes;
 mod tool_policy;

@@ -55,7 +55,13 @@
 //! };
 //! assert_eq!(state.end(), Some(&RunEnd::Completed));
 //! assert_eq!(messages.len(), 4); // the prompt, the call, its result, the answer
-//! assert_eq!(events.len(), 13);
+//! // The responses' own events (`message_start`, `message_end`) are the driver's to deliver.
+//! let kinds: Vec<&str> = events.iter().map(|event| event.kind()).collect();
+//! assert_eq!(kinds, [
+//!     "agent_start", "turn_start", "message_start", "message_end", // the prompt
+//!     "tool_execution_start", "tool_execution_end", "message_start", "message_end", // the call
+//!     "turn_end", "turn_start", "turn_end", "agent_end",
+//! ]);
 //! ```
 
 mod batch;
