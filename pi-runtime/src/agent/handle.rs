@@ -14,68 +14,22 @@ use super::approval::{ApprovalDecision, ApprovalError, PauseLedger};
 use super::builder::AgentBuilder;
 use super::config::{AgentDefinition, Config, Opening, Shared, check_context};
 use super::dispatch::{Dispatcher, RunLimits, ToolPolicies};
+use super::end::RunEnd;
 use super::error::AgentError;
 use super::hooks::Hooks;
 use super::machine::held::Decided;
 use super::machine::{RunState, StateLimits, deadline_after, instant_at};
-use super::outcome::{RunEnd, RunOutcome};
+use super::outcome::RunOutcome;
+use super::prompt::Prompt;
 use super::run;
 use super::sink::{EventStream, Listener, SubscriptionId};
 use super::state::{AgentState, Inner as StateInner};
 use super::telemetry;
-use crate::message::{
-    ContentBlock, Message, SystemMessage, ToolCall, UserContent, UserMessage, now_ms,
-};
+use crate::message::{Message, SystemMessage, ToolCall, UserContent};
 use crate::stream::{LanguageModel, ThinkingLevel};
 use crate::tool::{
     RegistryError, RunContext, ToolDefinition, ToolRegistry, ToolResult, ToolSet, ToolSwitch,
 };
-
-/// What [`Agent::prompt`] accepts: text, a user message, any message, or several.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Prompt(pub(crate) Vec<Message>);
-
-impl Prompt {
-    /// Text followed by images, as one user message.
-    pub fn with_images(text: impl Into<String>, images: Vec<ContentBlock>) -> Self {
-        let mut content = vec![ContentBlock::text(text)];
-        content.extend(images);
-        Prompt(vec![Message::from(UserMessage {
-            content: UserContent::Blocks(content),
-            timestamp: now_ms(),
-        })])
-    }
-}
-
-impl From<&str> for Prompt {
-    fn from(text: &str) -> Self {
-        Prompt(vec![UserMessage::text(text).into()])
-    }
-}
-
-impl From<String> for Prompt {
-    fn from(text: String) -> Self {
-        Prompt(vec![UserMessage::text(text).into()])
-    }
-}
-
-impl From<UserMessage> for Prompt {
-    fn from(message: UserMessage) -> Self {
-        Prompt(vec![message.into()])
-    }
-}
-
-impl From<Message> for Prompt {
-    fn from(message: Message) -> Self {
-        Prompt(vec![message])
-    }
-}
-
-impl From<Vec<Message>> for Prompt {
-    fn from(messages: Vec<Message>) -> Self {
-        Prompt(messages)
-    }
-}
 
 /// An agent: a model, tools and hooks, and the transcript of its runs.
 ///

@@ -60,6 +60,7 @@ pub mod approval;
 mod builder;
 mod config;
 pub(crate) mod dispatch;
+mod end;
 mod error;
 mod events;
 pub(crate) mod failure;
@@ -70,6 +71,8 @@ pub(crate) mod journal;
 mod journaled;
 pub mod machine;
 mod outcome;
+pub(crate) mod panics;
+mod prompt;
 mod run;
 mod sink;
 mod state;
@@ -81,15 +84,17 @@ pub mod extract;
 pub use builder::AgentBuilder;
 pub use config::AgentDefinition;
 pub use dispatch::{ToolPolicies, validate_tool_call};
+pub use end::RunEnd;
 pub use error::{AgentError, BuildError};
 pub use events::AgentEvent;
 pub use extract::{ExtractBuilder, ExtractError, ExtractOptions, Extracted, Extractor};
-pub use handle::{Agent, Prompt};
+pub use handle::Agent;
 pub use hooks::{
     AfterToolCall, BeforeToolCall, FinishedTurn, Hooks, RequestPlan, ToolCallDecision,
     ToolResultPatch, TurnControl,
 };
 pub use machine::state::{RUN_STATE_VERSION, RunState, UnsupportedRunState};
-pub use outcome::{RunEnd, RunOutcome};
+pub use outcome::RunOutcome;
+pub use prompt::Prompt;
 pub use sink::{EVENT_STREAM_BACKLOG, EventStream, SubscriptionId};
 pub use state::{AgentState, QueueMode};

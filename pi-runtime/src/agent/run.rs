@@ -11,10 +11,11 @@ use tracing::{Instrument, Span};
 
 use super::AgentEvent;
 use super::config::{Config, Shared};
-use super::dispatch::{BatchCalls, Dispatcher, JobReport, RunLimits, guarded, panic_message};
+use super::dispatch::{BatchCalls, Dispatcher, JobReport, RunLimits};
 use super::failure::{CallFailure, REQUEST_ABORTED};
 use super::hooks::{FinishedTurn, RequestPlan, TurnControl};
 use super::machine::{CallOutcome, Effect, ReadyCall, RunState, ToolNote};
+use super::panics::{guarded, panic_message};
 use super::telemetry;
 use super::turn_tools::TurnTools;
 use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, SystemMessage};

@@ -220,7 +220,7 @@ pub(crate) fn check(
         }
     }));
     asked.unwrap_or_else(|panic| {
-        let message = crate::agent::dispatch::panic_message(&*panic);
+        let message = crate::agent::panics::panic_message(&*panic);
         Approval::needed(format!("the approval policy panicked: {message}"))
     })
 }

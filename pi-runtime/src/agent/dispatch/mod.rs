@@ -19,8 +19,8 @@ use std::sync::Arc;
 use tokio::sync::RwLock;
 
 pub(crate) use batch::{BatchCalls, JobReport};
+pub(crate) use call::RunLimits;
 pub use call::validate_tool_call;
-pub(crate) use call::{RunLimits, guarded, panic_message};
 pub(crate) use policy::Policies;
 pub use policy::ToolPolicies;
 

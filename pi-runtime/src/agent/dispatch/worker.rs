@@ -24,7 +24,7 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use super::call::guarded;
+use crate::agent::panics::guarded;
 use crate::tool::{ToolContext, ToolDefinition, ToolError, ToolResult};
 
 /// What a tool's future came to: its result, or the message of its panic.

@@ -19,9 +19,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::Effect;
+use super::announce::Announce;
 use super::call::{BatchPlan, CallOutcome, CallRecord, CallRef, Preflighted, ReadyCall};
 use super::held::HeldCall;
-use super::state::Announce;
 use crate::agent::approval::PendingCall;
 use crate::agent::failure::{self, CallFailure};
 use crate::message::{AssistantMessage, Message, StopReason, ToolCall, ToolResultMessage};

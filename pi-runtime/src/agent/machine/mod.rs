@@ -64,6 +64,7 @@
 //! ]);
 //! ```
 
+mod announce;
 mod batch;
 mod call;
 pub(crate) mod held;

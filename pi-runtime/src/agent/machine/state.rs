@@ -6,14 +6,15 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::Effect;
+use super::announce::Announce;
 use super::batch::{Batch, Finished, Step, ToolNote};
 use super::call::{BatchPlan, CallOutcome, CallRecord, CallRef, Preflighted};
 use super::held::{self, Decided, HeldCall};
 use crate::agent::AgentEvent;
-use crate::agent::Prompt;
 use crate::agent::approval::{ApprovalDecision, ApprovalError, PendingCall, new_pause_id};
+use crate::agent::end::RunEnd;
 use crate::agent::hooks::TurnControl;
-use crate::agent::outcome::RunEnd;
+use crate::agent::prompt::Prompt;
 use crate::message::{AssistantMessage, Message, StopReason, ToolResultMessage, now_ms};
 use crate::stream::ThinkingLevel;
 use crate::tool::{Tool, ToolDefinition, ToolResult};
@@ -120,27 +121,6 @@ struct Saved {
     ended_turn: Option<(Arc<AssistantMessage>, Vec<Arc<ToolResultMessage>>)>,
     #[serde(skip)]
     updates: VecDeque<ToolResult>,
-}
-
-/// An event waiting in the outbox.
-#[derive(Debug, Clone)]
-pub(super) enum Announce {
-    AgentStart,
-    TurnStart,
-    /// `message_start` of the transcript's message at this index.
-    MessageStart(usize),
-    /// `message_end` of the transcript's message at this index.
-    MessageEnd(usize),
-    TurnEnd,
-    AgentEnd,
-    ApprovalRequested,
-    /// `tool_execution_start` of the batch's call at this index.
-    ToolStart(usize),
-    /// `tool_execution_update` of the batch's call at this index, with the next partial
-    /// result of `updates`.
-    ToolUpdate(usize),
-    /// `tool_execution_end` of the batch's call at this index.
-    ToolEnd(usize),
 }
 
 /// Where the loop stands.
