@@ -13,7 +13,7 @@ use super::AgentEvent;
 use super::approval::{ApprovalDecision, ApprovalError, PauseLedger};
 use super::builder::AgentBuilder;
 use super::config::{AgentDefinition, Config, Opening, Shared, check_context};
-use super::dispatch::{Dispatcher, RunLimits, ToolPolicies};
+use super::dispatch::{Dispatcher, Lane, RunLimits, ToolPolicies};
 use super::end::RunEnd;
 use super::error::AgentError;
 use super::hooks::Hooks;
@@ -516,7 +516,7 @@ impl Agent {
         );
         let messages = dispatcher.hook_transcript(&messages);
         dispatcher
-            .call(&call, messages, None, |_| std::future::ready(()))
+            .call(&call, messages, |_| std::future::ready(()))
             .await
     }
 
@@ -556,6 +556,7 @@ impl Agent {
             context,
             run_key: None,
             nested_failures: Some(Arc::default()),
+            lane: Lane::default(),
         };
         state.slot.claim(limits.clone());
         state.view.error_message = None;
@@ -628,6 +629,7 @@ impl Agent {
                 context,
                 run_key: None,
                 nested_failures: Some(Arc::default()),
+                lane: Lane::default(),
             };
             // The slot is this resume's from here: the checks below wait (a hook, the
             // ledger), and the guard frees it if they refuse.

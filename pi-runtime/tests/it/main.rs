@@ -136,6 +136,8 @@ mod responses_http_errors;
 mod responses_prompt_cache;
 mod run_context;
 mod run_machine;
+#[cfg(feature = "codemode")]
+mod sequential_lane;
 mod schema_tool;
 mod tool_changes;
 mod tool_policy;

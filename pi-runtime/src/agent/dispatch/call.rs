@@ -10,13 +10,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use futures::StreamExt;
 use futures::channel::mpsc;
 use futures::future::BoxFuture;
-use futures::StreamExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::lane::{Entered, Hold, Lane};
 use super::policy::{self, NestedFailures, Policies};
 use super::worker;
 use crate::agent::approval::{self, Approval};
@@ -30,8 +31,8 @@ use crate::args::ValidationError;
 use crate::message::{AssistantMessage, ContentBlock, Message, ToolCall};
 use crate::tool::context::ToolCaller;
 use crate::tool::{
-    ConversationTools, RunContext, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind,
-    ToolResult, ToolSwitch,
+    ConversationTools, ExecutionMode, RunContext, Tool, ToolContext, ToolDefinition, ToolError,
+    ToolErrorKind, ToolResult, ToolSwitch,
 };
 
 /// How long a running tool may ignore the run's cancellation before the loop stops waiting
@@ -51,6 +52,8 @@ pub(crate) struct RunLimits {
     /// Where the run's calls that leave no result message count their failures toward the
     /// retry budgets; `None` outside a run (a server's calls, `run_tool_call` between runs).
     pub(crate) nested_failures: Option<Arc<NestedFailures>>,
+    /// Keeps a sequential tool's calls apart from every other call of the run (or server).
+    pub(crate) lane: Lane,
 }
 
 /// What every call of one batch shares, in one `Arc` that each spawned job and each
@@ -68,33 +71,45 @@ pub(super) struct CallScope {
     pub(super) switch: Option<Arc<dyn ToolSwitch>>,
     /// The tools' execution policies and what enforces them.
     pub(super) policies: Arc<Policies>,
+    /// The agent's (or server's) execution mode: sequential makes every call run alone.
+    pub(super) execution: ExecutionMode,
 }
 
-/// A tool's own calls of other tools ([`ToolContext::call_tool`](crate::ToolContext::call_tool))
-/// take the pipeline of the scope that runs the tool, one at a time per call, without a
-/// lane: the calling tool may itself hold one. Each gets its own `execute_tool` span, made
-/// where the calling tool runs, so it sits under that tool's span.
-impl ToolCaller for CallScope {
+/// The caller a running tool's context holds: the tool's own calls of other tools
+/// ([`ToolContext::call_tool`](crate::ToolContext::call_tool)) take the pipeline of the
+/// scope that runs the tool, one at a time per call, and inherit the tool's hold on the
+/// lane. Each gets its own `execute_tool` span, made where the calling tool runs, so it sits
+/// under that tool's span.
+struct NestedCaller {
+    scope: Arc<CallScope>,
+    hold: Arc<Hold>,
+}
+
+impl ToolCaller for NestedCaller {
     fn call(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, ToolResult> {
-        let span = telemetry::tool_span(&call, self.capture_content);
+        let span = telemetry::tool_span(&call, self.scope.capture_content);
         let recorded = span.clone();
         let run = async move {
-            let outcome = match prepare_in(&call, &self, true).await {
+            let scope = &self.scope;
+            let outcome = match prepare_in(&call, scope, true).await {
                 Preflight::Immediate(outcome) => outcome,
                 Preflight::Held(held) => held.refused(&call),
                 Preflight::Ready(ready) => {
-                    execute(ready, &call, &self, |_| std::future::ready(())).await
+                    execute_in(ready, &call, scope, Some(&self.hold), |_| {
+                        std::future::ready(())
+                    })
+                    .await
                 }
             };
-            self.count_nested(&call, &outcome);
-            telemetry::record_outcome(&recorded, &outcome, self.capture_content);
+            scope.count_nested(&call, &outcome);
+            telemetry::record_outcome(&recorded, &outcome, scope.capture_content);
             outcome.result
         };
         Box::pin(run.instrument(span))
     }
 
     fn tools(&self) -> Option<ConversationTools> {
-        self.switch.clone().map(ConversationTools::new)
+        self.scope.switch.clone().map(ConversationTools::new)
     }
 }
 
@@ -284,6 +299,61 @@ pub(super) async fn execute<U, UF>(
     ready: Ready,
     call: &ToolCall,
     scope: &Arc<CallScope>,
+    on_update: U,
+) -> CallOutcome
+where
+    U: FnMut(ToolResult) -> UF,
+    UF: Future<Output = ()>,
+{
+    execute_in(ready, call, scope, None, on_update).await
+}
+
+/// [`execute`] a call, nested in the call that holds `parent` if it is a nested one. The
+/// call holds its lane while it runs: all of it for a sequential tool (or any tool, when the
+/// agent runs sequentially), else a share.
+async fn execute_in<U, UF>(
+    ready: Ready,
+    call: &ToolCall,
+    scope: &Arc<CallScope>,
+    parent: Option<&Arc<Hold>>,
+    on_update: U,
+) -> CallOutcome
+where
+    U: FnMut(ToolResult) -> UF,
+    UF: Future<Output = ()>,
+{
+    if scope.signal().is_cancelled() {
+        return stopped(scope);
+    }
+    let alone = scope.execution == ExecutionMode::Sequential
+        || ready.tool.execution_mode() == ExecutionMode::Sequential;
+    let entered = tokio::select! {
+        biased;
+        () = scope.signal().cancelled() => return stopped(scope),
+        entered = scope.limits.lane.enter(alone, parent) => entered,
+    };
+    match entered {
+        Entered::Held(hold) => {
+            let hold = Arc::new(hold);
+            let outcome = run_held(ready, call, scope, &hold, on_update).await;
+            // A tool that keeps its context (a task it left running) keeps no hold.
+            hold.release();
+            outcome
+        }
+        Entered::Borrowed(borrowed) => {
+            let outcome = run_held(ready, call, scope, borrowed.hold(), on_update).await;
+            borrowed.give_back().await;
+            outcome
+        }
+    }
+}
+
+/// Execute a call that holds its lane as `hold`.
+async fn run_held<U, UF>(
+    ready: Ready,
+    call: &ToolCall,
+    scope: &Arc<CallScope>,
+    hold: &Arc<Hold>,
     mut on_update: U,
 ) -> CallOutcome
 where
@@ -291,9 +361,6 @@ where
     UF: Future<Output = ()>,
 {
     let Ready { tool, args } = ready;
-    if scope.signal().is_cancelled() {
-        return stopped(scope);
-    }
     let policy = scope.policies.of(tool.as_ref());
     // Held until the call ends; the time limit starts once the call may run.
     let Ok(_permit) = scope.policies.permit(&policy, scope.signal()).await else {
@@ -311,7 +378,10 @@ where
         call.id.clone(),
         call_signal.clone(),
         tx,
-        Arc::clone(scope) as Arc<dyn ToolCaller>,
+        Arc::new(NestedCaller {
+            scope: Arc::clone(scope),
+            hold: Arc::clone(hold),
+        }) as Arc<dyn ToolCaller>,
         scope.limits.context.clone(),
     )
     .with_idempotency_key(

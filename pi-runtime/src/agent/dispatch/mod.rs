@@ -10,13 +10,12 @@
 mod batch;
 mod call;
 mod edits;
+mod lane;
 mod policy;
 mod worker;
 
 use std::future::Future;
 use std::sync::Arc;
-
-use tokio::sync::RwLock;
 
 pub(crate) use batch::{BatchCalls, JobReport};
 pub(crate) use call::RunLimits;
@@ -33,11 +32,7 @@ use super::turn_tools::TurnTools;
 use crate::message::{AssistantMessage, Message, ToolCall};
 use crate::tool::{ExecutionMode, ToolDefinition, ToolResult, ToolSwitch};
 
-/// Serializes sequential tools against every other call made through the same lane: a
-/// sequential tool takes it alone, any other tool shares it. Calls that arrive one at a time
-/// from independent callers (MCP clients) use it; a batch applies the same rule by running
-/// sequentially.
-pub(crate) type Lane = Arc<RwLock<()>>;
+pub(crate) use lane::Lane;
 
 /// Dispatches tool calls for one turn, or for single calls from outside the loop.
 #[derive(Clone)]
@@ -98,6 +93,7 @@ impl Dispatcher {
             capture_content: self.capture_content,
             switch: self.switch.clone(),
             policies: Arc::clone(&self.policies),
+            execution: self.execution,
         })
     }
 
@@ -171,12 +167,11 @@ impl Dispatcher {
     }
 
     /// Run one call outside a batch: no events and no messages; each progress update goes
-    /// to `on_update`. With a `lane`, a sequential tool waits for every other call on it.
+    /// to `on_update`. A sequential tool waits for every other call on the limits' lane.
     pub(crate) async fn call<U, UF>(
         &self,
         call: &ToolCall,
         messages: Arc<[Message]>,
-        lane: Option<&Lane>,
         on_update: U,
     ) -> ToolResult
     where
@@ -188,17 +183,7 @@ impl Dispatcher {
             Preflight::Immediate(outcome) => outcome,
             // Nothing here can pause for a person: the call fails closed.
             Preflight::Held(held) => held.refused(call),
-            Preflight::Ready(ready) => {
-                let alone = self.execution == ExecutionMode::Sequential
-                    || Self::runs_alone(ready.tool.as_ref());
-                // Held until the call ends.
-                let (_alone, _shared) = match lane {
-                    Some(lane) if alone => (Some(lane.write().await), None),
-                    Some(lane) => (None, Some(lane.read().await)),
-                    None => (None, None),
-                };
-                call::execute(ready, call, &scope, on_update).await
-            }
+            Preflight::Ready(ready) => call::execute(ready, call, &scope, on_update).await,
         };
         scope.count_nested(call, &outcome);
         outcome.result

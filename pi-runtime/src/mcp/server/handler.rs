@@ -56,6 +56,7 @@ impl McpServer {
             context: run_context,
             run_key: None,
             nested_failures: None,
+            lane: inner.lane.clone(),
         };
         let dispatcher = Dispatcher::new(
             Arc::clone(&inner.tools),
@@ -67,9 +68,7 @@ impl McpServer {
         );
         let progress = Progress::new(&context);
         let result = dispatcher
-            .call(&call, Arc::from(Vec::new()), Some(&inner.lane), |update| {
-                progress.send(update)
-            })
+            .call(&call, Arc::from(Vec::new()), |update| progress.send(update))
             .await;
         Ok(mcp_result(result, structured))
     }

@@ -1,0 +1,116 @@
+//! The one rule that a sequential tool runs alone, for every path a call takes: a batch's
+//! calls, a tool's own calls of other tools (code mode's), and an MCP server's calls. Each
+//! call holds the lane of its run (or server) while it executes: a sequential call all of
+//! it, any other call a share. A nested call inherits its parent's hold: under a parent that
+//! runs alone it takes nothing, and under a parent that holds a share it runs on that share,
+//! unless it must run alone itself: then the parent's share is handed back while the nested
+//! call waits for, and holds, the whole lane, and taken again after it. That hand-back is
+//! what keeps two parents that both nest a sequential call from waiting for each other.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Shares of a lane: a call running alone holds all of them.
+const SHARES: u32 = 1 << 20;
+
+/// The lane of one run's (or one server's) calls. Cloning shares it.
+#[derive(Debug, Clone)]
+pub(crate) struct Lane(Arc<Semaphore>);
+
+impl Default for Lane {
+    fn default() -> Self {
+        Lane(Arc::new(Semaphore::new(SHARES as usize)))
+    }
+}
+
+/// What a running call holds of its lane; a nested call reads it to inherit.
+#[derive(Debug)]
+pub(crate) struct Hold {
+    alone: bool,
+    /// The permit, while held: a nested call that runs alone hands a share back for its
+    /// time.
+    permit: Mutex<Option<OwnedSemaphorePermit>>,
+}
+
+impl Hold {
+    /// A hold of nothing: the call runs under its parent's.
+    fn inherited(alone: bool) -> Self {
+        Hold {
+            alone,
+            permit: Mutex::new(None),
+        }
+    }
+
+    /// Let the lane go: the call ended.
+    pub(crate) fn release(&self) {
+        drop(lock(&self.permit).take());
+    }
+}
+
+/// A nested call's hold while it runs alone under a parent holding a share: the parent's
+/// share comes back when it ends.
+pub(crate) struct Borrowed {
+    hold: Arc<Hold>,
+    lane: Lane,
+    parent: Arc<Hold>,
+}
+
+impl Borrowed {
+    pub(crate) fn hold(&self) -> &Arc<Hold> {
+        &self.hold
+    }
+
+    /// Release the whole lane, then take the parent's share again.
+    pub(crate) async fn give_back(self) {
+        self.hold.release();
+        if let Ok(share) = Arc::clone(&self.lane.0).acquire_owned().await {
+            *lock(&self.parent.permit) = Some(share);
+        }
+    }
+}
+
+/// How a call enters its lane.
+pub(crate) enum Entered {
+    /// A hold of its own (or inherited: nothing to give back).
+    Held(Hold),
+    /// The whole lane, borrowed from a parent's share.
+    Borrowed(Borrowed),
+}
+
+impl Lane {
+    /// Enter the lane for a call that runs `alone` or not, nested in `parent`'s call if it
+    /// is a nested call. Waits until the call may run; cancel by dropping the future.
+    pub(crate) async fn enter(&self, alone: bool, parent: Option<&Arc<Hold>>) -> Entered {
+        let shares = if alone { SHARES } else { 1 };
+        match parent {
+            Some(parent) if parent.alone || !alone => Entered::Held(Hold::inherited(parent.alone)),
+            Some(parent) => {
+                // Hand the parent's share back while this call waits for the whole lane.
+                drop(lock(&parent.permit).take());
+                let permit = self.take(shares).await;
+                Entered::Borrowed(Borrowed {
+                    hold: Arc::new(Hold {
+                        alone: true,
+                        permit: Mutex::new(permit),
+                    }),
+                    lane: self.clone(),
+                    parent: Arc::clone(parent),
+                })
+            }
+            None => Entered::Held(Hold {
+                alone,
+                permit: Mutex::new(self.take(shares).await),
+            }),
+        }
+    }
+
+    async fn take(&self, shares: u32) -> Option<OwnedSemaphorePermit> {
+        // The semaphore is never closed.
+        Arc::clone(&self.0).acquire_many_owned(shares).await.ok()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
