@@ -485,7 +485,7 @@ impl Agent {
     /// # Errors
     /// A name already registered, or a schema that does not compile; then nothing changes.
     pub fn register_tools(&self, tools: impl ToolSet) -> Result<(), RegistryError> {
-        let mut tools = Some(tools.into_tools());
+        let mut tools = Some(tools.into_registrations());
         self.shared
             .change(&mut |registry| registry.register_all(tools.take().unwrap_or_default()))
     }

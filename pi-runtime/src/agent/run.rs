@@ -417,10 +417,10 @@ impl Driver<'_> {
         state.nested_failed(nested);
         let turn = self.turn();
         for name in retried {
-            let Some(tool) = turn.tools.get_nested(&name) else {
+            let Some(registration) = turn.tools.get_nested(&name) else {
                 continue;
             };
-            let Some(retries) = turn.config.policies.of(tool.as_ref()).retries else {
+            let Some(retries) = turn.config.policies.of(registration.settings()).retries else {
                 continue;
             };
             if state.retry_failures(&name) > retries as usize {

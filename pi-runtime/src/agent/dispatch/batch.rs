@@ -116,8 +116,8 @@ pub(super) async fn resume(
         let slot = match held {
             HeldCall::Settled { result, failure } => Slot::Done(held::settled(result, failure)),
             HeldCall::Ready { args } => match scope.tools.get(&call.name) {
-                Some(tool) => Slot::Ready(Ready {
-                    tool: Arc::clone(tool),
+                Some(registration) => Slot::Ready(Ready {
+                    registration: registration.clone(),
                     args,
                 }),
                 None => {

@@ -32,8 +32,8 @@ use crate::message::{
 };
 use crate::tool::context::ToolCaller;
 use crate::tool::{
-    ConversationTools, RunContext, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind,
-    ToolResult, ToolSwitch,
+    ConversationTools, Registration, RunContext, Tool, ToolContext, ToolError, ToolErrorKind,
+    ToolResult,
 };
 
 /// How long a running tool may ignore the run's cancellation before the loop stops waiting
@@ -67,7 +67,7 @@ pub(super) struct CallScope {
     /// Record arguments and results on the tool spans.
     pub(super) capture_content: bool,
     /// The conversation's tool set, for the tools that change it.
-    pub(super) switch: Option<Arc<dyn ToolSwitch>>,
+    pub(super) conversation: Option<ConversationTools>,
     /// The tools' execution policies and what enforces them.
     pub(super) policies: Arc<Policies>,
 }
@@ -95,8 +95,9 @@ impl ToolCaller for CallScope {
         Box::pin(run.instrument(span))
     }
 
-    fn tools(&self) -> Option<ConversationTools> {
-        self.switch.clone().map(ConversationTools::new)
+    fn tools(&self) -> Option<&(dyn Any + Send + Sync)> {
+        let tools = self.conversation.as_ref()?;
+        Some(tools)
     }
 }
 
@@ -165,7 +166,8 @@ impl Outcome {
 
 /// A call that passed preparation and may execute.
 pub(super) struct Ready {
-    pub(super) tool: Arc<dyn ToolDefinition>,
+    /// The tool, with the settings it registered with (its policy applies).
+    pub(super) registration: Registration,
     pub(super) args: Value,
 }
 
@@ -212,10 +214,11 @@ async fn prepare_in(call: &ToolCall, scope: &CallScope, nested: bool) -> Preflig
     } else {
         scope.tools.get(&call.name)
     };
-    let Some(tool) = tool else {
+    let Some(registration) = tool else {
         let outcome = Outcome::failed(CallFailure::NotFound, failure::not_found(&call.name));
         return Preflight::Immediate(outcome);
     };
+    let tool = registration.tool();
     let validated = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let prepared = tool.prepare_arguments(&call.arguments)?;
         validate_prepared(tool.definition(), call, &prepared).map_err(ToolError::from)
@@ -262,9 +265,9 @@ async fn prepare_in(call: &ToolCall, scope: &CallScope, nested: bool) -> Preflig
             Err(panic) => return Preflight::Immediate(Outcome::failed(CallFailure::Panic, panic)),
         }
     }
-    let approval = approval::check(tool.as_ref(), call, &args, scope.hooks.approval.as_ref());
+    let approval = approval::check(registration, call, &args, scope.hooks.approval.as_ref());
     let ready = Ready {
-        tool: Arc::clone(tool),
+        registration: registration.clone(),
         args,
     };
     match approval {
@@ -325,11 +328,12 @@ where
     U: FnMut(ToolResult) -> UF,
     UF: Future<Output = ()>,
 {
-    let Ready { tool, args } = ready;
+    let Ready { registration, args } = ready;
     if scope.signal().is_cancelled() {
         return Outcome::stopped(scope);
     }
-    let policy = scope.policies.of(tool.as_ref());
+    let policy = scope.policies.of(registration.settings());
+    let tool = registration.into_tool();
     // Held until the call ends; the time limit starts once the call may run.
     let Ok(_permit) = scope.policies.permit(&policy, scope.signal()).await else {
         return Outcome::stopped(scope);

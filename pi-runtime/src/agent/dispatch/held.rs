@@ -15,7 +15,7 @@ use crate::agent::approval::{ApprovalDecision, ApprovalError, Decision, PendingC
 use crate::agent::failure::CallFailure;
 use crate::agent::turn_tools::TurnTools;
 use crate::message::{AssistantMessage, ToolCall};
-use crate::tool::ToolResult;
+use crate::tool::{Registration, ToolResult};
 
 /// One call of a paused batch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -114,7 +114,7 @@ pub(crate) fn decide(
     let mut resolved = Vec::with_capacity(calls.len());
     let mut edited = Vec::new();
     for (index, (call, held)) in tool_calls.into_iter().zip(calls).enumerate() {
-        let tool = tools.get(&call.name);
+        let tool = tools.get(&call.name).map(Registration::tool);
         let missing = || ApprovalError::ToolMissing {
             id: call.id.clone(),
             tool: call.name.clone(),

@@ -31,7 +31,7 @@ use super::journal::Journal;
 use super::sink::Bus;
 use super::turn_tools::TurnTools;
 use crate::message::{AssistantMessage, Message, ToolCall};
-use crate::tool::{ExecutionMode, ToolDefinition, ToolResult, ToolSwitch};
+use crate::tool::{ConversationTools, ExecutionMode, ToolDefinition, ToolResult, ToolSwitch};
 
 /// Serializes sequential tools against every other call made through the same lane: a
 /// sequential tool takes it alone, any other tool shares it. Calls that arrive one at a time
@@ -50,7 +50,7 @@ pub(crate) struct Dispatcher {
     capture_content: bool,
     /// The conversation's tool set, which a tool may change (see
     /// [`ToolContext::tools`](crate::ToolContext::tools)).
-    switch: Option<Arc<dyn ToolSwitch>>,
+    conversation: Option<ConversationTools>,
     /// The tools' execution policies and what enforces them.
     policies: Arc<Policies>,
 }
@@ -72,14 +72,14 @@ impl Dispatcher {
             execution,
             limits,
             capture_content,
-            switch: None,
+            conversation: None,
             policies,
         }
     }
 
     /// Let the tools change the conversation's tool set through `switch`.
     pub(crate) fn with_switch(mut self, switch: Arc<dyn ToolSwitch>) -> Self {
-        self.switch = Some(switch);
+        self.conversation = Some(ConversationTools::new(switch));
         self
     }
 
@@ -96,7 +96,7 @@ impl Dispatcher {
             messages,
             limits: Arc::clone(&self.limits),
             capture_content: self.capture_content,
-            switch: self.switch.clone(),
+            conversation: self.conversation.clone(),
             policies: Arc::clone(&self.policies),
         })
     }
@@ -120,7 +120,8 @@ impl Dispatcher {
     fn sequential(&self, assistant: &AssistantMessage) -> bool {
         self.execution == ExecutionMode::Sequential
             || assistant.tool_calls().any(|call| {
-                (self.tools.get(&call.name)).is_some_and(|tool| Self::runs_alone(tool.as_ref()))
+                (self.tools.get(&call.name))
+                    .is_some_and(|registered| Self::runs_alone(registered.tool().as_ref()))
             })
     }
 
@@ -136,7 +137,8 @@ impl Dispatcher {
         let sequential = self.sequential(&assistant);
         let approvals = self.hooks.approval.is_some()
             || assistant.tool_calls().any(|call| {
-                (self.tools.get(&call.name)).is_some_and(|tool| tool.approval().may_ask())
+                (self.tools.get(&call.name))
+                    .is_some_and(|registered| registered.settings().approval.may_ask())
             });
         let scope = self.scope(Some(assistant), messages);
         batch::run(scope, sequential, approvals, bus, journal).await
@@ -188,7 +190,7 @@ impl Dispatcher {
             Preflight::Held(held) => held.refused(call),
             Preflight::Ready(ready) => {
                 let alone = self.execution == ExecutionMode::Sequential
-                    || Self::runs_alone(ready.tool.as_ref());
+                    || Self::runs_alone(ready.registration.tool().as_ref());
                 // Held until the call ends.
                 let (_alone, _shared) = match lane {
                     Some(lane) if alone => (Some(lane.write().await), None),
