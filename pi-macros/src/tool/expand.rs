@@ -226,7 +226,7 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
     // What `AgentBuilder::context_tools` checks at compile time (any context without a
     // `Ctx`), spanned at the `Ctx<..>` parameter so a mismatch points there too. Only a type
     // spelled `Ctx<T>` has a `T` the macro can name; other extractors' context types are
-    // known at run time only (`context_type`), which `build()` checks.
+    // known at run time only (the settings' `context_type`), which `build()` checks.
     let runs_with = tool.params.iter().find_map(|param| {
         let (ParamKind::Extract(extract), FnArg::Typed(pat)) = (&param.kind, param.original) else {
             return None;

@@ -1,5 +1,6 @@
 //! `ConversationTools`: the tool set of the conversation a tool runs in, which the tool may
-//! change: pi's activation, as `tool_search` does when it loads its matches.
+//! change: pi's activation, as `tool_search` does when it loads its matches. A running tool
+//! gets it from its context ([`ToolContext::tools`]).
 
 use std::fmt;
 use std::sync::Arc;
