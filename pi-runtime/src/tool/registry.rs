@@ -366,8 +366,7 @@ impl RegisteredTools for ToolRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::FnTool;
-    use crate::tool::ToolResult;
+    use crate::tool::{FnTool, ToolResult, ToolSetExt};
     use serde_json::json;
 
     fn tool(name: &str) -> Arc<dyn ToolDefinition> {
@@ -398,6 +397,20 @@ mod tests {
             .unwrap_err();
         assert_eq!(error, RegistryError::DuplicateName("c".into()));
         assert_eq!(registry.names().collect::<Vec<_>>(), ["a"]);
+    }
+
+    #[test]
+    fn a_registration_overrides_the_settings_of_its_entry_only() {
+        let mut registry = ToolRegistry::new(tool("a").with_exposure(Exposure::Deferred)).unwrap();
+        assert_eq!(registry.exposure("a"), Some(Exposure::Deferred));
+        assert!(
+            active(&registry).is_empty(),
+            "deferred: registered, not active"
+        );
+        let own = registry.get_registered("a").unwrap().settings().exposure;
+        assert_eq!(own, Exposure::Direct, "the tool itself is unchanged");
+        registry.replace(tool("a")).unwrap();
+        assert_eq!(registry.exposure("a"), Some(Exposure::Direct));
     }
 
     #[test]
