@@ -64,9 +64,9 @@
 //! |---|---|---|
 //! | [`Tool`] | struct | what a model request declares: name, description, JSON Schema |
 //! | [`AgentTool`] | trait | a `Tool` that executes: `execute(call_id, args, ctx)` |
-//! | [`ToolDefinition`] | trait | an `AgentTool` with what the agent needs around it: prompt snippet and guidelines, execution mode, `prepare_arguments`, validation; what `#[tool]` generates and registries hold |
+//! | [`ToolDefinition`] | trait | an `AgentTool` with what the agent needs around it: prompt snippet and guidelines, output schema, and its [`tool::ToolSettings`] (exposure, approval, hints, execution policy, context type); what `#[tool]` generates and registries hold |
 //! | [`FnTool`] | struct | a `ToolDefinition` made at run time from a closure |
-//! | [`ToolSet`] | trait | anything that registers as tools in one call: a tool, a tuple, a `Vec` |
+//! | [`ToolSet`] | trait | anything that registers as tools in one call: a tool, a tuple, a `Vec`; each tool as a [`tool::Registration`], whose settings may override the tool's |
 //! | [`ToolRegistry`] | struct | registered tools by name, with the active subset |
 //! | [`ToolResult`] / [`ToolError`] | structs | what `execute` returns |
 //! | [`ToolContext`] | struct | what a running tool gets besides its arguments: call id, cancellation, progress |
@@ -262,7 +262,7 @@
 //! | item | what it is |
 //! |---|---|
 //! | `ReadFileParams` | a struct with one field per plain parameter, implementing `Deserialize` and `JsonSchema` as serde's and schemars' derives would (absent with `Args<T>`) |
-//! | `ReadFile` | the tool: a unit struct, or a struct holding the state with `ReadFile::new(state)`; implements [`AgentTool`], [`ToolDefinition`] (its [`context_type`](ToolDefinition::context_type) from its extractors) and [`tool::ContextTools`] (its `Ctx<T>`, checked by [`AgentBuilder::context_tools`](agent::AgentBuilder::context_tools)) |
+//! | `ReadFile` | the tool: a unit struct, or a struct holding the state with `ReadFile::new(state)`; implements [`AgentTool`], [`ToolDefinition`] (its [`settings`](ToolDefinition::settings) from the attribute and, for the [`context_type`](tool::ToolSettings::context_type), from its extractors) and [`tool::ContextTools`] (its `Ctx<T>`, checked by [`AgentBuilder::context_tools`](agent::AgentBuilder::context_tools)) |
 //! | `ReadFile::NAME`, `ReadFile::DESCRIPTION` | the name the model calls and the description it reads |
 //!
 //! When a type of yours already has the name (`fn report` next to your `struct Report`),
@@ -334,7 +334,7 @@
 //! | `exposure` | `"direct"`, `"deferred"`, `"codemode"`, `"model-only"` or `"hidden"` | `"direct"` | [`Exposure`](tool::Exposure): declared to the model from registration, or only once activated (for example by a `tool_search` match) |
 //! | `strict` | `"prefer"` or `"require"` | none | constrained sampling, [`ConstrainedSampling::JsonSchema`]: strict where the provider allows it, or strict or the request fails |
 //! | `prepare` | path to a fn | none | a shape shim run before validation: `fn(&Value) -> Result<Cow<'_, Value>, ToolError>`, returning `Cow::Borrowed` when nothing changed; runs after the aliases are renamed |
-//! | `approval` | `"always"` or path to a fn | none | whether a call needs a person's approval before it executes ([`ToolDefinition::approval`]): always, or when `fn(&Params) -> Approval` says so from the validated arguments (`Params` is the generated `…ToolParams` or the `T` of `Args<T>`); see [`agent::approval`] |
+//! | `approval` | `"always"` or path to a fn | none | whether a call needs a person's approval before it executes ([`ToolSettings::approval`](tool::ToolSettings::approval)): always, or when `fn(&Params) -> Approval` says so from the validated arguments (`Params` is the generated `…ToolParams` or the `T` of `Args<T>`); see [`agent::approval`] |
 //! | `closed` | bool | `true` | `"additionalProperties": false` on every object schema (an extra key is reported to the model as an unknown field); `false` leaves objects open, like pi's built-in tools |
 //! | `timeout` | duration string: `"250ms"`, `"30s"`, `"2m"`, `"1h"` | none | the call's signal is cancelled when it runs longer; the model gets `Tool "x" timed out after 30s`, with the tool's result if it ended within a second, else saying it may still be running ([`ToolPolicy`](tool::ToolPolicy)) |
 //! | `retries` | whole number | none | failed calls (invalid arguments, [`ToolError::retry`]) of the tool in one run, by the model or nested in other tools; one more ends the run with [`RunEnd::RetriesExhausted`](agent::RunEnd::RetriesExhausted) |

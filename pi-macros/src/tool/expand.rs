@@ -1,6 +1,7 @@
 //! Code generation for a checked `#[tool]` fn: the cleaned fn, hidden bound checks spanned
 //! at the user's tokens, the parameter struct (`params`) and the tool type with its
-//! `AgentTool`, `ToolDefinition` and `ContextTools` impls.
+//! declaration (definition and settings, built once) and its `AgentTool`, `ToolDefinition`
+//! and `ContextTools` impls.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
@@ -217,24 +218,15 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
             }
         }
     });
-    let exposure = tool.attrs.exposure.map(|exposure| {
-        let variant = Ident::new(exposure.variant(), Span::call_site());
-        quote! {
-            fn exposure(&self) -> #private::Exposure {
-                #private::Exposure::#variant
-            }
-        }
-    });
     let prepare = prepare(tool, &private);
-    let approval = approval(tool, &private);
+    let settings = settings(tool, &private);
     let output_schema = output_schema(tool, &private);
     let execute = execute(tool, paths);
     let prompt = prompt(tool, &private);
-    let policy = policy(tool, &private);
     // What `AgentBuilder::context_tools` checks at compile time (any context without a
     // `Ctx`), spanned at the `Ctx<..>` parameter so a mismatch points there too. Only a type
     // spelled `Ctx<T>` has a `T` the macro can name; other extractors' context types are
-    // known at run time only (`context_type`), which `build()` checks.
+    // known at run time only (the settings' `context_type`), which `build()` checks.
     let runs_with = tool.params.iter().find_map(|param| {
         let (ParamKind::Extract(extract), FnArg::Typed(pat)) = (&param.kind, param.original) else {
             return None;
@@ -246,7 +238,6 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
         let private = paths.private_at(span);
         Some(quote_spanned!(span=> where #private::Ctx<#inner>: #private::RunsWith<__T>))
     });
-    let context_type = context_type(tool, &private);
 
     quote! {
         #[doc = #type_doc]
@@ -264,68 +255,95 @@ fn tool_type(tool: &ToolFn<'_>, paths: &Paths) -> TokenStream {
 
         #debug
 
-        #[automatically_derived]
-        impl #private::AgentTool for #ty {
-            fn definition(&self) -> &#private::Tool {
-                static DEFINITION: #private::OnceLock<#private::Tool> = #private::OnceLock::new();
-                #private::definition(
-                    &DEFINITION,
+        // One block, so that both impls reach the one `static` their declaration lives in.
+        const _: () = {
+            fn __pi_declaration() -> &'static #private::Declaration {
+                static DECLARATION: #private::OnceLock<#private::Declaration> =
+                    #private::OnceLock::new();
+                #private::declaration(
+                    &DECLARATION,
                     #ty::NAME,
                     #ty::DESCRIPTION,
                     #private::parameters_schema::<#args_type>,
                     #closed,
                     #strict,
+                    #settings,
                 )
             }
 
-            #label
-            #prepare
-            #mode
-            #execute
-        }
+            #[automatically_derived]
+            impl #private::AgentTool for #ty {
+                fn definition(&self) -> &#private::Tool {
+                    &__pi_declaration().definition
+                }
 
-        #[automatically_derived]
-        impl #private::ToolDefinition for #ty {
-            #prompt
-            #output_schema
-            #exposure
-            #approval
-            #policy
-            #context_type
-        }
+                #label
+                #prepare
+                #mode
+                #execute
+            }
+
+            #[automatically_derived]
+            impl #private::ToolDefinition for #ty {
+                #prompt
+                #output_schema
+
+                fn settings(&self) -> &#private::ToolSettings {
+                    &__pi_declaration().settings
+                }
+            }
+        };
 
         #[automatically_derived]
         impl<__T> #private::ContextTools<__T> for #ty #runs_with {}
     }
 }
 
-/// `context_type`: the first context type among the extractors'
-/// (`FromToolContext::context_type`), found by autoref specialization so that a type that is
-/// no extractor, reported by `execute`, is not reported again here. Absent without
-/// extractors, so the trait's default (`None`) applies.
-fn context_type(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
+/// The tool's `ToolSettings`, as a non-capturing closure the declaration calls once: the
+/// `exposure`, `approval` and policy keys (`timeout`, `retries`, `concurrency`,
+/// `max_output`), and the context type of the extractors. A key left out leaves the default.
+fn settings(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
+    let exposure = tool.attrs.exposure.map(|exposure| {
+        let variant = Ident::new(exposure.variant(), Span::call_site());
+        quote!(.with_exposure(#private::Exposure::#variant))
+    });
+    let approval = approval(tool, private).map(|policy| quote!(.with_approval(#policy)));
+    let policy = policy(tool, private).map(|policy| quote!(.with_policy(#policy)));
+    let settings = quote!(#private::ToolSettings::new() #exposure #approval #policy);
+    match context_type(tool, private) {
+        None => quote!(|| #settings),
+        Some(context_type) => quote! {
+            || {
+                let mut __settings = #settings;
+                __settings.context_type = #context_type;
+                __settings
+            }
+        },
+    }
+}
+
+/// The first context type among the extractors' (`FromToolContext::context_type`), found by
+/// autoref specialization so that a type that is no extractor, reported by `execute`, is not
+/// reported again here. `None` without extractors: the settings keep the default (no context).
+fn context_type(tool: &ToolFn<'_>, private: &TokenStream) -> Option<TokenStream> {
     let mut probes = tool.extractors().map(|extract| {
         let ty = extract.ty;
         quote!((&&#private::ExtractorProbe::<#ty>::new()).context_type())
     });
-    let Some(first) = probes.next() else {
-        return TokenStream::new();
-    };
-    quote! {
-        fn context_type(&self) -> ::core::option::Option<#private::ContextType> {
-            #[allow(unused_imports)]
-            use #private::{ContextTypeNone as _, ContextTypeOf as _};
-            #first #(.or_else(|| #probes))*
-        }
-    }
+    let first = probes.next()?;
+    Some(quote! {{
+        #[allow(unused_imports)]
+        use #private::{ContextTypeNone as _, ContextTypeOf as _};
+        #first #(.or_else(|| #probes))*
+    }})
 }
 
-/// `policy`: the checked values of `timeout`, `retries`, `concurrency` and `max_output`.
-/// Absent without any of them, so the trait's default (no limits) applies.
-fn policy(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
+/// The checked values of `timeout`, `retries`, `concurrency` and `max_output` as a
+/// `ToolPolicy`; `None` without any of them.
+fn policy(tool: &ToolFn<'_>, private: &TokenStream) -> Option<TokenStream> {
     let policy = &tool.attrs.policy;
     if policy.is_empty() {
-        return TokenStream::new();
+        return None;
     }
     let timeout = policy
         .timeout_ms
@@ -340,11 +358,7 @@ fn policy(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
     let max_output = policy
         .max_output
         .map(|bytes| quote!(.with_max_output(#bytes)));
-    quote! {
-        fn policy(&self) -> #private::ToolPolicy {
-            #private::ToolPolicy::new() #timeout #retries #concurrency #max_output
-        }
-    }
+    Some(quote!(#private::ToolPolicy::new() #timeout #retries #concurrency #max_output))
 }
 
 /// `output_schema`: `T`'s schema for a fn returning `Json<T>` or `Result<Json<T>, E>`, found by
@@ -362,13 +376,12 @@ fn output_schema(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
     }
 }
 
-/// `approval`: `Always`, or the user's policy over the deserialized validated arguments.
-/// Absent without the key, so the trait's default (`Never`) applies.
-fn approval(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
-    let policy = match &tool.attrs.approval {
-        None => return TokenStream::new(),
-        Some(Approval::Always) => quote!(#private::ApprovalPolicy::Always),
-        Some(Approval::When(path)) => {
+/// The `ApprovalPolicy`: `Always`, or the user's policy over the deserialized validated
+/// arguments; `None` without the key.
+fn approval(tool: &ToolFn<'_>, private: &TokenStream) -> Option<TokenStream> {
+    Some(match tool.attrs.approval.as_ref()? {
+        Approval::Always => quote!(#private::ApprovalPolicy::Always),
+        Approval::When(path) => {
             let args_type = args_type(tool);
             // A fn item, not a closure: the policy is a plain `fn` pointer. The user's fn is
             // named at its own span, so a wrong signature is reported on it.
@@ -380,12 +393,7 @@ fn approval(tool: &ToolFn<'_>, private: &TokenStream) -> TokenStream {
                 #private::ApprovalPolicy::When(__pi_approval)
             }}
         }
-    };
-    quote! {
-        fn approval(&self) -> #private::ApprovalPolicy {
-            #policy
-        }
-    }
+    })
 }
 
 /// `prepare_arguments`: aliases renamed, then the `prepare = ...` shim. Absent when there is

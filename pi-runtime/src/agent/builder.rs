@@ -22,7 +22,7 @@ use crate::message::Message;
 use crate::prompt::ToolSectionStyle;
 use crate::stream::{LanguageModel, ThinkingLevel, ToolChoice};
 use crate::tool::{
-    ConcurrencyLimits, ContextTools, ContextType, ExecutionMode, OutputSaver, ToolDefinition,
+    ConcurrencyLimits, ContextTools, ContextType, ExecutionMode, OutputSaver, Registration,
     ToolError, ToolPolicy, ToolRegistry, ToolSet,
 };
 
@@ -32,7 +32,7 @@ pub struct AgentBuilder {
     system_prompt: String,
     tool_section: ToolSectionStyle,
     prompt_guidelines: Vec<String>,
-    tools: Vec<Arc<dyn ToolDefinition>>,
+    tools: Vec<Registration>,
     execution: ExecutionMode,
     // `pub(super)`: an extraction (`extract/`) wraps the hooks already set in its own and
     // takes over the time limit, so the user's hooks keep working next to its limits.
@@ -148,7 +148,7 @@ impl AgentBuilder {
     /// May be called more than once; names must be unique.
     #[must_use]
     pub fn tools(mut self, tools: impl ToolSet) -> Self {
-        self.tools.extend(tools.into_tools());
+        self.tools.extend(tools.into_registrations());
         self
     }
 
@@ -505,8 +505,8 @@ impl AgentBuilder {
     pub fn build_definition(self) -> Result<AgentDefinition, BuildError> {
         let model = self.model.ok_or(BuildError::MissingModel)?;
         let tools = ToolRegistry::new(self.tools)?;
-        for (tool, _) in tools.registered() {
-            if let (Some(needs), Some(supplied)) = (tool.context_type(), self.context_type)
+        for (tool, settings) in tools.registered() {
+            if let (Some(needs), Some(supplied)) = (settings.context_type, self.context_type)
                 && needs != supplied
             {
                 return Err(BuildError::ContextType {
@@ -515,7 +515,7 @@ impl AgentBuilder {
                     supplied: supplied.name(),
                 });
             }
-            if let Some(limit) = &self.policies.of(tool.as_ref()).concurrency {
+            if let Some(limit) = &self.policies.of(settings).concurrency {
                 self.policies
                     .limits
                     .declare(&tool.definition().name, limit)?;

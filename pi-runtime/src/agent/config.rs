@@ -60,7 +60,10 @@ impl Config {
         if self.tool_section == ToolSectionStyle::None {
             return self.system_prompt.clone();
         }
-        let offered: Vec<Arc<dyn ToolDefinition>> = tools.offered().cloned().collect();
+        let offered: Vec<Arc<dyn ToolDefinition>> = tools
+            .offered()
+            .map(|offered| Arc::clone(offered.tool()))
+            .collect();
         let section = prompt::tool_section_in(self.tool_section, &offered, &self.prompt_guidelines);
         match (self.system_prompt.is_empty(), section.is_empty()) {
             (_, true) => self.system_prompt.clone(),
@@ -178,8 +181,8 @@ pub(crate) fn check_context(
     tools: &ToolRegistry,
     context: Option<&RunContext>,
 ) -> Result<(), AgentError> {
-    for (tool, _) in tools.registered() {
-        let Some(needs) = tool.context_type() else {
+    for (tool, settings) in tools.registered() {
+        let Some(needs) = settings.context_type else {
             continue;
         };
         let tool = tool.definition().name.clone();

@@ -438,7 +438,7 @@ impl Agent {
     /// # Errors
     /// A name already registered, or a schema that does not compile; then nothing changes.
     pub fn register_tools(&self, tools: impl ToolSet) -> Result<(), RegistryError> {
-        let mut tools = Some(tools.into_tools());
+        let mut tools = Some(tools.into_registrations());
         self.shared
             .change(&mut |registry| registry.register_all(tools.take().unwrap_or_default()))
     }
@@ -712,7 +712,11 @@ impl Agent {
 /// The tools a paused batch's decisions are checked against: the agent's, as configured now.
 pub(crate) fn tool_lookup(config: &Config) -> impl Fn(&str) -> Option<Arc<dyn ToolDefinition>> {
     let tools = Arc::clone(&config.tools);
-    move |name| tools.get(name).cloned()
+    move |name| {
+        tools
+            .get(name)
+            .map(|registration| Arc::clone(registration.tool()))
+    }
 }
 
 /// Go on with a paused batch as `decided` (checked by [`RunState::decided`], the one place

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::tool::{Exposure, Tool, ToolDefinition, ToolRegistry};
+use crate::tool::{Exposure, Registration, Tool, ToolRegistry};
 
 /// A pinned view of the registry: the tools offered in one turn, in order.
 #[derive(Debug, Clone)]
@@ -56,39 +56,43 @@ impl TurnTools {
         &self.registry
     }
 
-    /// The offered tool with this exact name.
-    pub(crate) fn get(&self, name: &str) -> Option<&Arc<dyn ToolDefinition>> {
+    /// The offered tool with this exact name, with the settings it registered with.
+    pub(crate) fn get(&self, name: &str) -> Option<&Registration> {
         let index = self.registry.index_of(name)?;
         self.callable[index].then(|| self.registry.at(index))
     }
 
     /// A tool a tool's own call may run: an offered tool, or a registered `codemode` or
     /// `deferred` one (pi's nested tools: scripts call them without their being declared).
-    pub(crate) fn get_nested(&self, name: &str) -> Option<&Arc<dyn ToolDefinition>> {
+    pub(crate) fn get_nested(&self, name: &str) -> Option<&Registration> {
         self.get(name).or_else(|| {
+            let index = self.registry.index_of(name)?;
+            let registration = self.registry.at(index);
             let nested = matches!(
-                self.registry.exposure(name),
-                Some(Exposure::Codemode | Exposure::Deferred)
+                registration.settings().exposure,
+                Exposure::Codemode | Exposure::Deferred
             );
-            nested.then(|| self.registry.get_registered(name)).flatten()
+            nested.then_some(registration)
         })
     }
 
-    /// The offered tools, in order.
-    pub(crate) fn offered(&self) -> impl Iterator<Item = &Arc<dyn ToolDefinition>> {
+    /// The offered tools with their settings, in order.
+    pub(crate) fn offered(&self) -> impl Iterator<Item = &Registration> {
         self.offered.iter().map(|&index| self.registry.at(index))
     }
 
     /// What the request declares: each offered tool's definition, as the offered tools'
-    /// loadouts change them ([`ToolDefinition::request_loadout`]: new descriptions, left-out
-    /// declarations).
+    /// loadouts change them
+    /// ([`ToolDefinition::request_loadout`](crate::tool::ToolDefinition::request_loadout):
+    /// new descriptions, left-out declarations).
     pub(crate) fn definitions(&self) -> Vec<Tool> {
         let mut loadouts = Vec::new();
         let mut definitions: Vec<Tool> = self
             .offered()
-            .map(|tool| {
+            .map(|registration| {
+                let tool = registration.tool();
                 let mut definition = tool.definition().clone();
-                if let Some(loadout) = tool.request_loadout(&self.registry) {
+                if let Some(loadout) = tool.request_loadout(&*self.registry) {
                     if let Some(description) = &loadout.description {
                         definition.description.clone_from(description);
                     }
@@ -112,7 +116,7 @@ impl TurnTools {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::{FnTool, ToolResult};
+    use crate::tool::{FnTool, ToolDefinition, ToolResult};
     use serde_json::json;
 
     fn registry(names: &[&str]) -> Arc<ToolRegistry> {

@@ -25,8 +25,8 @@ use super::runtime::{
 use super::source::{DEFAULT_TIMEOUT_MS, SOURCE_GRAMMAR, parse_codemode_source};
 use crate::message::{ContentBlock, ToolCall};
 use crate::tool::{
-    AgentTool, ConstrainedSampling, ExecutionMode, Exposure, GrammarVariants, RequestLoadout, Tool,
-    ToolContext, ToolDefinition, ToolError, ToolRegistry, ToolResult,
+    AgentTool, ConstrainedSampling, ExecutionMode, Exposure, GrammarVariants, RegisteredTools,
+    RequestLoadout, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSettings,
 };
 
 /// The values scripts keep across codemode calls with `store(key, value)` and read with
@@ -128,7 +128,7 @@ impl CodemodeStore {
 ///
 /// let codemode = CodemodeTool::new();
 /// assert_eq!(codemode.definition().name, "codemode");
-/// assert_eq!(codemode.exposure(), pi_runtime::tool::Exposure::ModelOnly);
+/// assert_eq!(codemode.settings().exposure, pi_runtime::tool::Exposure::ModelOnly);
 /// ```
 #[derive(Clone)]
 pub struct CodemodeTool {
@@ -145,8 +145,8 @@ pub struct CodemodeTool {
     loadout: Arc<Mutex<Option<LoadoutKey>>>,
 }
 
-/// A loadout and what it was made of: the registry's catalog and its active tools.
-type LoadoutKey = (u64, Vec<usize>, Arc<RequestLoadout>);
+/// A loadout and what it was made of: the registrations' revision and the active tools.
+type LoadoutKey = (u64, Vec<String>, Arc<RequestLoadout>);
 
 impl std::fmt::Debug for CodemodeTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -247,24 +247,28 @@ impl CodemodeTool {
     }
 
     /// The loadout of `tools`, made again only when its registrations or active tools changed.
-    fn loadout(&self, tools: &ToolRegistry) -> Arc<RequestLoadout> {
+    fn loadout(&self, tools: &dyn RegisteredTools) -> Arc<RequestLoadout> {
+        let declared: Vec<&str> = tools
+            .active()
+            .map(|tool| tool.definition().name.as_str())
+            .collect();
         let mut cached = self.loadout.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((catalog, active, loadout)) = &*cached
-            && *catalog == tools.catalog()
-            && active == tools.active_indexes()
+        if let Some((revision, active, loadout)) = &*cached
+            && *revision == tools.revision()
+            && *active == declared
         {
             return Arc::clone(loadout);
         }
         let registered: Vec<LoadoutTool> = tools
             .registered()
-            .map(|(tool, exposure)| {
+            .map(|(tool, settings)| {
                 let definition = tool.definition();
                 LoadoutTool {
                     name: definition.name.clone(),
                     description: definition.description.clone(),
                     parameters: definition.parameters.clone(),
                     output_schema: tool.output_schema(),
-                    exposure,
+                    exposure: settings.exposure,
                     active: tools.is_active(&definition.name),
                     namespace: self.namespaces.get(&definition.name).cloned(),
                     guidelines: (tool.prompt_guidelines().into_iter())
@@ -273,21 +277,14 @@ impl CodemodeTool {
                 }
             })
             .collect();
-        let declared: Vec<&str> = tools
-            .active()
-            .map(|tool| tool.definition().name.as_str())
-            .collect();
         let made = prepare_loadout(&registered, &declared, &self.settings);
         let loadout = Arc::new(RequestLoadout {
             description: Some(made.description),
             descriptions: made.descriptions,
             hidden: made.hidden_declarations,
         });
-        *cached = Some((
-            tools.catalog(),
-            tools.active_indexes().to_vec(),
-            Arc::clone(&loadout),
-        ));
+        let active = declared.into_iter().map(str::to_owned).collect();
+        *cached = Some((tools.revision(), active, Arc::clone(&loadout)));
         loadout
     }
 
@@ -435,9 +432,9 @@ fn callable_tools(ctx: &ToolContext, namespaces: &HashMap<String, Namespace>) ->
     let registry = tools.registry();
     registry
         .registered()
-        .filter(|(tool, exposure)| {
+        .filter(|(tool, settings)| {
             let name = &tool.definition().name;
-            is_callable(name, *exposure, registry.is_active(name))
+            is_callable(name, settings.exposure, registry.is_active(name))
         })
         .map(|(tool, _)| {
             let definition = tool.definition();
@@ -553,14 +550,15 @@ impl ToolDefinition for CodemodeTool {
         vec![Cow::Borrowed(PROMPT_GUIDELINE)]
     }
 
-    /// Scripts must not start other scripts.
-    fn exposure(&self) -> Exposure {
-        Exposure::ModelOnly
+    /// Model-only: scripts must not start other scripts.
+    fn settings(&self) -> &ToolSettings {
+        static SETTINGS: ToolSettings = ToolSettings::new().with_exposure(Exposure::ModelOnly);
+        &SETTINGS
     }
 
     /// The description listing the tools scripts can call, and the notes on (or the hiding
     /// of) the other declared tools scripts can call.
-    fn request_loadout(&self, tools: &ToolRegistry) -> Option<Arc<RequestLoadout>> {
+    fn request_loadout(&self, tools: &dyn RegisteredTools) -> Option<Arc<RequestLoadout>> {
         Some(self.loadout(tools))
     }
 }

@@ -26,7 +26,7 @@ use super::{McpError, errors};
 use crate::agent::Agent;
 use crate::process::tree::{MARKER_VAR, Tree};
 use crate::tool::ToolPolicy;
-use crate::tool::{Exposure, RegistryError, ToolDefinition, ToolSet, ToolSetExt};
+use crate::tool::{Exposure, Registration, RegistryError, ToolDefinition, ToolSet, ToolSetExt};
 
 /// How long a call may go without an answer or a progress notification, by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -478,7 +478,7 @@ impl McpClient {
                     }
                     current
                         .iter()
-                        .try_for_each(|tool| registry.replace(Arc::clone(tool)))
+                        .try_for_each(|registration| registry.replace(registration.clone()))
                 });
                 if let Err(error) = applied {
                     tracing::warn!(server = %client.server(), %error, "the server's new tool list was not applied");
@@ -513,24 +513,21 @@ impl McpClient {
 }
 
 impl ToolSet for McpClient {
-    fn into_tools(self) -> Vec<Arc<dyn ToolDefinition>> {
-        self.tools()
+    fn into_registrations(self) -> Vec<Registration> {
+        self.tools().into_registrations()
     }
 }
 
 impl ToolSet for &McpClient {
-    fn into_tools(self) -> Vec<Arc<dyn ToolDefinition>> {
-        self.tools()
+    fn into_registrations(self) -> Vec<Registration> {
+        self.tools().into_registrations()
     }
 }
 
-/// `tools`, each with `exposure` when one is given.
-fn exposed(
-    tools: Vec<Arc<dyn ToolDefinition>>,
-    exposure: Option<Exposure>,
-) -> Vec<Arc<dyn ToolDefinition>> {
+/// `tools`, each registered with `exposure` when one is given.
+fn exposed(tools: Vec<Arc<dyn ToolDefinition>>, exposure: Option<Exposure>) -> Vec<Registration> {
     match exposure {
-        Some(exposure) => tools.with_exposure(exposure).into_tools(),
-        None => tools,
+        Some(exposure) => tools.with_exposure(exposure).into_registrations(),
+        None => tools.into_registrations(),
     }
 }

@@ -20,7 +20,7 @@ use super::content::{ResultOptions, convert_result};
 use super::errors;
 use crate::message::ContentBlock;
 use crate::tool::{
-    AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolHints, ToolPolicy, ToolResult,
+    AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSettings,
 };
 
 /// The text of a call stopped by the run's cancellation signal, as in the agent loop.
@@ -33,20 +33,23 @@ pub(super) struct McpTool {
     label: String,
     tool: String,
     output_schema: Value,
-    /// The annotation hints of the listing, for approval policies.
-    hints: ToolHints,
+    /// The annotation hints of the listing (for approval policies) and the client's
+    /// execution policy.
+    settings: ToolSettings,
 }
 
 impl McpTool {
     /// The tool `listed` on `client`'s server; it shares the listing's compiled schema.
     pub(super) fn new(client: Arc<ClientInner>, listed: &Listed) -> Self {
         McpTool {
-            client,
             definition: listed.tool.clone(),
             label: listed.definition.label.clone(),
             tool: listed.definition.tool.clone(),
             output_schema: listed.definition.output_schema.clone(),
-            hints: listed.definition.annotations.unwrap_or_default(),
+            settings: ToolSettings::new()
+                .with_hints(listed.definition.annotations.unwrap_or_default())
+                .with_policy(client.policy.clone()),
+            client,
         }
     }
 
@@ -281,12 +284,8 @@ impl AgentTool for McpTool {
 }
 
 impl ToolDefinition for McpTool {
-    fn hints(&self) -> ToolHints {
-        self.hints
-    }
-
-    fn policy(&self) -> ToolPolicy {
-        self.client.policy.clone()
+    fn settings(&self) -> &ToolSettings {
+        &self.settings
     }
 
     fn output_schema(&self) -> Option<Value> {

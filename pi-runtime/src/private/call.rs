@@ -1,5 +1,6 @@
 //! The shared body of every `#[tool]`, so the macro emits calls instead of code per tool:
-//! the definition built once, and `execute` as one generic async fn. A generic fn is
+//! the declaration (definition and settings) built once, and `execute` as one generic async
+//! fn. A generic fn is
 //! type-checked and borrow-checked once for the whole crate; an `async` block written out
 //! per tool is a state machine the compiler builds and checks per tool.
 
@@ -10,27 +11,42 @@ use serde_json::Value;
 
 use crate::tool::{
     ConstrainedSampling, ContextType, FromToolContext, IntoToolError, Strictness, Tool,
-    ToolContext, ToolError, ToolResult,
+    ToolContext, ToolError, ToolResult, ToolSettings,
 };
 use futures::future::BoxFuture;
 
-/// A `#[tool]`'s definition: built on first use into `cell`, a `static` of the tool type's
+/// What a `#[tool]` declares: its definition (`AgentTool::definition`) and its settings
+/// (`ToolDefinition::settings`), built together.
+#[derive(Debug)]
+pub struct Declaration {
+    /// Name, description, parameter schema, constrained sampling.
+    pub definition: Tool,
+    /// What the attribute and the extractor parameters say.
+    pub settings: ToolSettings,
+}
+
+/// A `#[tool]`'s declaration: built on first use into `cell`, a `static` of the tool type's
 /// own, and shared by every later call.
-pub fn definition(
-    cell: &'static OnceLock<Tool>,
+pub fn declaration(
+    cell: &'static OnceLock<Declaration>,
     name: &'static str,
     description: &'static str,
     parameters: fn(bool) -> Value,
     closed: bool,
     strict: Option<Strictness>,
-) -> &'static Tool {
+    settings: fn() -> ToolSettings,
+) -> &'static Declaration {
     cell.get_or_init(|| {
         let tool = Tool::new(name, description, parameters(closed));
-        match strict {
+        let definition = match strict {
             Some(strict) => {
                 tool.with_constrained_sampling(ConstrainedSampling::JsonSchema { strict })
             }
             None => tool,
+        };
+        Declaration {
+            definition,
+            settings: settings(),
         }
     })
 }

@@ -12,7 +12,9 @@ pub use bounds::{
     ArgsParam, DescribeArgument, DeserializeArgument, IntoToolOutcome, NameCheck, NamesTheTool,
     RunContextValue, RunsWith, StateParam, ToolState,
 };
-pub use call::{ContextTypeNone, ContextTypeOf, ExtractorProbe, definition, execute, extract};
+pub use call::{
+    ContextTypeNone, ContextTypeOf, Declaration, ExtractorProbe, declaration, execute, extract,
+};
 pub use params::{FieldList, SchemaField, Shape, deserialize_params, field_schema, params_schema};
 pub use schema::{OutputSchemaNone, OutputSchemaOf, OutputSchemaProbe, parameters_schema};
 pub use shim::{PrepareFn, prepare, rename_aliases};
@@ -29,9 +31,9 @@ pub use std::sync::OnceLock;
 
 pub use crate::args::deserialize_arguments;
 pub use crate::tool::{
-    AgentTool, Approval, ApprovalPolicy, Args, ConstrainedSampling, ContextTools, ContextType, Ctx,
+    AgentTool, Approval, ApprovalPolicy, Args, ConstrainedSampling, ContextTools, Ctx,
     ExecutionMode, Exposure, State, Strictness, Tool, ToolContext, ToolDefinition, ToolError,
-    ToolPolicy, ToolResult,
+    ToolPolicy, ToolResult, ToolSettings,
 };
 
 /// The doc-comment rule's last step: the `#[doc]` lines were joined with `\n` (one leading

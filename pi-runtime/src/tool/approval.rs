@@ -40,7 +40,7 @@ impl Approval {
     }
 }
 
-/// A tool's own approval policy ([`ToolDefinition::approval`](super::ToolDefinition::approval)).
+/// A tool's own approval policy ([`ToolSettings::approval`](super::ToolSettings::approval)).
 /// It is data rather than a bare function so that a run knows, before preparing a batch,
 /// whether any call of it could need approval (a sequential batch then prepares every call
 /// before executing any; see [`agent::approval`](crate::agent::approval)).

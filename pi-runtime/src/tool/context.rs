@@ -1,16 +1,16 @@
 //! `ToolContext`: what a running tool gets besides its arguments: its call id, the run's
 //! cancellation signal and a progress channel.
 
-// futures' channel rather than tokio's: it allocates per update, where tokio's allocates a
-// block of 32 results up front, for every call, though most calls send no update at all.
+use std::any::Any;
 use std::sync::Arc;
 
+// futures' channel rather than tokio's: it allocates per update, where tokio's allocates a
+// block of 32 results up front, for every call, though most calls send no update at all.
 use futures::channel::mpsc;
+use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use futures::future::BoxFuture;
-
-use super::{ConversationTools, RunContext, ToolResult};
+use super::{RunContext, ToolResult};
 use crate::message::ToolCall;
 
 /// The context of one tool execution.
@@ -48,8 +48,11 @@ pub struct ToolContext {
 pub(crate) trait ToolCaller: Send + Sync {
     fn call(self: Arc<Self>, call: ToolCall) -> BoxFuture<'static, ToolResult>;
 
-    /// The conversation's tool set, when the call runs in an agent's conversation.
-    fn tools(&self) -> Option<ConversationTools>;
+    /// The tool set of the conversation the call runs in, when it runs in one: a
+    /// `ConversationTools`, which `ToolContext::tools` (in `switch`) gets back. Erased because
+    /// that tool set holds the registry, which holds tools, whose `execute` takes this
+    /// context: naming it here would make the context depend on everything above it.
+    fn tools(&self) -> Option<&(dyn Any + Send + Sync)>;
 }
 
 /// Where a context's progress updates go.
@@ -166,12 +169,10 @@ impl ToolContext {
         self.signal.is_cancelled()
     }
 
-    /// The tools of the conversation this call runs in, to activate or deactivate tools
-    /// from the next request on (as `tool_search` loads its matches). `None` outside an
-    /// agent's run: a context made with [`new`](Self::new), a call made by an MCP client or
-    /// through [`Agent::run_tool_call`](crate::Agent::run_tool_call).
-    pub fn tools(&self) -> Option<ConversationTools> {
-        self.caller.as_ref().and_then(|caller| caller.tools())
+    /// What runs the call, when an agent does: the pipeline for the tool's own calls, and the
+    /// conversation's tools ([`tools`](Self::tools)).
+    pub(crate) fn caller(&self) -> Option<&Arc<dyn ToolCaller>> {
+        self.caller.as_ref()
     }
 
     /// Call another tool of the same turn through the pipeline that runs this one: lookup,

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::{
     AgentTool, ApprovalPolicy, ExecutionMode, Exposure, Tool, ToolContext, ToolDefinition,
-    ToolError, ToolHints, ToolPolicy, ToolResult,
+    ToolError, ToolHints, ToolPolicy, ToolResult, ToolSettings,
 };
 
 type ExecuteFn =
@@ -47,11 +47,8 @@ pub struct FnTool {
     guidelines: Vec<String>,
     prepare: Option<Arc<PrepareFn>>,
     execute: Arc<ExecuteFn>,
-    exposure: Exposure,
     output_schema: Option<Value>,
-    approval: ApprovalPolicy,
-    hints: ToolHints,
-    policy: ToolPolicy,
+    settings: ToolSettings,
 }
 
 impl FnTool {
@@ -83,11 +80,8 @@ impl FnTool {
             guidelines: Vec::new(),
             prepare: None,
             execute: Arc::new(move |args, ctx| Box::pin(execute(args, ctx))),
-            exposure: Exposure::Direct,
             output_schema: None,
-            approval: ApprovalPolicy::Never,
-            hints: ToolHints::default(),
-            policy: ToolPolicy::new(),
+            settings: ToolSettings::new(),
         }
     }
 
@@ -145,21 +139,21 @@ impl FnTool {
     /// Where the tool shows up (see [`Exposure`]); [`Direct`](Exposure::Direct) unless set.
     #[must_use]
     pub fn with_exposure(mut self, exposure: Exposure) -> Self {
-        self.exposure = exposure;
+        self.settings.exposure = exposure;
         self
     }
 
     /// Whether a call needs a person's approval first (see [`ApprovalPolicy`]).
     #[must_use]
     pub fn with_approval(mut self, approval: ApprovalPolicy) -> Self {
-        self.approval = approval;
+        self.settings.approval = approval;
         self
     }
 
     /// What the tool says about its behaviour (see [`ToolHints`]).
     #[must_use]
     pub fn with_hints(mut self, hints: ToolHints) -> Self {
-        self.hints = hints;
+        self.settings.hints = hints;
         self
     }
 
@@ -176,11 +170,11 @@ impl FnTool {
     ///     Ok(ToolResult::text("3 rows"))
     /// })
     /// .with_policy(ToolPolicy::new().with_timeout(Duration::from_secs(30)).with_concurrency("db", 4));
-    /// assert_eq!(query.policy().timeout, Some(Duration::from_secs(30)));
+    /// assert_eq!(query.settings().policy.timeout, Some(Duration::from_secs(30)));
     /// ```
     #[must_use]
     pub fn with_policy(mut self, policy: ToolPolicy) -> Self {
-        self.policy = policy;
+        self.settings.policy = policy;
         self
     }
 
@@ -247,23 +241,11 @@ impl ToolDefinition for FnTool {
             .collect()
     }
 
-    fn exposure(&self) -> Exposure {
-        self.exposure
-    }
-
     fn output_schema(&self) -> Option<Value> {
         self.output_schema.clone()
     }
 
-    fn approval(&self) -> ApprovalPolicy {
-        self.approval
-    }
-
-    fn hints(&self) -> ToolHints {
-        self.hints
-    }
-
-    fn policy(&self) -> ToolPolicy {
-        self.policy.clone()
+    fn settings(&self) -> &ToolSettings {
+        &self.settings
     }
 }

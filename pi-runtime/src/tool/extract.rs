@@ -98,7 +98,7 @@ pub trait FromToolContext: Sized {
 
     /// The type of the run context the value reads, if it reads one. A `#[tool]` reports
     /// the first of its extractors'
-    /// ([`ToolDefinition::context_type`](super::ToolDefinition::context_type)), so the agent
+    /// ([`ToolSettings::context_type`](super::ToolSettings::context_type)), so the agent
     /// refuses to build, or a run to start, with a context of another type rather than
     /// failing the call. `None` by default.
     fn context_type() -> Option<ContextType> {

@@ -1,6 +1,6 @@
 //! `ToolHints`: what a tool says about its own behaviour (MCP's `ToolAnnotations` hints), one
 //! type for every tool: the tools we serve, the tools we list from an MCP server, and the
-//! approval policies that read them ([`ToolDefinition::hints`](super::ToolDefinition::hints)).
+//! approval policies that read them ([`ToolSettings::hints`](super::ToolSettings::hints)).
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
@@ -28,8 +28,13 @@ pub struct ToolHints {
 
 impl ToolHints {
     /// No hints.
-    pub fn new() -> Self {
-        ToolHints::default()
+    pub const fn new() -> Self {
+        ToolHints {
+            read_only: None,
+            destructive: None,
+            idempotent: None,
+            open_world: None,
+        }
     }
 
     /// Set `readOnlyHint`.

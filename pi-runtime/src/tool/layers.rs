@@ -8,10 +8,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{
-    ApprovalPolicy, ContextType, Exposure, Tool, ToolContext, ToolError, ToolHints, ToolPolicy,
-    ToolRegistry, ToolResult,
-};
+use super::{Tool, ToolContext, ToolError, ToolResult, ToolSettings};
 
 /// What one tool changes in the declarations of a request, given every registered tool
 /// (see [`ToolDefinition::request_loadout`]): code mode's tool lists the tools its scripts can
@@ -111,50 +108,45 @@ pub trait ToolDefinition: AgentTool {
         None
     }
 
-    /// Where the tool shows up: declared to the model from registration
-    /// ([`Direct`](Exposure::Direct), the default), or only once activated, for example by a
-    /// `tool_search` match ([`Deferred`](Exposure::Deferred)); see [`Exposure`].
-    fn exposure(&self) -> Exposure {
-        Exposure::Direct
-    }
-
-    /// Whether a call needs a person's approval before it executes
-    /// ([`ApprovalPolicy::Never`], the default; `#[tool(approval = ...)]` sets it). The agent's
-    /// own policy ([`AgentBuilder::approval`](crate::agent::AgentBuilder::approval)) is asked
-    /// too; see [`agent::approval`](crate::agent::approval).
-    fn approval(&self) -> ApprovalPolicy {
-        ApprovalPolicy::Never
-    }
-
-    /// What the tool says about its behaviour (none by default; an MCP server's tool carries
-    /// the hints of its listing). An agent's approval policy may read them, for example
-    /// [`agent::approval::destructive_tools`](crate::agent::approval::destructive_tools).
-    fn hints(&self) -> ToolHints {
-        ToolHints::default()
+    /// How the agent treats the tool, apart from what it does: exposure, approval, hints,
+    /// execution policy, the run context it reads (the defaults unless overridden: a direct
+    /// tool that never asks and has no limits). `#[tool(...)]` returns what its attribute
+    /// says; see [`ToolSettings`]. A registered tool's settings are its registry entry's
+    /// ([`ToolRegistry::settings`](super::ToolRegistry::settings)), which a registration may
+    /// override.
+    fn settings(&self) -> &ToolSettings {
+        static DEFAULT: ToolSettings = ToolSettings::new();
+        &DEFAULT
     }
 
     /// What the tool changes in a request's declarations while it is declared, given every
     /// registered tool (`tools`). `None`, the default, changes nothing. The agent asks before
-    /// each request, so an implementation keeps what it computed until `tools` changes.
-    fn request_loadout(&self, _tools: &ToolRegistry) -> Option<Arc<RequestLoadout>> {
+    /// each request, so an implementation keeps what it computed until `tools` changes
+    /// ([`RegisteredTools::revision`]).
+    fn request_loadout(&self, _tools: &dyn RegisteredTools) -> Option<Arc<RequestLoadout>> {
         None
     }
+}
 
-    /// How the dispatcher runs the tool's calls: time limit, retry budget, named
-    /// concurrency limit, output cap (none by default; `#[tool(timeout = "30s", ...)]` sets
-    /// it). Unset fields take the agent's defaults; see [`ToolPolicy`].
-    fn policy(&self) -> ToolPolicy {
-        ToolPolicy::new()
-    }
+/// Every registered tool, as [`ToolDefinition::request_loadout`] reads them. The registry,
+/// [`ToolRegistry`](super::ToolRegistry), implements it. A trait because the registry holds
+/// tools: the layer that defines a tool cannot depend on it.
+pub trait RegisteredTools {
+    /// Every registered tool with its registry entry's settings, in registration order.
+    fn registered(
+        &self,
+    ) -> Box<dyn Iterator<Item = (&Arc<dyn ToolDefinition>, &ToolSettings)> + '_>;
 
-    /// The type of the run context the tool reads (`None`, the default, reads none).
-    /// `#[tool]` sets it from its extractor parameters, the first
-    /// [`FromToolContext::context_type`](super::FromToolContext::context_type) among them
-    /// (a `Ctx<T>`'s `T`). A run whose context is missing or of another type does not start;
-    /// see [`Ctx`](super::Ctx).
-    fn context_type(&self) -> Option<ContextType> {
-        None
-    }
+    /// The active tools (declared to the model), in activation order.
+    fn active(&self) -> Box<dyn Iterator<Item = &Arc<dyn ToolDefinition>> + '_>;
+
+    /// Whether the registered tool with this name is active.
+    fn is_active(&self, name: &str) -> bool;
+
+    /// A number that changes whenever a tool is registered, replaced or removed (not when one
+    /// is activated or deactivated): what is built from the registered tools is rebuilt only
+    /// then.
+    fn revision(&self) -> u64;
 }
 
 impl<T: AgentTool + ?Sized> AgentTool for Arc<T> {
@@ -196,22 +188,10 @@ impl<T: ToolDefinition + ?Sized> ToolDefinition for Arc<T> {
     fn output_schema(&self) -> Option<Value> {
         (**self).output_schema()
     }
-    fn exposure(&self) -> Exposure {
-        (**self).exposure()
+    fn settings(&self) -> &ToolSettings {
+        (**self).settings()
     }
-    fn approval(&self) -> ApprovalPolicy {
-        (**self).approval()
-    }
-    fn hints(&self) -> ToolHints {
-        (**self).hints()
-    }
-    fn request_loadout(&self, tools: &ToolRegistry) -> Option<Arc<RequestLoadout>> {
+    fn request_loadout(&self, tools: &dyn RegisteredTools) -> Option<Arc<RequestLoadout>> {
         (**self).request_loadout(tools)
-    }
-    fn policy(&self) -> ToolPolicy {
-        (**self).policy()
-    }
-    fn context_type(&self) -> Option<ContextType> {
-        (**self).context_type()
     }
 }

@@ -4,9 +4,11 @@
 //! - [`Tool`] (struct): what a model request declares: name, description, JSON Schema.
 //! - [`AgentTool`] (trait): a `Tool` that executes.
 //! - [`ToolDefinition`] (trait): an `AgentTool` with what the agent needs around it (prompt
-//!   snippet and guidelines, execution mode, `prepare_arguments`, validation). `#[tool]`
-//!   generates one; [`FnTool`] is one made at run time.
-//! - [`ToolSet`] (trait): anything that registers as tools in one call; [`ContextTools`]
+//!   snippet and guidelines, output schema, and its [`ToolSettings`]: exposure, approval,
+//!   hints, execution policy, context type). `#[tool]` generates one; [`FnTool`] is one made
+//!   at run time.
+//! - [`ToolSet`] (trait): anything that registers as tools in one call, as
+//!   [`Registration`]s (a tool with the settings its registry entry gets); [`ContextTools`]
 //!   (trait): `#[tool]` types whose context type is checked at compile time.
 //! - [`FromToolContext`] (trait): a `#[tool]` fn's parameter built from the call rather than
 //!   sent by the model (an extractor): [`ToolContext`], [`Ctx`], or a type of yours.
@@ -27,24 +29,28 @@ mod policy;
 mod registry;
 mod result;
 mod run_context;
+mod settings;
 mod switch;
+mod toolset;
 
 pub use approval::{Approval, ApprovalPolicy};
 pub use context::ToolContext;
 pub use definition::{ConstrainedSampling, GrammarVariants, Strictness, Tool};
 pub use dynamic::FnTool;
-pub use exposure::{Exposed, Exposure, ToolSetExt};
+pub use exposure::Exposure;
 pub use extract::{ContextRejection, FromToolContext};
 pub use hints::ToolHints;
-pub use layers::{AgentTool, ExecutionMode, RequestLoadout, ToolDefinition};
+pub use layers::{AgentTool, ExecutionMode, RegisteredTools, RequestLoadout, ToolDefinition};
 pub use limits::{ConcurrencyConflict, ConcurrencyLimits};
 pub use output::{OutputSaver, TempFileSaver};
 pub use params::{Args, Ctx, State};
 pub use policy::{Concurrency, ToolPolicy};
-pub use registry::{RegistryError, ToolRegistry, ToolSet};
+pub use registry::{RegistryError, ToolRegistry};
 pub use result::{
     IntoToolError, IntoToolResult, Json, JsonOutput, ToolError, ToolErrorKind, ToolResult,
 };
-pub use run_context::{ContextTools, ContextType, RunContext};
+pub use run_context::{ContextType, RunContext};
+pub use settings::ToolSettings;
 pub use switch::ConversationTools;
 pub(crate) use switch::ToolSwitch;
+pub use toolset::{ContextTools, Exposed, Registration, ToolSet, ToolSetExt};

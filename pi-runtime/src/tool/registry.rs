@@ -1,11 +1,12 @@
 //! The tool registry: tools registered in one call, looked up by name, with an active
-//! subset in activation order (the order the system prompt lists tools in). A tool's
-//! [`Exposure`] decides whether it is active from registration on.
+//! subset in activation order (the order the system prompt lists tools in). Each entry
+//! keeps the settings its tool registered with; their [`Exposure`] decides whether the tool
+//! is active from registration on.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Exposure, ToolDefinition};
+use super::{Exposure, RegisteredTools, Registration, ToolDefinition, ToolSet, ToolSettings};
 use crate::args::SchemaError;
 
 /// A registration failure, reported when the agent is built.
@@ -28,59 +29,23 @@ pub enum RegistryError {
     UnknownTool(String),
 }
 
-/// Anything that registers as one or more tools: a tool, an `Arc` of one, a tuple of tools
-/// of different types, or a `Vec<Arc<dyn ToolDefinition>>`.
-pub trait ToolSet {
-    /// The tools, in order.
-    fn into_tools(self) -> Vec<Arc<dyn ToolDefinition>>;
-}
-
-impl<T: ToolDefinition> ToolSet for T {
-    fn into_tools(self) -> Vec<Arc<dyn ToolDefinition>> {
-        vec![Arc::new(self)]
-    }
-}
-
-impl ToolSet for Vec<Arc<dyn ToolDefinition>> {
-    fn into_tools(self) -> Vec<Arc<dyn ToolDefinition>> {
-        self
-    }
-}
-
-macro_rules! tuple_tool_set {
-    ($($name:ident)+) => {
-        impl<$($name: ToolSet),+> ToolSet for ($($name,)+) {
-            #[allow(non_snake_case, reason = "the type parameters double as bindings")]
-            fn into_tools(self) -> Vec<Arc<dyn ToolDefinition>> {
-                let ($($name,)+) = self;
-                let mut tools = Vec::new();
-                $(tools.extend($name.into_tools());)+
-                tools
-            }
-        }
-    };
-}
-
-tuple_tool_set!(A);
-tuple_tool_set!(A B);
-tuple_tool_set!(A B C);
-tuple_tool_set!(A B C D);
-tuple_tool_set!(A B C D E);
-tuple_tool_set!(A B C D E F);
-tuple_tool_set!(A B C D E F G);
-tuple_tool_set!(A B C D E F G H);
-tuple_tool_set!(A B C D E F G H I);
-tuple_tool_set!(A B C D E F G H I J);
-tuple_tool_set!(A B C D E F G H I J K);
-tuple_tool_set!(A B C D E F G H I J K L);
-
 /// One registered tool and what the registry knows about it.
 #[derive(Clone)]
 struct Entry {
-    tool: Arc<dyn ToolDefinition>,
+    /// The tool with the settings it registered with: the ones every reader goes by.
+    registration: Registration,
     /// Offered to the model (and callable) while the tool is active.
     active: bool,
-    exposure: Exposure,
+}
+
+impl Entry {
+    fn tool(&self) -> &Arc<dyn ToolDefinition> {
+        self.registration.tool()
+    }
+
+    fn exposure(&self) -> Exposure {
+        self.registration.settings().exposure
+    }
 }
 
 /// Registered tools: lookup by name in constant time, and the active subset in activation
@@ -93,12 +58,12 @@ pub struct ToolRegistry {
     active: Vec<usize>,
     /// Which registrations this is: a new number whenever a tool is registered, replaced or
     /// removed (not when one is activated), so whatever is built from the registered tools
-    /// (the `tool_search` index) is rebuilt only then.
-    catalog: u64,
+    /// (the `tool_search` index, code mode's loadout) is rebuilt only then.
+    revision: u64,
 }
 
 /// A number no registry had before.
-fn next_catalog() -> u64 {
+fn next_revision() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
@@ -120,8 +85,8 @@ impl std::fmt::Debug for ToolRegistry {
 
 impl ToolRegistry {
     /// Register tools; those whose [`Exposure`] is direct or model-only start active, in the
-    /// given order. Every schema is
-    /// compiled here, so a bad schema is a start-up error, not a tool result.
+    /// given order. Every schema is compiled here, so a bad schema is a start-up error, not a
+    /// tool result.
     ///
     /// # Errors
     /// A duplicate name or a schema that does not compile.
@@ -137,10 +102,10 @@ impl ToolRegistry {
     /// # Errors
     /// A duplicate name or a schema that does not compile.
     pub fn register_all(&mut self, tools: impl ToolSet) -> Result<(), RegistryError> {
-        let tools = tools.into_tools();
-        let mut names = std::collections::HashSet::with_capacity(tools.len());
-        for tool in &tools {
-            let definition = tool.definition();
+        let registrations = tools.into_registrations();
+        let mut names = std::collections::HashSet::with_capacity(registrations.len());
+        for registration in &registrations {
+            let definition = registration.tool().definition();
             if self.by_name.contains_key(&definition.name) || !names.insert(&definition.name) {
                 return Err(RegistryError::DuplicateName(definition.name.clone()));
             }
@@ -151,46 +116,46 @@ impl ToolRegistry {
                 });
             }
         }
-        for tool in tools {
+        for registration in registrations {
             let index = self.entries.len();
-            let exposure = tool.exposure();
-            let active = exposure.is_active_when_registered();
-            self.by_name.insert(tool.definition().name.clone(), index);
+            let active = registration.settings().exposure.is_active_when_registered();
+            let name = registration.tool().definition().name.clone();
+            self.by_name.insert(name, index);
             self.entries.push(Entry {
-                tool,
+                registration,
                 active,
-                exposure,
             });
             if active {
                 self.active.push(index);
             }
         }
-        self.catalog = next_catalog();
+        self.revision = next_revision();
         Ok(())
     }
 
-    /// Put `tool` in the place of the registered tool of the same name, or register it when
-    /// there is none. A replaced tool stays active if it was and its new exposure can be
-    /// declared; the next request declares the new definition.
+    /// Put `tool` (with the settings it registers with) in the place of the registered tool
+    /// of the same name, or register it when there is none. A replaced tool stays active if
+    /// it was and its new exposure can be declared; the next request declares the new
+    /// definition.
     ///
     /// # Errors
     /// A schema that does not compile.
-    pub fn replace(&mut self, tool: Arc<dyn ToolDefinition>) -> Result<(), RegistryError> {
-        let Some(index) = self.index_of(&tool.definition().name) else {
-            return self.register(tool);
+    pub fn replace(&mut self, tool: impl Into<Registration>) -> Result<(), RegistryError> {
+        let registration = tool.into();
+        let definition = registration.tool().definition();
+        let Some(index) = self.index_of(&definition.name) else {
+            return self.register(registration);
         };
-        if let Err(error) = tool.definition().compiled_schema() {
+        if let Err(error) = definition.compiled_schema() {
             return Err(RegistryError::InvalidSchema {
-                tool: tool.definition().name.clone(),
+                tool: definition.name.clone(),
                 error: error.clone(),
             });
         }
-        let exposure = tool.exposure();
-        self.catalog = next_catalog();
+        self.revision = next_revision();
         let entry = &mut self.entries[index];
-        entry.tool = tool;
-        entry.exposure = exposure;
-        if entry.active && !exposure.can_be_declared() {
+        entry.registration = registration;
+        if entry.active && !entry.exposure().can_be_declared() {
             entry.active = false;
             self.active.retain(|&i| i != index);
         }
@@ -206,7 +171,7 @@ impl ToolRegistry {
         let indexes = self.indexes_of(names)?;
         for index in indexes {
             let entry = &mut self.entries[index];
-            if !entry.active && entry.exposure.can_be_declared() {
+            if !entry.active && entry.exposure().can_be_declared() {
                 entry.active = true;
                 self.active.push(index);
             }
@@ -238,10 +203,17 @@ impl ToolRegistry {
             .collect()
     }
 
-    /// The exposure of the registered tool with this name.
+    /// The exposure the registered tool with this name registered with.
     pub fn exposure(&self, name: &str) -> Option<Exposure> {
+        self.settings(name).map(|settings| settings.exposure)
+    }
+
+    /// The settings the registered tool with this name registered with: its own
+    /// ([`ToolDefinition::settings`]) with what its registration overrides
+    /// ([`Registration`]). What the agent goes by.
+    pub fn settings(&self, name: &str) -> Option<&ToolSettings> {
         self.index_of(name)
-            .map(|index| self.entries[index].exposure)
+            .map(|index| self.entries[index].registration.settings())
     }
 
     /// Whether the registered tool with this name is active.
@@ -255,34 +227,36 @@ impl ToolRegistry {
     pub fn searchable(&self) -> impl Iterator<Item = &Arc<dyn ToolDefinition>> {
         self.entries
             .iter()
-            .filter(|entry| entry.exposure.is_searchable() && !entry.active)
-            .map(|entry| &entry.tool)
+            .filter(|entry| entry.exposure().is_searchable() && !entry.active)
+            .map(Entry::tool)
     }
 
-    /// Changes whenever a tool is registered, replaced or removed, and only then.
-    pub(crate) fn catalog(&self) -> u64 {
-        self.catalog
+    /// A number that changes whenever a tool is registered, replaced or removed, and only
+    /// then (not when one is activated or deactivated).
+    pub fn revision(&self) -> u64 {
+        self.revision
     }
 
-    /// Every registered tool with its exposure, in registration order.
-    pub fn registered(&self) -> impl Iterator<Item = (&Arc<dyn ToolDefinition>, Exposure)> {
-        self.entries
-            .iter()
-            .map(|entry| (&entry.tool, entry.exposure))
+    /// Every registered tool with the settings it registered with, in registration order.
+    pub fn registered(&self) -> impl Iterator<Item = (&Arc<dyn ToolDefinition>, &ToolSettings)> {
+        self.entries.iter().map(|entry| {
+            let registration = &entry.registration;
+            (registration.tool(), registration.settings())
+        })
     }
 
-    /// Register one more tool (active).
+    /// Register one more tool (active if its exposure says so).
     ///
     /// # Errors
     /// A duplicate name or a schema that does not compile.
-    pub fn register(&mut self, tool: Arc<dyn ToolDefinition>) -> Result<(), RegistryError> {
-        self.register_all(vec![tool])
+    pub fn register(&mut self, tool: impl Into<Registration>) -> Result<(), RegistryError> {
+        self.register_all(tool.into())
     }
 
     /// Unregister the tool with this name; `None` if there is none.
     pub fn remove(&mut self, name: &str) -> Option<Arc<dyn ToolDefinition>> {
         let index = self.by_name.remove(name)?;
-        self.catalog = next_catalog();
+        self.revision = next_revision();
         let removed = self.entries.remove(index);
         self.active.retain(|&i| i != index);
         // Every later entry moved down by one.
@@ -291,18 +265,18 @@ impl ToolRegistry {
                 *i -= 1;
             }
         }
-        Some(removed.tool)
+        Some(removed.registration.into_tool())
     }
 
     /// The active tool with this exact name.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn ToolDefinition>> {
         let entry = &self.entries[*self.by_name.get(name)?];
-        entry.active.then_some(&entry.tool)
+        entry.active.then(|| entry.tool())
     }
 
     /// The registered tool with this exact name, active or not.
     pub fn get_registered(&self, name: &str) -> Option<&Arc<dyn ToolDefinition>> {
-        self.index_of(name).map(|index| &self.entries[index].tool)
+        self.index_of(name).map(|index| self.entries[index].tool())
     }
 
     /// Where the tool with this name is registered.
@@ -310,9 +284,9 @@ impl ToolRegistry {
         self.by_name.get(name).copied()
     }
 
-    /// The tool registered at `index` (see [`index_of`](Self::index_of)).
-    pub(crate) fn at(&self, index: usize) -> &Arc<dyn ToolDefinition> {
-        &self.entries[index].tool
+    /// The tool registered at `index` (see [`index_of`](Self::index_of)), with its settings.
+    pub(crate) fn at(&self, index: usize) -> &Registration {
+        &self.entries[index].registration
     }
 
     /// Indexes of the active tools, in activation order.
@@ -338,7 +312,7 @@ impl ToolRegistry {
         for entry in &mut self.entries {
             entry.active = false;
         }
-        active.retain(|&index| self.entries[index].exposure.can_be_declared());
+        active.retain(|&index| self.entries[index].exposure().can_be_declared());
         for &index in &active {
             self.entries[index].active = true;
         }
@@ -348,14 +322,14 @@ impl ToolRegistry {
 
     /// The active tools, in activation order.
     pub fn active(&self) -> impl Iterator<Item = &Arc<dyn ToolDefinition>> {
-        self.active.iter().map(|&i| &self.entries[i].tool)
+        self.active.iter().map(|&i| self.entries[i].tool())
     }
 
     /// Every registered name, in registration order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.entries
             .iter()
-            .map(|entry| entry.tool.definition().name.as_str())
+            .map(|entry| entry.tool().definition().name.as_str())
     }
 
     /// Number of registered tools.
@@ -369,11 +343,30 @@ impl ToolRegistry {
     }
 }
 
+impl RegisteredTools for ToolRegistry {
+    fn registered(
+        &self,
+    ) -> Box<dyn Iterator<Item = (&Arc<dyn ToolDefinition>, &ToolSettings)> + '_> {
+        Box::new(ToolRegistry::registered(self))
+    }
+
+    fn active(&self) -> Box<dyn Iterator<Item = &Arc<dyn ToolDefinition>> + '_> {
+        Box::new(ToolRegistry::active(self))
+    }
+
+    fn is_active(&self, name: &str) -> bool {
+        ToolRegistry::is_active(self, name)
+    }
+
+    fn revision(&self) -> u64 {
+        ToolRegistry::revision(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::FnTool;
-    use crate::tool::ToolResult;
+    use crate::tool::{FnTool, ToolResult, ToolSetExt};
     use serde_json::json;
 
     fn tool(name: &str) -> Arc<dyn ToolDefinition> {
@@ -404,6 +397,20 @@ mod tests {
             .unwrap_err();
         assert_eq!(error, RegistryError::DuplicateName("c".into()));
         assert_eq!(registry.names().collect::<Vec<_>>(), ["a"]);
+    }
+
+    #[test]
+    fn a_registration_overrides_the_settings_of_its_entry_only() {
+        let mut registry = ToolRegistry::new(tool("a").with_exposure(Exposure::Deferred)).unwrap();
+        assert_eq!(registry.exposure("a"), Some(Exposure::Deferred));
+        assert!(
+            active(&registry).is_empty(),
+            "deferred: registered, not active"
+        );
+        let own = registry.get_registered("a").unwrap().settings().exposure;
+        assert_eq!(own, Exposure::Direct, "the tool itself is unchanged");
+        registry.replace(tool("a")).unwrap();
+        assert_eq!(registry.exposure("a"), Some(Exposure::Direct));
     }
 
     #[test]

@@ -6,8 +6,6 @@ use std::any::{Any, TypeId};
 use std::fmt;
 use std::sync::Arc;
 
-use super::{ToolDefinition, ToolSet};
-
 /// A run's context, type-erased: what
 /// [`Agent::prompt_with`](crate::Agent::prompt_with) and
 /// [`Agent::set_context`](crate::Agent::set_context) supply, what a `Ctx<T>` parameter
@@ -61,7 +59,7 @@ impl fmt::Debug for RunContext {
 }
 
 /// The type of a context: what a tool's `Ctx<T>` (or another extractor) reads
-/// ([`ToolDefinition::context_type`](super::ToolDefinition::context_type),
+/// ([`ToolSettings::context_type`](super::ToolSettings::context_type),
 /// [`FromToolContext::context_type`](super::FromToolContext::context_type)), compared with
 /// what a run supplies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -90,47 +88,3 @@ impl fmt::Display for ContextType {
         f.write_str(self.name)
     }
 }
-
-/// Tools whose context type the compiler knows, checked against the runs' context type `T`:
-/// what [`AgentBuilder::context_tools`](crate::agent::AgentBuilder::context_tools) takes. A
-/// `#[tool]` type whose `Ctx<..>` parameter reads `T`, or that reads no context (the
-/// built-in tools among them), an `Arc` of one, or a tuple of such. `#[tool]` implements it
-/// with the tool's own context type as the bound, so a tool whose `Ctx<U>` reads another
-/// type does not compile, and the error names both.
-///
-/// The bound comes from a parameter spelled `Ctx<U>`, whose `U` the macro can name. Other
-/// extractors ([`FromToolContext`](super::FromToolContext): yours, an alias of `Ctx<U>`)
-/// declare their context type at run time, so a tool with one implements this trait for
-/// every `T`, and `build()` checks it ([`ToolDefinition::context_type`]).
-///
-/// Not for other tools: an [`FnTool`](super::FnTool), an MCP server's tools or a
-/// `Vec<Arc<dyn ToolDefinition>>` register with
-/// [`AgentBuilder::tools`](crate::agent::AgentBuilder::tools), and `build()` checks their
-/// context types ([`ToolDefinition::context_type`]).
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a `#[tool]` type, so its context type is not known at compile time",
-    label = "not a `#[tool]` type, an `Arc` of one or a tuple of them",
-    note = "register it with `.tools(..)`: `build()` then checks its context type against `{T}`"
-)]
-pub trait ContextTools<T>: ToolSet {}
-
-impl<T, X: ContextTools<T> + ToolDefinition> ContextTools<T> for Arc<X> {}
-
-macro_rules! tuple_context_tools {
-    ($($name:ident)+) => {
-        impl<T, $($name: ContextTools<T>),+> ContextTools<T> for ($($name,)+) {}
-    };
-}
-
-tuple_context_tools!(A);
-tuple_context_tools!(A B);
-tuple_context_tools!(A B C);
-tuple_context_tools!(A B C D);
-tuple_context_tools!(A B C D E);
-tuple_context_tools!(A B C D E F);
-tuple_context_tools!(A B C D E F G);
-tuple_context_tools!(A B C D E F G H);
-tuple_context_tools!(A B C D E F G H I);
-tuple_context_tools!(A B C D E F G H I J);
-tuple_context_tools!(A B C D E F G H I J K);
-tuple_context_tools!(A B C D E F G H I J K L);

@@ -1,10 +1,11 @@
 //! `ConversationTools`: the tool set of the conversation a tool runs in, which the tool may
-//! change: pi's activation, as `tool_search` does when it loads its matches.
+//! change: pi's activation, as `tool_search` does when it loads its matches. A running tool
+//! gets it from its context ([`ToolContext::tools`]).
 
 use std::fmt;
 use std::sync::Arc;
 
-use super::{RegistryError, ToolRegistry};
+use super::{RegistryError, ToolContext, ToolRegistry};
 
 /// Reads and changes one conversation's registry; every change is one atomic step.
 pub(crate) trait ToolSwitch: Send + Sync {
@@ -61,5 +62,18 @@ impl ConversationTools {
     pub fn deactivate<S: AsRef<str>>(&self, names: &[S]) -> Result<(), RegistryError> {
         self.switch
             .change(&mut |registry| registry.deactivate(names))
+    }
+}
+
+/// Here rather than with the rest of `ToolContext`: the context is what every tool's
+/// `execute` takes, so its module cannot name the registry of tools (see `ToolCaller::tools`).
+impl ToolContext {
+    /// The tools of the conversation this call runs in, to activate or deactivate tools
+    /// from the next request on (as `tool_search` loads its matches). `None` outside an
+    /// agent's run: a context made with [`new`](Self::new), a call made by an MCP client or
+    /// through [`Agent::run_tool_call`](crate::Agent::run_tool_call).
+    pub fn tools(&self) -> Option<ConversationTools> {
+        let tools = self.caller()?.tools()?;
+        tools.downcast_ref::<ConversationTools>().cloned()
     }
 }

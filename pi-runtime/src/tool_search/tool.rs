@@ -11,6 +11,7 @@ use super::RegisteredTool;
 use super::{LABEL, PROMPT_SNIPPET, ToolSearch, definition};
 use crate::tool::{
     AgentTool, Exposure, Tool, ToolContext, ToolDefinition, ToolError, ToolRegistry, ToolResult,
+    ToolSettings,
 };
 
 /// pi 1.6's `tool_search` as an agent tool. Register it next to deferred tools: the model
@@ -47,7 +48,7 @@ use crate::tool::{
 /// ```
 #[derive(Debug, Default)]
 pub struct ToolSearchTool {
-    /// The index of the last registrations searched, with their catalog number.
+    /// The index of the last registrations searched, with their revision.
     index: Mutex<Option<(u64, Arc<ToolSearch>)>>,
 }
 
@@ -61,20 +62,20 @@ impl ToolSearchTool {
     fn search(&self, registry: &ToolRegistry) -> Arc<ToolSearch> {
         let mut index = self.index.lock().unwrap_or_else(PoisonError::into_inner);
         match &*index {
-            Some((catalog, search)) if *catalog == registry.catalog() => Arc::clone(search),
+            Some((revision, search)) if *revision == registry.revision() => Arc::clone(search),
             _ => {
                 let search = Arc::new(ToolSearch::new(registry.registered().map(
-                    |(tool, exposure)| {
+                    |(tool, settings)| {
                         let definition = tool.definition();
                         RegisteredTool::new(
                             &definition.name,
                             &definition.description,
                             &definition.parameters,
-                            exposure,
+                            settings.exposure,
                         )
                     },
                 )));
-                *index = Some((registry.catalog(), Arc::clone(&search)));
+                *index = Some((registry.revision(), Arc::clone(&search)));
                 search
             }
         }
@@ -125,7 +126,8 @@ impl ToolDefinition for ToolSearchTool {
         Some(Cow::Borrowed(PROMPT_SNIPPET))
     }
 
-    fn exposure(&self) -> Exposure {
-        Exposure::ModelOnly
+    fn settings(&self) -> &ToolSettings {
+        static SETTINGS: ToolSettings = ToolSettings::new().with_exposure(Exposure::ModelOnly);
+        &SETTINGS
     }
 }

@@ -169,8 +169,8 @@ async fn an_alias_of_ctx_marked_as_an_extractor_reads_the_run_context() {
 #[test]
 fn extractors_declare_their_context_type() {
     let account = Some(ContextType::of::<Arc<Account>>());
-    assert_eq!(DropTable.context_type(), account);
-    assert_eq!(Whoami.context_type(), account);
+    assert_eq!(DropTable.settings().context_type, account);
+    assert_eq!(Whoami.settings().context_type, account);
 }
 
 #[tokio::test]
@@ -261,7 +261,7 @@ async fn user_types_named_state_or_ctx_are_plain_arguments() {
     assert_eq!(parameters["required"], json!(["state", "ctx"]));
     assert_eq!(parameters["properties"]["state"]["type"], "object");
     assert_eq!(parameters["properties"]["ctx"]["type"], "object");
-    assert_eq!(SetDoor.context_type(), None);
+    assert_eq!(SetDoor.settings().context_type, None);
     let result = call(
         &SetDoor,
         json!({"state": {"open": true}, "ctx": {"locale": "fr"}}),

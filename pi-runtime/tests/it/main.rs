@@ -136,9 +136,9 @@ mod responses_http_errors;
 mod responses_prompt_cache;
 mod run_context;
 mod run_machine;
+mod schema_tool;
 #[cfg(feature = "codemode")]
 mod sequential_lane;
-mod schema_tool;
 mod tool_changes;
 mod tool_policy;
 mod tool_search_limits;

@@ -302,7 +302,11 @@ async fn listed_hints_are_the_tools_own_unless_the_server_gives_others() {
         .http(http.url())
         .await
         .expect("the client connects");
-    let hints: Vec<ToolHints> = client.tools().iter().map(|tool| tool.hints()).collect();
+    let hints: Vec<ToolHints> = client
+        .tools()
+        .iter()
+        .map(|tool| tool.settings().hints)
+        .collect();
     assert_eq!(
         hints,
         [

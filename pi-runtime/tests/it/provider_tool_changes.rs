@@ -507,7 +507,7 @@ async fn an_agent_activating_a_tool_keeps_anthropics_cached_prefix() {
     let agent = Agent::builder()
         .model(HttpModel::new(model, options()))
         .system_prompt(PROMPT)
-        .tools(tools.into_tools())
+        .tools(tools.into_registrations())
         .build()
         .expect("an agent");
     agent.prompt("What does main.py do?").await.expect("a run");

@@ -268,7 +268,7 @@ async fn a_call_from_outside_a_run_gets_an_error_naming_the_type() {
         Err("Tool \"whoami\" needs a context of type `alloc::sync::Arc<it::run_context::Tenant>`, and this call has none".to_owned())
     );
     assert_eq!(
-        Whoami.context_type().map(|t| t.name()),
+        Whoami.settings().context_type.map(|t| t.name()),
         Some("alloc::sync::Arc<it::run_context::Tenant>")
     );
 }

@@ -17,15 +17,20 @@ type Spans = Arc<Mutex<Vec<(&'static str, Instant, Instant)>>>;
 /// A tool that runs for `time` and records when.
 fn timed(name: &'static str, time: Duration, mode: ExecutionMode, spans: &Spans) -> FnTool {
     let spans = Arc::clone(spans);
-    FnTool::new(name, "Takes a while.", json!({"type": "object"}), move |_, _| {
-        let spans = Arc::clone(&spans);
-        async move {
-            let start = Instant::now();
-            tokio::time::sleep(time).await;
-            spans.lock().unwrap().push((name, start, Instant::now()));
-            Ok(ToolResult::text(name))
-        }
-    })
+    FnTool::new(
+        name,
+        "Takes a while.",
+        json!({"type": "object"}),
+        move |_, _| {
+            let spans = Arc::clone(&spans);
+            async move {
+                let start = Instant::now();
+                tokio::time::sleep(time).await;
+                spans.lock().unwrap().push((name, start, Instant::now()));
+                Ok(ToolResult::text(name))
+            }
+        },
+    )
     .with_mode(mode)
 }
 
@@ -62,7 +67,12 @@ async fn batch(calls: &[(&str, &str, serde_json::Value)], spans: &Spans) {
         .unwrap();
     for message in run.iter() {
         if let Message::ToolResult(result) = message {
-            assert!(!result.is_error, "{}: {}", result.tool_call_id, result.text());
+            assert!(
+                !result.is_error,
+                "{}: {}",
+                result.tool_call_id,
+                result.text()
+            );
         }
     }
 }
@@ -146,7 +156,11 @@ async fn a_script_run_alone_calls_its_tools_under_its_own_hold() {
         Arc::new(CodemodeTool::new()),
     ];
     let model = FauxModel::new()
-        .respond(FauxResponse::tool_call("c1", "codemode", json!({"code": script})))
+        .respond(FauxResponse::tool_call(
+            "c1",
+            "codemode",
+            json!({"code": script}),
+        ))
         .respond(FauxResponse::text("done"));
     let agent = Agent::builder()
         .model(model)

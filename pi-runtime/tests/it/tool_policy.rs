@@ -58,12 +58,18 @@ async fn polite(ctx: ToolContext) -> String {
 #[test]
 fn the_macro_declares_the_policy() {
     assert_eq!(
-        Stubborn.policy(),
+        Stubborn.settings().policy,
         ToolPolicy::new().with_timeout(Duration::from_millis(50))
     );
-    assert_eq!(Query.policy(), ToolPolicy::new().with_concurrency("db", 3));
-    assert_eq!(Lookup.policy(), ToolPolicy::new().with_retries(2));
-    assert_eq!(Dump.policy(), ToolPolicy::new().with_max_output(1024));
+    assert_eq!(
+        Query.settings().policy,
+        ToolPolicy::new().with_concurrency("db", 3)
+    );
+    assert_eq!(Lookup.settings().policy, ToolPolicy::new().with_retries(2));
+    assert_eq!(
+        Dump.settings().policy,
+        ToolPolicy::new().with_max_output(1024)
+    );
 }
 
 #[tokio::test]

@@ -55,9 +55,9 @@ fn needed(policy: ApprovalPolicy, args: &str) -> bool {
 }
 
 fn main() {
-    assert!(needed(FormatDisk.approval(), "{}"));
-    assert!(needed(Delete.approval(), r#"{"path": "/etc/passwd"}"#));
-    assert!(!needed(Delete.approval(), r#"{"path": "/tmp/a"}"#));
-    assert!(needed(Transfer.approval(), r#"{"amount": 200000}"#));
-    assert!(!needed(Transfer.approval(), r#"{"amount": 5}"#));
+    assert!(needed(FormatDisk.settings().approval, "{}"));
+    assert!(needed(Delete.settings().approval, r#"{"path": "/etc/passwd"}"#));
+    assert!(!needed(Delete.settings().approval, r#"{"path": "/tmp/a"}"#));
+    assert!(needed(Transfer.settings().approval, r#"{"amount": 200000}"#));
+    assert!(!needed(Transfer.settings().approval, r#"{"amount": 5}"#));
 }

@@ -42,7 +42,7 @@
 //!
 //! # Policies
 //!
-//! - A tool's own: [`ToolDefinition::approval`], which
+//! - A tool's own: [`ToolSettings::approval`](crate::tool::ToolSettings::approval), which
 //!   `#[tool(approval = "always")]` or `#[tool(approval = my_policy)]` (a
 //!   `fn(&Params) -> Approval` of the tool's validated arguments) writes, and
 //!   [`FnTool::with_approval`](crate::FnTool::with_approval) for run-time tools.
@@ -150,8 +150,8 @@ pub(crate) use ledger::{new_pause_id, process_ledger};
 pub use signed::{DEFAULT_MAX_STATE_BYTES, MIN_KEY_BYTES, StateFileError, StateKey};
 
 use crate::message::ToolCall;
-use crate::tool::ToolDefinition;
 pub use crate::tool::{Approval, ApprovalPolicy};
+use crate::tool::{Registration, ToolDefinition, ToolSettings};
 
 /// What the agent's approval policy sees: a call that passed validation and
 /// `before_tool_call`, with the arguments the tool would receive.
@@ -160,6 +160,8 @@ pub use crate::tool::{Approval, ApprovalPolicy};
 pub struct ApprovalRequest<'a> {
     /// The tool that would run.
     pub tool: &'a dyn ToolDefinition,
+    /// The settings the tool registered with (its hints among them).
+    pub settings: &'a ToolSettings,
     /// The call as the model sent it (raw arguments).
     pub tool_call: &'a ToolCall,
     /// The validated arguments (after `before_tool_call`).
@@ -190,7 +192,7 @@ pub(crate) type AgentPolicy = Arc<dyn Fn(&ApprovalRequest<'_>) -> Approval + Sen
 /// assert!(agent.is_ok());
 /// ```
 pub fn destructive_tools(request: &ApprovalRequest<'_>) -> Approval {
-    if request.tool.hints().destructive == Some(true) {
+    if request.settings.hints.destructive == Some(true) {
         Approval::needed(format!(
             "`{}` is marked destructive",
             request.tool_call.name
@@ -203,16 +205,18 @@ pub fn destructive_tools(request: &ApprovalRequest<'_>) -> Approval {
 /// Whether the call of `tool` needs approval: the tool's own policy first, then the agent's.
 /// A policy that panics asks, with the panic as its reason.
 pub(crate) fn check(
-    tool: &dyn ToolDefinition,
+    tool: &Registration,
     call: &ToolCall,
     args: &Value,
     agent: Option<&AgentPolicy>,
 ) -> Approval {
     let asked = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        let own = tool.approval().check(&call.name, args);
+        let settings = tool.settings();
+        let own = settings.approval.check(&call.name, args);
         match (own.is_needed(), agent) {
             (false, Some(agent)) => agent(&ApprovalRequest {
-                tool,
+                tool: tool.tool().as_ref(),
+                settings,
                 tool_call: call,
                 args,
             }),

@@ -68,12 +68,12 @@ impl BatchCalls {
             let ReadyCall { call, args } = call;
             let index = call.index();
             let tool_call = call.call();
-            let Some(tool) = scope.tools.get(&tool_call.name) else {
+            let Some(registration) = scope.tools.get(&tool_call.name) else {
                 let text = failure::not_found(&tool_call.name);
                 return CallOutcome::failed(CallFailure::NotFound, text);
             };
             let ready = Ready {
-                tool: Arc::clone(tool),
+                registration: registration.clone(),
                 args,
             };
             // Held until the call ends; a call stopped while it waits ends as stopped by

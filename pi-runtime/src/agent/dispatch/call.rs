@@ -2,6 +2,7 @@
 //! validation, `before_tool_call`, abort check, approval), execute with progress updates,
 //! finalize (`after_tool_call`). No events here: the batch module decides when they are emitted.
 
+use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::pin;
@@ -31,8 +32,8 @@ use crate::args::ValidationError;
 use crate::message::{AssistantMessage, ContentBlock, Message, ToolCall};
 use crate::tool::context::ToolCaller;
 use crate::tool::{
-    ConversationTools, ExecutionMode, RunContext, Tool, ToolContext, ToolDefinition, ToolError,
-    ToolErrorKind, ToolResult, ToolSwitch,
+    ConversationTools, ExecutionMode, Registration, RunContext, Tool, ToolContext, ToolError,
+    ToolErrorKind, ToolResult,
 };
 
 /// How long a running tool may ignore the run's cancellation before the loop stops waiting
@@ -68,7 +69,7 @@ pub(super) struct CallScope {
     /// Record arguments and results on the tool spans.
     pub(super) capture_content: bool,
     /// The conversation's tool set, for the tools that change it.
-    pub(super) switch: Option<Arc<dyn ToolSwitch>>,
+    pub(super) conversation: Option<ConversationTools>,
     /// The tools' execution policies and what enforces them.
     pub(super) policies: Arc<Policies>,
     /// The agent's (or server's) execution mode: sequential makes every call run alone.
@@ -108,8 +109,9 @@ impl ToolCaller for NestedCaller {
         Box::pin(run.instrument(span))
     }
 
-    fn tools(&self) -> Option<ConversationTools> {
-        self.scope.switch.clone().map(ConversationTools::new)
+    fn tools(&self) -> Option<&(dyn Any + Send + Sync)> {
+        let tools = self.scope.conversation.as_ref()?;
+        Some(tools)
     }
 }
 
@@ -143,7 +145,8 @@ fn stopped(scope: &CallScope) -> CallOutcome {
 
 /// A call that passed preparation and may execute.
 pub(super) struct Ready {
-    pub(super) tool: Arc<dyn ToolDefinition>,
+    /// The tool, with the settings it registered with (its policy applies).
+    pub(super) registration: Registration,
     pub(super) args: Value,
 }
 
@@ -190,10 +193,11 @@ async fn prepare_in(call: &ToolCall, scope: &CallScope, nested: bool) -> Preflig
     } else {
         scope.tools.get(&call.name)
     };
-    let Some(tool) = tool else {
+    let Some(registration) = tool else {
         let outcome = CallOutcome::failed(CallFailure::NotFound, failure::not_found(&call.name));
         return Preflight::Immediate(outcome);
     };
+    let tool = registration.tool();
     let validated = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let prepared = tool.prepare_arguments(&call.arguments)?;
         validate_prepared(tool.definition(), call, &prepared).map_err(ToolError::from)
@@ -242,9 +246,9 @@ async fn prepare_in(call: &ToolCall, scope: &CallScope, nested: bool) -> Preflig
             }
         }
     }
-    let approval = approval::check(tool.as_ref(), call, &args, scope.hooks.approval.as_ref());
+    let approval = approval::check(registration, call, &args, scope.hooks.approval.as_ref());
     let ready = Ready {
-        tool: Arc::clone(tool),
+        registration: registration.clone(),
         args,
     };
     match approval {
@@ -326,7 +330,7 @@ where
         return stopped(scope);
     }
     let alone = scope.execution == ExecutionMode::Sequential
-        || ready.tool.execution_mode() == ExecutionMode::Sequential;
+        || ready.registration.tool().execution_mode() == ExecutionMode::Sequential;
     let entered = tokio::select! {
         biased;
         () = scope.signal().cancelled() => return stopped(scope),
@@ -360,8 +364,9 @@ where
     U: FnMut(ToolResult) -> UF,
     UF: Future<Output = ()>,
 {
-    let Ready { tool, args } = ready;
-    let policy = scope.policies.of(tool.as_ref());
+    let Ready { registration, args } = ready;
+    let policy = scope.policies.of(registration.settings());
+    let tool = registration.into_tool();
     // Held until the call ends; the time limit starts once the call may run.
     let Ok(_permit) = scope.policies.permit(&policy, scope.signal()).await else {
         return stopped(scope);

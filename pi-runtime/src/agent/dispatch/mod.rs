@@ -30,7 +30,7 @@ use super::machine::BatchPlan;
 use super::machine::held::Decided;
 use super::turn_tools::TurnTools;
 use crate::message::{AssistantMessage, Message, ToolCall};
-use crate::tool::{ExecutionMode, ToolDefinition, ToolResult, ToolSwitch};
+use crate::tool::{ConversationTools, ExecutionMode, ToolDefinition, ToolResult, ToolSwitch};
 
 pub(crate) use lane::Lane;
 
@@ -45,7 +45,7 @@ pub(crate) struct Dispatcher {
     capture_content: bool,
     /// The conversation's tool set, which a tool may change (see
     /// [`ToolContext::tools`](crate::ToolContext::tools)).
-    switch: Option<Arc<dyn ToolSwitch>>,
+    conversation: Option<ConversationTools>,
     /// The tools' execution policies and what enforces them.
     policies: Arc<Policies>,
 }
@@ -67,14 +67,14 @@ impl Dispatcher {
             execution,
             limits,
             capture_content,
-            switch: None,
+            conversation: None,
             policies,
         }
     }
 
     /// Let the tools change the conversation's tool set through `switch`.
     pub(crate) fn with_switch(mut self, switch: Arc<dyn ToolSwitch>) -> Self {
-        self.switch = Some(switch);
+        self.conversation = Some(ConversationTools::new(switch));
         self
     }
 
@@ -91,7 +91,7 @@ impl Dispatcher {
             messages,
             limits: Arc::clone(&self.limits),
             capture_content: self.capture_content,
-            switch: self.switch.clone(),
+            conversation: self.conversation.clone(),
             policies: Arc::clone(&self.policies),
             execution: self.execution,
         })
@@ -116,7 +116,8 @@ impl Dispatcher {
     fn sequential(&self, assistant: &AssistantMessage) -> bool {
         self.execution == ExecutionMode::Sequential
             || assistant.tool_calls().any(|call| {
-                (self.tools.get(&call.name)).is_some_and(|tool| Self::runs_alone(tool.as_ref()))
+                (self.tools.get(&call.name))
+                    .is_some_and(|registered| Self::runs_alone(registered.tool().as_ref()))
             })
     }
 
@@ -126,7 +127,8 @@ impl Dispatcher {
     pub(crate) fn plan(&self, assistant: &AssistantMessage) -> BatchPlan {
         let approvals = self.hooks.approval.is_some()
             || assistant.tool_calls().any(|call| {
-                (self.tools.get(&call.name)).is_some_and(|tool| tool.approval().may_ask())
+                (self.tools.get(&call.name))
+                    .is_some_and(|registered| registered.settings().approval.may_ask())
             });
         let mut plan = BatchPlan::new()
             .sequential(self.sequential(assistant))
@@ -141,8 +143,8 @@ impl Dispatcher {
 
     /// The retry budget of `tool`, if it has one.
     pub(crate) fn retry_budget(&self, tool: &str) -> Option<u32> {
-        let tool = self.tools.get_nested(tool)?;
-        self.policies.of(tool.as_ref()).retries
+        let registration = self.tools.get_nested(tool)?;
+        self.policies.of(registration.settings()).retries
     }
 
     /// The calls of `assistant`'s batch, whose hooks see `messages`.

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::failure::CallFailure;
 use crate::tool::output::cap_text;
 use crate::tool::{
-    ConcurrencyLimits, OutputSaver, TempFileSaver, ToolDefinition, ToolPolicy, ToolResult,
+    ConcurrencyLimits, OutputSaver, TempFileSaver, ToolPolicy, ToolResult, ToolSettings,
 };
 
 /// What the dispatcher needs to enforce policies: the agent's defaults, the named limits
@@ -52,9 +52,9 @@ impl fmt::Debug for Policies {
 }
 
 impl Policies {
-    /// The policy the dispatcher applies to `tool`'s calls.
-    pub(crate) fn of(&self, tool: &dyn ToolDefinition) -> ToolPolicy {
-        tool.policy().or(&self.defaults)
+    /// The policy the dispatcher applies to the calls of a tool with these settings.
+    pub(crate) fn of(&self, settings: &ToolSettings) -> ToolPolicy {
+        settings.policy.clone().or(&self.defaults)
     }
 
     /// Wait for the permit of `policy`'s named limit, unless `signal` fires first (`Err`).

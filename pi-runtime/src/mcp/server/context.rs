@@ -46,8 +46,8 @@ impl CallContext {
     /// # Errors
     /// [`McpError::ContextType`] for the first tool that reads another type.
     pub(super) fn check(&self, tools: &ToolRegistry) -> Result<(), McpError> {
-        for (tool, _) in tools.registered() {
-            if let Some(needs) = tool.context_type()
+        for (tool, settings) in tools.registered() {
+            if let Some(needs) = settings.context_type
                 && needs != self.ty
             {
                 return Err(McpError::ContextType {

@@ -40,6 +40,7 @@ impl McpServer {
             .tools
             .get(name)
             .ok_or_else(|| ErrorData::invalid_params(format!("Unknown tool: {name}"), None))?
+            .tool()
             .output_schema()
             .is_some();
         let principal = caller.as_ref().map(Caller::principal);

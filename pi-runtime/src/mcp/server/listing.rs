@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::McpServer;
 use crate::mcp::ToolHints;
 use crate::mcp::auth::Caller;
-use crate::tool::ToolDefinition;
+use crate::tool::Registration;
 
 impl McpServer {
     /// One `tools/list` page of the tools `caller` may see (every tool for a caller the
@@ -47,7 +47,8 @@ impl McpServer {
 }
 
 /// One `tools/list` entry.
-pub(super) fn listed_tool(tool: &dyn ToolDefinition) -> McpTool {
+pub(super) fn listed_tool(registration: &Registration) -> McpTool {
+    let tool = registration.tool();
     let definition = tool.definition();
     let schema = match &definition.parameters {
         Value::Object(schema) => schema.clone(),
@@ -66,7 +67,7 @@ pub(super) fn listed_tool(tool: &dyn ToolDefinition) -> McpTool {
     if let Some(title) = &title {
         listed = listed.with_title(title);
     }
-    listed.annotations = annotations(title, tool.hints());
+    listed.annotations = annotations(title, registration.settings().hints);
     listed
 }
 

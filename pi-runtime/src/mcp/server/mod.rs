@@ -113,10 +113,7 @@ impl McpServer {
     /// [`McpError::Registry`]: two tools share a name, or a schema does not compile.
     pub fn new(tools: impl ToolSet) -> Result<Self, McpError> {
         let tools = TurnTools::active(Arc::new(ToolRegistry::new(tools)?));
-        let listed = tools
-            .offered()
-            .map(|tool| listing::listed_tool(tool.as_ref()))
-            .collect();
+        let listed = tools.offered().map(listing::listed_tool).collect();
         Ok(McpServer {
             inner: Arc::new(ServerInner {
                 tools: Arc::new(tools),
@@ -248,7 +245,7 @@ impl McpServer {
     }
 
     /// List `hints` as the behaviour hints of the tool named `tool`, in place of the tool's
-    /// own ([`ToolDefinition::hints`](crate::ToolDefinition::hints), listed by default): a
+    /// own ([`ToolSettings::hints`](crate::tool::ToolSettings::hints), listed by default): a
     /// hint `hints` leaves unset is not listed. Ignored when there is no such tool.
     #[must_use]
     pub fn with_hints(mut self, tool: &str, hints: ToolHints) -> Self {
