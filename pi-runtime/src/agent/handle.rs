@@ -496,18 +496,21 @@ impl Agent {
 
     /// Run one call outside the loop with the agent's tools and hooks, like pi's
     /// `runToolCall`: the same prepare → execute → finalize path, under the running run's
-    /// signal and time limit if there is one; no events, no messages, never failing. Tools
+    /// signal and time limit, and with the tools its current turn offers, if there is one; no events, no messages, never failing. Tools
     /// that call other tools use it so that hooks (permissions) apply. While a run goes on, a
     /// failure counts toward the tool's retry budget for that run.
     pub async fn run_tool_call(&self, call: ToolCall) -> ToolResult {
         let config = self.shared.config();
-        let (limits, messages) = {
+        // During a run, the call finds the tools the run's current turn offers.
+        let (limits, messages, tools) = {
             let state = self.shared.bus.state();
             let limits = state.slot.current().cloned().unwrap_or_default();
-            (limits, state.view.messages.clone())
+            let tools =
+                (state.slot.turn_tools().cloned()).unwrap_or_else(|| Arc::clone(&config.tools));
+            (limits, state.view.messages.clone(), tools)
         };
         let dispatcher = Dispatcher::new(
-            Arc::clone(&config.tools),
+            tools,
             Arc::clone(&config.hooks),
             Arc::clone(&config.policies),
             config.execution,

@@ -314,11 +314,25 @@ impl<'a> Driver<'a> {
     /// The current turn, pinned at its declaration; a state resumed after that pins the
     /// agent's configuration now.
     fn turn(&mut self) -> &Turn {
-        self.turn.get_or_insert_with(|| {
+        if self.turn.is_none() {
             let config = self.shared.config();
             let tools = Arc::clone(&config.tools);
-            Turn { config, tools }
-        })
+            self.offer(&tools);
+            self.turn = Some(Turn { config, tools });
+        }
+        self.turn
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("pinned above"))
+    }
+
+    /// The turn offers `tools`: calls from outside the loop during the run
+    /// ([`Agent::run_tool_call`](super::Agent::run_tool_call)) find the same tools.
+    fn offer(&self, tools: &Arc<TurnTools>) {
+        self.shared
+            .bus
+            .state()
+            .slot
+            .set_turn_tools(Arc::clone(tools));
     }
 
     /// Ask the model and stream its response into events, `message_end` included.
@@ -408,8 +422,10 @@ impl<'a> Driver<'a> {
             if plan.context.system_prompt == built_prompt {
                 plan.context.system_prompt = config.system_prompt(&offered);
             }
+            let offered = Arc::new(offered);
+            self.offer(&offered);
             if let Some(turn) = &mut self.turn {
-                turn.tools = Arc::new(offered);
+                turn.tools = offered;
             }
             // The hook's list is this request's whole tool set: it stands in for what the
             // transcript declares.

@@ -7,6 +7,7 @@ use tokio::sync::watch;
 
 use super::AgentEvent;
 use super::dispatch::RunLimits;
+use super::turn_tools::TurnTools;
 use crate::message::Message;
 use crate::stream::LiveMessage;
 use crate::tool::Tool;
@@ -44,6 +45,8 @@ pub struct AgentState {
 #[derive(Debug)]
 pub(crate) struct RunSlot {
     run: Option<RunLimits>,
+    /// The tools of the running run's current turn, once it declared them.
+    turn_tools: Option<Arc<TurnTools>>,
     /// `true` while a run is in progress, for [`Agent::wait_for_idle`](super::Agent::wait_for_idle).
     busy: watch::Sender<bool>,
 }
@@ -52,6 +55,7 @@ impl Default for RunSlot {
     fn default() -> Self {
         RunSlot {
             run: None,
+            turn_tools: None,
             busy: watch::Sender::new(false),
         }
     }
@@ -67,6 +71,16 @@ impl RunSlot {
         self.run.is_some()
     }
 
+    /// The tools of the running run's current turn.
+    pub(crate) fn turn_tools(&self) -> Option<&Arc<TurnTools>> {
+        self.turn_tools.as_ref()
+    }
+
+    /// The running run's turn offers `tools`.
+    pub(crate) fn set_turn_tools(&mut self, tools: Arc<TurnTools>) {
+        self.turn_tools = Some(tools);
+    }
+
     /// Take the slot for a run; the caller checked it was free.
     pub(crate) fn claim(&mut self, limits: RunLimits) {
         self.run = Some(limits);
@@ -79,6 +93,7 @@ impl RunSlot {
         if let Some(run) = self.run.take() {
             run.signal.cancel();
         }
+        self.turn_tools = None;
         self.busy.send_replace(false);
     }
 

@@ -266,6 +266,53 @@ async fn run_tool_call_applies_the_hooks_outside_the_loop() {
 }
 
 #[tokio::test]
+async fn run_tool_call_during_a_run_finds_the_running_turn_s_tools() {
+    // `wait` holds the run's first batch until the test has called `echo` from outside.
+    let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let gates = Arc::new(Mutex::new(Some((started_tx, released))));
+    let wait = FnTool::new("wait", "Waits.", json!({"type": "object"}), move |_, _| {
+        let gates = gates.lock().unwrap().take();
+        async move {
+            if let Some((started, released)) = gates {
+                let _ = started.send(());
+                let _ = released.await;
+            }
+            Ok(ToolResult::text("waited"))
+        }
+    });
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call("c1", "wait", json!({})))
+        .respond(FauxResponse::text("done"));
+    let agent = Agent::builder()
+        .model(model)
+        .tools((echo(), wait))
+        .build()
+        .unwrap();
+    let run = agent.prompt("go");
+    let outside = async {
+        started.await.unwrap();
+        // The agent stops offering `echo`; the running turn still does.
+        agent.deactivate_tools(&["echo"]).unwrap();
+        let during = agent
+            .run_tool_call(ToolCall::new("x1", "echo", json!({"n": 1})))
+            .await;
+        release.send(()).unwrap();
+        during
+    };
+    let (run, during) = tokio::join!(run, outside);
+    run.unwrap();
+    assert_eq!(
+        (during.is_error, during.text_content()),
+        (false, r#"{"n":1}"#.to_owned())
+    );
+    let after = agent
+        .run_tool_call(ToolCall::new("x2", "echo", json!({"n": 2})))
+        .await;
+    assert_eq!(after.text_content(), "Tool echo not found");
+}
+
+#[tokio::test]
 async fn building_needs_a_model_and_unique_tool_names() {
     let missing = Agent::builder().build().unwrap_err();
     assert_eq!(
