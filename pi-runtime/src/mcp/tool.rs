@@ -15,9 +15,10 @@ use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::connection::{ClientInner, Listed, Shared};
+use super::connection::{ClientInner, Shared};
 use super::content::{ResultOptions, convert_result};
 use super::errors;
+use super::listing::Listed;
 use crate::message::ContentBlock;
 use crate::tool::{
     AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolHints, ToolPolicy, ToolResult,

@@ -6,7 +6,8 @@
 use futures::stream::{self, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use super::transport::{self, Clock, Expired, HttpRequest, Transport, Wording, chain, seconds};
+use super::transport::{self, Clock, Expired, HttpRequest, Transport, Wording, seconds};
+use crate::error_chain::chain;
 use crate::message::StopReason;
 use crate::provider::wire::StreamParser;
 use crate::sse::{SseDecoder, SseError, byte_size};
