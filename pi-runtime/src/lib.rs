@@ -573,11 +573,13 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod aborted;
 pub mod agent;
 pub mod args;
 #[cfg(feature = "codemode")]
 #[cfg_attr(docsrs, doc(cfg(feature = "codemode")))]
 pub mod codemode;
+mod declaration;
 #[cfg(any(feature = "http", feature = "mcp"))]
 mod error_chain;
 mod excerpt;

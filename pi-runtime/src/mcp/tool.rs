@@ -25,7 +25,7 @@ use crate::tool::{
 };
 
 /// The text of a call stopped by the run's cancellation signal, as in the agent loop.
-use crate::agent::failure::OPERATION_ABORTED as ABORTED;
+use crate::aborted::OPERATION_ABORTED as ABORTED;
 
 /// One tool of an MCP server, as the agent runs it.
 pub(super) struct McpTool {

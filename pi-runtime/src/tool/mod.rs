@@ -14,7 +14,6 @@
 
 mod approval;
 pub(crate) mod context;
-mod definition;
 mod dynamic;
 mod exposure;
 mod extract;
@@ -29,9 +28,9 @@ mod result;
 mod run_context;
 mod switch;
 
+pub use crate::declaration::{ConstrainedSampling, GrammarVariants, Strictness, Tool};
 pub use approval::{Approval, ApprovalPolicy};
 pub use context::ToolContext;
-pub use definition::{ConstrainedSampling, GrammarVariants, Strictness, Tool};
 pub use dynamic::FnTool;
 pub use exposure::{Exposed, Exposure, ToolSetExt};
 pub use extract::{ContextRejection, FromToolContext};

@@ -21,8 +21,9 @@ use tracing::Instrument;
 
 use super::policy::{self, NestedFailures, Policies};
 use super::worker;
+use crate::aborted::OPERATION_ABORTED;
 use crate::agent::approval::{self, Approval};
-use crate::agent::failure::{self, BLOCKED, CallFailure, OPERATION_ABORTED};
+use crate::agent::failure::{self, BLOCKED, CallFailure};
 use crate::agent::hooks::{AfterToolCall, BeforeToolCall, Hooks, ToolCallDecision};
 use crate::agent::telemetry;
 use crate::agent::turn_tools::TurnTools;

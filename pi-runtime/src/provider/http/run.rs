@@ -14,7 +14,7 @@ use crate::sse::{SseDecoder, SseError, byte_size};
 use crate::stream::AssistantEventStream;
 use crate::stream::MessageWriter;
 
-use crate::agent::failure::REQUEST_ABORTED as ABORTED;
+use crate::aborted::REQUEST_ABORTED as ABORTED;
 
 /// Where the response stands.
 enum Phase {
