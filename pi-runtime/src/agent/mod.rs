@@ -81,7 +81,6 @@ pub use config::AgentDefinition;
 pub use dispatch::{ToolPolicies, validate_tool_call};
 pub use error::{AgentError, BuildError};
 pub use events::AgentEvent;
-pub use extract::{ExtractBuilder, ExtractError, ExtractOptions, Extracted, Extractor};
 pub use handle::{Agent, Prompt};
 pub use hooks::{
     AfterToolCall, BeforeToolCall, FinishedTurn, Hooks, RequestPlan, ToolCallDecision,

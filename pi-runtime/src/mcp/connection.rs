@@ -14,11 +14,10 @@ use rmcp::{ClientHandler, Peer, RoleClient};
 use tokio::sync::mpsc;
 
 use super::McpError;
-use super::content::OutputSaver;
 use super::http::StreamFailures;
 use super::listing::{Limits, Listing, ToolsState, list_tools};
 use crate::process::tree::Tree;
-use crate::tool::ToolPolicy;
+use crate::tool::{OutputSaver, ToolPolicy};
 
 /// A stdio server's process: every process it started, `setsid` ones included, is killed on
 /// drop (see [`tree`](crate::process::tree)).

@@ -150,8 +150,7 @@ pub(crate) use ledger::{new_pause_id, process_ledger};
 pub use signed::{DEFAULT_MAX_STATE_BYTES, MIN_KEY_BYTES, StateFileError, StateKey};
 
 use crate::message::ToolCall;
-use crate::tool::ToolDefinition;
-pub use crate::tool::{Approval, ApprovalPolicy};
+use crate::tool::{Approval, ToolDefinition};
 
 /// What the agent's approval policy sees: a call that passed validation and
 /// `before_tool_call`, with the arguments the tool would receive.

@@ -22,7 +22,7 @@ use tracing::Instrument;
 use super::policy::{self, NestedFailures, Policies};
 use super::worker;
 use crate::aborted::OPERATION_ABORTED;
-use crate::agent::approval::{self, Approval};
+use crate::agent::approval;
 use crate::agent::failure::{self, BLOCKED, CallFailure};
 use crate::agent::hooks::{AfterToolCall, BeforeToolCall, Hooks, ToolCallDecision};
 use crate::agent::telemetry;
@@ -33,8 +33,8 @@ use crate::message::{
 };
 use crate::tool::context::ToolCaller;
 use crate::tool::{
-    ConversationTools, RunContext, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind,
-    ToolResult, ToolSwitch,
+    Approval, ConversationTools, RunContext, Tool, ToolContext, ToolDefinition, ToolError,
+    ToolErrorKind, ToolResult, ToolSwitch,
 };
 
 /// How long a running tool may ignore the run's cancellation before the loop stops waiting
