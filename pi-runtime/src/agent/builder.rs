@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::approval::{self, ApprovalRequest, PauseLedger};
+use super::approval::{self, Approval, ApprovalRequest, PauseLedger};
 use super::config::{AgentDefinition, Config, Opening};
 use super::dispatch::Policies;
 use super::error::BuildError;
@@ -22,8 +22,8 @@ use crate::message::Message;
 use crate::prompt::ToolSectionStyle;
 use crate::stream::{LanguageModel, ThinkingLevel, ToolChoice};
 use crate::tool::{
-    Approval, ConcurrencyLimits, ContextTools, ContextType, ExecutionMode, OutputSaver,
-    ToolDefinition, ToolError, ToolPolicy, ToolRegistry, ToolSet,
+    ConcurrencyLimits, ContextTools, ContextType, ExecutionMode, OutputSaver, ToolDefinition,
+    ToolError, ToolPolicy, ToolRegistry, ToolSet,
 };
 
 /// Builds an [`Agent`]; start with [`Agent::builder`].

@@ -5,6 +5,9 @@
 
 use std::time::Duration;
 
+/// The texts of a stop by the run's signal, at their home below the loop.
+pub(crate) use crate::aborted::{OPERATION_ABORTED, REQUEST_ABORTED};
+
 /// How a call failed; `None` on an [`Outcome`](super::dispatch::Outcome) means it succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -9,10 +9,10 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::approval::{AgentPolicy, ApprovalRequest};
+use super::approval::{AgentPolicy, Approval, ApprovalRequest};
 use crate::message::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage, Usage};
 use crate::stream::{Context, LanguageModel, ThinkingLevel, ToolChoice};
-use crate::tool::{Approval, ConversationTools, RunContext, ToolError, ToolResult};
+use crate::tool::{ConversationTools, RunContext, ToolError, ToolResult};
 
 /// What `before_tool_call` sees: a call whose arguments passed validation.
 #[derive(Debug, Clone)]

@@ -13,13 +13,13 @@ use super::config::{Config, Shared};
 use super::dispatch::{
     BatchOutcome, BatchRun, Dispatcher, HeldCall, RunLimits, guarded, panic_message,
 };
+use super::failure::REQUEST_ABORTED;
 use super::hooks::{FinishedTurn, RequestPlan, TurnControl};
 use super::journal::Journal;
 use super::outcome::RunEnd;
 use super::run_state::{Effect, RunState};
 use super::telemetry;
 use super::turn_tools::TurnTools;
-use crate::aborted::REQUEST_ABORTED;
 use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, SystemMessage};
 use crate::stream::{
     AssistantEventStream, AssistantMessageEvent, Context, LanguageModel, LiveMessage,

@@ -150,7 +150,8 @@ pub(crate) use ledger::{new_pause_id, process_ledger};
 pub use signed::{DEFAULT_MAX_STATE_BYTES, MIN_KEY_BYTES, StateFileError, StateKey};
 
 use crate::message::ToolCall;
-use crate::tool::{Approval, ToolDefinition};
+pub(crate) use crate::tool::Approval;
+use crate::tool::ToolDefinition;
 
 /// What the agent's approval policy sees: a call that passed validation and
 /// `before_tool_call`, with the arguments the tool would receive.

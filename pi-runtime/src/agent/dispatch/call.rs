@@ -21,9 +21,8 @@ use tracing::Instrument;
 
 use super::policy::{self, NestedFailures, Policies};
 use super::worker;
-use crate::aborted::OPERATION_ABORTED;
-use crate::agent::approval;
-use crate::agent::failure::{self, BLOCKED, CallFailure};
+use crate::agent::approval::{self, Approval};
+use crate::agent::failure::{self, BLOCKED, CallFailure, OPERATION_ABORTED};
 use crate::agent::hooks::{AfterToolCall, BeforeToolCall, Hooks, ToolCallDecision};
 use crate::agent::telemetry;
 use crate::agent::turn_tools::TurnTools;
@@ -33,8 +32,8 @@ use crate::message::{
 };
 use crate::tool::context::ToolCaller;
 use crate::tool::{
-    Approval, ConversationTools, RunContext, Tool, ToolContext, ToolDefinition, ToolError,
-    ToolErrorKind, ToolResult, ToolSwitch,
+    ConversationTools, RunContext, Tool, ToolContext, ToolDefinition, ToolError, ToolErrorKind,
+    ToolResult, ToolSwitch,
 };
 
 /// How long a running tool may ignore the run's cancellation before the loop stops waiting

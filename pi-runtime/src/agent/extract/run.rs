@@ -13,7 +13,7 @@ use super::options::ExtractOptions;
 use super::outcome::{ExtractError, Extracted};
 use super::partial::read_partial;
 use super::submit::Slot;
-use crate::aborted::OPERATION_ABORTED;
+use crate::agent::failure::OPERATION_ABORTED;
 use crate::agent::hooks::FinishedTurn;
 use crate::agent::{Agent, AgentError, AgentEvent, Prompt, SubscriptionId};
 use crate::message::{AssistantMessage, Message, StopReason, Usage, UserMessage};
