@@ -5,9 +5,6 @@
 
 use std::time::Duration;
 
-/// The texts of a stop by the run's signal, at their home below the loop.
-pub(crate) use crate::aborted::{OPERATION_ABORTED, REQUEST_ABORTED};
-
 /// How a call failed; `None` on an [`Outcome`](super::dispatch::Outcome) means it succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -55,6 +52,9 @@ impl CallFailure {
         matches!(self, CallFailure::Validation | CallFailure::Retry)
     }
 }
+
+/// The texts of a stop by the run's signal, at their home below the loop.
+pub(crate) use crate::aborted::{OPERATION_ABORTED, REQUEST_ABORTED};
 
 /// A call that `before_tool_call` blocked without a reason.
 pub(crate) const BLOCKED: &str = "Tool execution was blocked";
