@@ -33,12 +33,13 @@ use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use pi_runtime::agent::approval::{Approval, ApprovalDecision, ApprovalRequest, destructive_tools};
+use pi_runtime::agent::approval::{ApprovalDecision, ApprovalRequest, destructive_tools};
 use pi_runtime::agent::{Agent, AgentError, AgentEvent, RunEnd, RunOutcome, RunState};
 use pi_runtime::mcp::McpClient;
 use pi_runtime::prompt::ToolSectionStyle;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::provider::presets;
+use pi_runtime::tool::Approval;
 use pi_runtime::tools::{Bash, Edit, Read, WorkingDir, Write};
 use pi_runtime::{
     AssistantMessageEvent, Context, LanguageModel, Message, ThinkingLevel, ToolDefinition,

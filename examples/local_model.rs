@@ -14,8 +14,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use pi_runtime::agent::{Agent, RunEnd};
+use pi_runtime::provider::http::{HttpModel, RetryPolicy};
 use pi_runtime::provider::presets;
-use pi_runtime::provider::{HttpModel, RetryPolicy};
 use pi_runtime::{ContentBlock, Message, ToolChoice};
 
 #[path = "shared/local_model_tools.rs"]

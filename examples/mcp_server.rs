@@ -64,7 +64,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use pi_runtime::mcp::auth::{Authentication, JwksSource, JwtVerifier, StaticTokens};
-use pi_runtime::mcp::{Cluster, HttpServing, McpError, McpServer, SessionLimits, ToolHints};
+use pi_runtime::mcp::{Cluster, HttpServing, McpError, McpServer, SessionLimits};
+use pi_runtime::tool::ToolHints;
 use pi_runtime::tools::{Bash, Edit, Read, WorkingDir, Write};
 use pi_runtime::{ToolContext, ToolError, ToolResult, tool};
 

@@ -24,7 +24,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use pi_runtime::agent::{Agent, AgentEvent, BuildError, Extractor};
+use pi_runtime::agent::extract::Extractor;
+use pi_runtime::agent::{Agent, AgentEvent, BuildError};
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::provider::presets;
 use pi_runtime::{LanguageModel, Message, tool_args};

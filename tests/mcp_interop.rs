@@ -21,9 +21,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use pi_runtime::agent::{Agent, AgentEvent, validate_tool_call};
-use pi_runtime::mcp::{McpClient, TempFileSaver};
+use pi_runtime::mcp::McpClient;
 use pi_runtime::message::SystemMessage;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+use pi_runtime::tool::TempFileSaver;
 use pi_runtime::{Message, Tool, ToolCall};
 use serde_json::{Value, json};
 

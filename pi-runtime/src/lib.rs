@@ -144,7 +144,8 @@
 //! accepted per task and ends the run, and the turn and time limits hold.
 //!
 //! ```
-//! use pi_runtime::agent::{Agent, ExtractError};
+//! use pi_runtime::agent::Agent;
+//! use pi_runtime::agent::extract::ExtractError;
 //! use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 //! use pi_runtime::{Message, tool_args};
 //! use serde_json::json;
@@ -307,7 +308,7 @@
 //! | `openai-responses` | yes | [`provider::openai_responses`]: the OpenAI Responses API, which [`provider::presets::openai`] speaks |
 //! | `anthropic` | yes | [`provider::anthropic`]: Anthropic Messages |
 //! | `google` | yes | [`provider::google`]: Google Gemini |
-//! | `http` | with any provider | [`provider::HttpModel`], [`provider::presets`], SSE, retries, deadlines |
+//! | `http` | with any provider | [`provider::http::HttpModel`], [`provider::presets`], SSE, retries, deadlines |
 //! | `tools` | yes | [`tools`]: `read`, `write`, `edit`, `bash` and the file mutation queue |
 //! | `icu-segmenter` | yes | ICU word segmentation (ICU4C's rules and CJK engine over ICU4X's data) in [`tool_search`]: Chinese, Japanese, Korean and Thai text splits into words as pi splits it; without it, such text splits at spaces only |
 //! | `mcp` | no | `pi_runtime::mcp`: serve any [`ToolSet`] to MCP clients (stdio, streamable HTTP), and give an MCP server's tools to the agent, on rmcp (the official Rust SDK) and axum |
@@ -573,11 +574,13 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod aborted;
 pub mod agent;
 pub mod args;
 #[cfg(feature = "codemode")]
 #[cfg_attr(docsrs, doc(cfg(feature = "codemode")))]
 pub mod codemode;
+mod declaration;
 #[cfg(any(feature = "http", feature = "mcp"))]
 mod error_chain;
 mod excerpt;
@@ -606,6 +609,15 @@ pub mod tool_search;
 pub mod tools;
 pub mod transcript;
 
+// One path per item. An item's home is the innermost public module that holds its
+// definition (`Tool`, defined in a private file of `tool`: `tool::Tool`; `HttpModel`, in
+// `provider::http`: `provider::http::HttpModel`); docs, examples and tests name it there.
+// Besides its home, an item is reachable only through the front door: the re-exports
+// below (the names nearly every program uses) and `prelude`. No other module re-exports
+// it: a module that works with another module's item (the MCP tools with
+// `tool::ToolHints`, the approval pause with `tool::Approval`) links to its home instead.
+// What only the conformance runner calls is in the hidden `__conformance`, outside the
+// user API.
 pub use agent::{Agent, AgentEvent};
 pub use message::{
     AssistantMessage, ContentBlock, Message, StopReason, SystemMessage, ToolCall,
@@ -634,6 +646,10 @@ pub use pi_macros::{tool, tool_args};
 #[doc(hidden)]
 #[path = "private/mod.rs"]
 pub mod __private;
+
+#[doc(hidden)]
+#[path = "conformance.rs"]
+pub mod __conformance;
 
 // The README's examples compile and run as doc tests.
 #[cfg(doctest)]

@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::tool::Tool;
+use crate::declaration::Tool;
 
 /// Milliseconds since the Unix epoch, as pi stamps messages.
 pub fn now_ms() -> u64 {

@@ -37,9 +37,9 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
+use crate::declaration::Tool;
 use crate::message::{Message, SystemMessage, ToolRef, UserContent};
 use crate::stream::Context;
-use crate::tool::Tool;
 
 /// The tools declared by replaying `messages`' system messages in order: each message first
 /// removes its `toolsRemoved`, then puts its `toolsAdded` (a declared name keeps its place

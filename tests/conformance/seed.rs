@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use pi_runtime::json::{parse_with_repair, repair};
+use pi_runtime::__conformance::{parse_with_repair, repair};
 
 /// The seed's helper: blank → `{}`; the strict parse, with repair; else a lenient parse of
 /// the text, then of the repaired text; else `{}`. A root that is not an object is returned

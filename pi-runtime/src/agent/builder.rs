@@ -214,7 +214,7 @@ impl AgentBuilder {
     ///
     /// ```
     /// use pi_runtime::agent::Agent;
-    /// use pi_runtime::agent::approval::Approval;
+    /// use pi_runtime::tool::Approval;
     /// use pi_runtime::provider::faux::FauxModel;
     ///
     /// let agent = Agent::builder()

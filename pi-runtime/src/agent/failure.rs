@@ -1,5 +1,7 @@
 //! Why a tool call ended in an error result, and the texts the model sees for the failures
-//! the loop itself decides (pi 1.6's wording). One table: each text is written once here.
+//! the loop itself decides (pi 1.6's wording). One table: each text is written once here,
+//! but for the texts of a stop by the run's signal, which providers and tools write too
+//! ([`aborted`](crate::aborted)).
 
 use std::time::Duration;
 
@@ -53,12 +55,8 @@ impl CallFailure {
     }
 }
 
-/// Every call stopped by the run's cancellation signal, and an extraction that was aborted.
-pub(crate) const OPERATION_ABORTED: &str = "Operation aborted";
-
-/// The error of a model request the run's signal stopped, before or while it streamed, as
-/// providers word it; the loop writes it itself when the signal fired before a request.
-pub(crate) const REQUEST_ABORTED: &str = "Request was aborted";
+/// The texts of a stop by the run's signal, at their home below the loop.
+pub(crate) use crate::aborted::{OPERATION_ABORTED, REQUEST_ABORTED};
 
 /// A call that `before_tool_call` blocked without a reason.
 pub(crate) const BLOCKED: &str = "Tool execution was blocked";

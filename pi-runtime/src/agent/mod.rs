@@ -87,7 +87,6 @@ pub use dispatch::{ToolPolicies, validate_tool_call};
 pub use end::RunEnd;
 pub use error::{AgentError, BuildError};
 pub use events::AgentEvent;
-pub use extract::{ExtractBuilder, ExtractError, ExtractOptions, Extracted, Extractor};
 pub use handle::Agent;
 pub use hooks::{
     AfterToolCall, BeforeToolCall, FinishedTurn, Hooks, RequestPlan, ToolCallDecision,

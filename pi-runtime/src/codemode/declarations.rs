@@ -33,7 +33,7 @@ const INDENT: &str = "  ";
 /// What a script sees of one callable: its name, description and schemas.
 ///
 /// ```
-/// use pi_runtime::codemode::{Declaration, render_tool_signature};
+/// use pi_runtime::__conformance::{Declaration, render_tool_signature};
 /// use serde_json::json;
 ///
 /// let read = Declaration::new("read-file", "Read a file")
@@ -102,7 +102,7 @@ pub struct Global {
 /// then each global as `declare function` or grouped by namespace into `declare const ns`.
 ///
 /// ```
-/// use pi_runtime::codemode::{Declaration, Global, render_declarations};
+/// use pi_runtime::__conformance::{Declaration, Global, render_declarations};
 ///
 /// let text = render_declarations(
 ///     &[Declaration::new("ping", "Ping")],
@@ -227,7 +227,7 @@ fn doc_comment(description: &str, indent: &str) -> String {
 /// tags, and is `unknown` if still too long.
 ///
 /// ```
-/// use pi_runtime::codemode::schema_to_type;
+/// use pi_runtime::__conformance::schema_to_type;
 /// use serde_json::json;
 ///
 /// let schema = json!({"type": "object",
@@ -269,7 +269,7 @@ pub fn schema_to_type(schema: &Value, max_chars: Option<usize>) -> String {
 /// percent-decoded, then `~1` → `/` and `~0` → `~`; only an object or a boolean counts.
 ///
 /// ```
-/// use pi_runtime::codemode::resolve_schema_ref;
+/// use pi_runtime::__conformance::resolve_schema_ref;
 /// use serde_json::json;
 ///
 /// let root = json!({"$defs": {"a/b": {"type": "string"}}});

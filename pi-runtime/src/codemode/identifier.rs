@@ -5,7 +5,7 @@
 /// becomes `_`; an empty name is `_`.
 ///
 /// ```
-/// use pi_runtime::codemode::to_codemode_identifier;
+/// use pi_runtime::__conformance::to_codemode_identifier;
 ///
 /// assert_eq!(to_codemode_identifier("my-tool"), "my_tool");
 /// assert_eq!(to_codemode_identifier("9lives"), "_lives");

@@ -192,7 +192,8 @@ pub fn base_description(settings: &CodemodeSettings) -> String {
 /// active ones, in activation order).
 ///
 /// ```
-/// use pi_runtime::codemode::{CodemodeSettings, LoadoutTool, prepare_loadout};
+/// use pi_runtime::__conformance::{LoadoutTool, prepare_loadout};
+/// use pi_runtime::codemode::CodemodeSettings;
 /// use pi_runtime::tool::Exposure;
 /// use serde_json::json;
 ///

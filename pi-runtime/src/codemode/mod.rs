@@ -1,11 +1,6 @@
 //! Code mode (pi 1.6's `codemode` tool): the model writes one JavaScript program that calls
 //! many tools, and only what the program returns reaches the model's context.
 //!
-//! - [`to_codemode_identifier`], [`schema_to_type`], [`render_declarations`]: what scripts
-//!   see of the tools, as TypeScript declarations built from their schemas.
-//! - [`parse_codemode_source`]: the script text with its optional `// @options:` line.
-//! - [`prepare_loadout`]: the codemode tool's description, listing the tools scripts can call
-//!   within a token budget, and the note on declared tools that scripts can call too.
 //! - [`CodemodeTool`]: the tool itself. Each script runs in a fresh QuickJS VM (through
 //!   `rquickjs`) on its own thread: frozen built-ins, no modules, timers, file system or
 //!   network, a 256 MiB heap, a time limit of 60 s unless the script or the tool sets another. Every `tools.x(args)` call runs through the agent's own tool
@@ -23,21 +18,30 @@ mod source;
 mod tool;
 mod vm;
 
-pub use declarations::{
-    Declaration, Global, INPUT_SCHEMA_MAX_CHARS, render_declarations, render_tool_sample,
-    render_tool_signature, resolve_schema_ref, schema_to_type,
-};
-pub use identifier::to_codemode_identifier;
 pub use loadout::{
-    CODEMODE_TOOL_NAME, CodemodeMode, CodemodeSettings, DEFAULT_INLINE_BUDGET, Loadout,
-    LoadoutTool, Namespace, PROMPT_GUIDELINE, PROMPT_SNIPPET, base_description,
-    codemode_declaration, is_callable, prepare_loadout,
+    CODEMODE_TOOL_NAME, CodemodeMode, CodemodeSettings, DEFAULT_INLINE_BUDGET, Namespace,
+    PROMPT_GUIDELINE, PROMPT_SNIPPET, base_description,
 };
 pub use output::{OutputFiles, TempOutputFiles};
 pub use runtime::{CallRecord, CallStatus, ErrorKind, ScriptError};
 pub use sandbox::{DEFAULT_INTERRUPT_BUDGET, Sandbox, SandboxOutput, SandboxResult};
-pub use source::{
-    CodemodeSource, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, OPTIONS_PREFIX, SOURCE_GRAMMAR,
-    SourceError, SourceOptions, parse_codemode_source,
-};
+pub use source::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 pub use tool::{CodemodeStore, CodemodeTool, StoreEntry};
+
+/// The pieces only the conformance runner calls, each compared with pi's own: the
+/// declaration renderers, the loadout hook and the source parser. Public at
+/// [`pi_runtime::__conformance`](crate::__conformance), not in the user API.
+pub(crate) mod conformance {
+    pub use super::declarations::{
+        Declaration, Global, INPUT_SCHEMA_MAX_CHARS, render_declarations, render_tool_sample,
+        render_tool_signature, resolve_schema_ref, schema_to_type,
+    };
+    pub use super::identifier::to_codemode_identifier;
+    pub use super::loadout::{
+        Loadout, LoadoutTool, codemode_declaration, is_callable, prepare_loadout,
+    };
+    pub use super::source::{
+        CodemodeSource, OPTIONS_PREFIX, SOURCE_GRAMMAR, SourceError, SourceOptions,
+        parse_codemode_source,
+    };
+}

@@ -76,7 +76,7 @@ impl SourceError {
 /// `timeout_ms` fields, each with pi's message.
 ///
 /// ```
-/// use pi_runtime::codemode::parse_codemode_source;
+/// use pi_runtime::__conformance::parse_codemode_source;
 ///
 /// let source = parse_codemode_source("// @options: {\"timeout_ms\": 5000}\nreturn 1;").unwrap();
 /// assert_eq!(source.code, "\nreturn 1;");

@@ -116,7 +116,7 @@ impl CodemodeStore {
 /// VM on its own thread, with no modules, timers or I/O.
 ///
 ///
-/// Requests declare it with the description [`prepare_loadout`] makes of the registered
+/// Requests declare it with the description pi's loadout hook makes of the registered
 /// tools (the tools scripts can call, within [`CodemodeSettings::inline_budget`]); in
 /// [`CodemodeMode::On`](super::CodemodeMode::On) the other declared tools that scripts can
 /// call say how, and in [`CodemodeMode::Only`](super::CodemodeMode::Only) requests leave out

@@ -5,7 +5,7 @@ use crate::excerpt::{ARGUMENTS_EXCERPT_BYTES, excerpt_within};
 use serde_json::{Map, Value};
 
 /// The error text of arguments that parse but are not an object.
-pub const NOT_AN_OBJECT: &str = "Tool arguments must be a JSON object";
+const NOT_AN_OBJECT: &str = "Tool arguments must be a JSON object";
 
 /// A finished call's arguments: the object, or `{}` and the error the model sees.
 #[derive(Debug, Clone, PartialEq)]

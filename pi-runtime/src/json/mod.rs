@@ -86,15 +86,13 @@
 //! something from one delta to the next must keep that true. The conformance cases
 //! `partial_json` and `partial_json_stream` compare both with pi.
 
-mod finish;
+pub(crate) mod finish;
 mod parser;
 mod scalar;
 mod string;
 mod value;
 
-pub use finish::{
-    NOT_AN_OBJECT, ParsedArguments, parse_tool_call_arguments, parse_with_repair, repair,
-};
+pub use finish::{ParsedArguments, parse_tool_call_arguments};
 pub use parser::{MAX_DEPTH, PartialJsonError, PartialJsonParser};
 
 use serde_json::{Map, Value};

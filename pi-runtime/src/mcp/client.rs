@@ -16,7 +16,6 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use tokio::io::AsyncReadExt;
 
 use super::connection::{ChildGuard, ClientInner, Handler, Shared};
-use super::content::{OutputSaver, TempFileSaver};
 use super::http::HttpBackend;
 use super::listing::{DEFAULT_MAX_PAGES, DEFAULT_MAX_TOOL_SIZE, DEFAULT_MAX_TOOLS, Limits};
 use super::schema::ListedTool;
@@ -27,6 +26,7 @@ use crate::agent::Agent;
 use crate::process::tree::{MARKER_VAR, Tree};
 use crate::tool::ToolPolicy;
 use crate::tool::{Exposure, Registration, RegistryError, ToolDefinition, ToolSet, ToolSetExt};
+use crate::tool::{OutputSaver, TempFileSaver};
 
 /// How long a call may go without an answer or a progress notification, by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);

@@ -14,13 +14,10 @@ use rmcp::{ClientHandler, Peer, RoleClient};
 use tokio::sync::mpsc;
 
 use super::McpError;
-use super::content::OutputSaver;
 use super::http::StreamFailures;
-use super::listing::{self, Limits, Listing, Refresh};
-use super::schema::ListedTool;
+use super::listing::{Limits, Listing, ToolsState, list_tools};
 use crate::process::tree::Tree;
-use crate::tool::Tool;
-use crate::tool::ToolPolicy;
+use crate::tool::{OutputSaver, ToolPolicy};
 
 /// A stdio server's process: every process it started, `setsid` ones included, is killed on
 /// drop (see [`tree`](crate::process::tree)).
@@ -133,12 +130,12 @@ impl ClientInner {
 
     /// The server's tools, within the bounds of [`Limits`](super::listing::Limits).
     pub(super) async fn list(&self) -> Result<Listing, McpError> {
-        listing::list_tools(&self.peer, &self.shared).await
+        self.shared.list(&self.peer).await
     }
 
     /// Name the listed tools and keep those whose schema compiles.
     pub(super) fn install(&self, listing: Listing) -> Result<(), McpError> {
-        listing::install(&self.shared, listing)
+        self.shared.install(listing)
     }
 
     /// The process id of a stdio server, while it runs.
@@ -176,21 +173,11 @@ impl ClientInner {
     }
 }
 
-/// A listed tool whose schema compiled.
-pub(super) struct Listed {
-    pub(super) definition: ListedTool,
-    /// Its definition as the agent sees it, schema compiled.
-    pub(super) tool: Tool,
-}
-
-/// The server's current tool list.
-#[derive(Default)]
-pub(super) struct ToolsState {
-    pub(super) listed: Vec<Listed>,
-    /// The tools whose schema does not compile, with the reason.
-    pub(super) rejected: Vec<(String, String)>,
-    /// Why the list holds fewer tools than the server offers, if it does.
-    pub(super) cut: Option<String>,
+/// Whether a refresh runs, and whether the list changed again since it began.
+#[derive(Debug, Default)]
+struct Refresh {
+    running: bool,
+    pending: bool,
 }
 
 /// What the connection's handler and the tools share.
@@ -198,7 +185,7 @@ pub(super) struct Shared {
     server: String,
     pub(super) limits: Limits,
     tools: RwLock<ToolsState>,
-    pub(super) refresh: Mutex<Refresh>,
+    refresh: Mutex<Refresh>,
     /// Why an HTTP response stream broke, for the call it was to answer.
     pub(super) stream_failures: Arc<StreamFailures>,
     pub(super) progress:
@@ -255,24 +242,27 @@ impl Shared {
             .clone()
     }
 
-    /// Make `listed` the server's tools, and tell whoever follows the changes; not once the
+    /// The server's tools, within the bounds of [`Limits`](super::listing::Limits).
+    async fn list(&self, peer: &Peer<RoleClient>) -> Result<Listing, McpError> {
+        list_tools(peer, self.server(), self.limits, || self.failure()).await
+    }
+
+    /// Name the listed tools and make those whose schema compiles the server's tools.
+    fn install(&self, listing: Listing) -> Result<(), McpError> {
+        let taken = self.taken();
+        self.set_tools(listing.compile(self.server(), &taken)?);
+        Ok(())
+    }
+
+    /// Make `state` the server's tools, and tell whoever follows the changes; not once the
     /// connection has failed (a refresh that ends after `close` brings nothing back).
-    pub(super) fn set_tools(
-        &self,
-        listed: Vec<Listed>,
-        rejected: Vec<(String, String)>,
-        cut: Option<String>,
-    ) {
+    fn set_tools(&self, state: ToolsState) {
         let mut tools = self.tools.write().unwrap_or_else(PoisonError::into_inner);
         // Checked under the lock that `clear_tools` takes after the failure is set.
         if self.failure().is_some() {
             return;
         }
-        *tools = ToolsState {
-            listed,
-            rejected,
-            cut,
-        };
+        *tools = state;
         drop(tools);
         self.listings.send_modify(|count| *count += 1);
     }
@@ -366,6 +356,56 @@ impl ClientHandler for Handler {
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
-        listing::refresh(&self.shared, context.peer);
+        refresh(&self.shared, context.peer);
     }
+}
+
+/// The server said its tool list changed: list it again in the background. A refresh that
+/// runs already takes the news with it: it lists once more when it ends, so a storm of
+/// notifications costs two listings, not one each.
+fn refresh(shared: &Arc<Shared>, peer: Peer<RoleClient>) {
+    {
+        let mut refresh = shared
+            .refresh
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        refresh.pending = true;
+        if refresh.running {
+            return;
+        }
+        refresh.running = true;
+    }
+    let shared = Arc::clone(shared);
+    // Listing is a request to the same peer: it cannot be awaited inside its own
+    // notification handler.
+    tokio::spawn(async move {
+        loop {
+            shared
+                .refresh
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pending = false;
+            // Within the timeout as a whole, as at connection, however many pages.
+            let listed = tokio::time::timeout(shared.limits.timeout, shared.list(&peer))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(McpError::Connect(format!(
+                        "MCP server {} did not list its tools within {:?}",
+                        shared.server(),
+                        shared.limits.timeout
+                    )))
+                });
+            if let Err(error) = listed.and_then(|listing| shared.install(listing)) {
+                tracing::warn!(server = %shared.server(), %error, "the server's new tool list was not read");
+            }
+            let mut refresh = shared
+                .refresh
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if !refresh.pending || peer.is_transport_closed() {
+                refresh.running = false;
+                return;
+            }
+        }
+    });
 }

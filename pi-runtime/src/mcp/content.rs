@@ -8,9 +8,9 @@ use serde_json::{Map, Value};
 use super::McpError;
 use crate::js::{js_to_fixed_1, js_trim};
 use crate::message::ContentBlock;
+use crate::tool::OutputSaver;
 use crate::tool::ToolResult;
 use crate::tool::output::{cap_text, joined_text};
-pub use crate::tool::{OutputSaver, TempFileSaver};
 
 /// The joined text of a result above this many UTF-8 bytes is cut: its head and tail are
 /// kept, and the full text is saved to a file the model is told about.
@@ -55,7 +55,8 @@ impl<'a> ResultOptions<'a> {
 /// sees, as pi's MCP extension does. `tool` is the MCP tool's own name.
 ///
 /// ```
-/// use pi_runtime::mcp::{ResultOptions, TempFileSaver, convert_result};
+/// use pi_runtime::__conformance::{ResultOptions, convert_result};
+/// use pi_runtime::tool::TempFileSaver;
 /// use serde_json::json;
 ///
 /// let saver = TempFileSaver::new();

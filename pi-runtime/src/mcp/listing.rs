@@ -1,9 +1,8 @@
 //! Listing a server's tools within bounds: at most so many pages and so many tools a
-//! listing, each page within the connection's timeout, and one refresh at a time however
-//! many `notifications/tools/list_changed` arrive.
+//! listing, each page within the connection's timeout; then the tools named, and kept if
+//! their schema compiles.
 
 use std::io;
-use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -13,9 +12,8 @@ use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
 
-use super::connection::{Listed, Shared};
 use super::naming::tool_name;
-use super::schema::tool_definitions;
+use super::schema::{ListedTool, tool_definitions};
 use super::{McpError, errors};
 use crate::sse::byte_size;
 use crate::tool::Tool;
@@ -90,23 +88,34 @@ impl io::Write for ByteCount {
     }
 }
 
-/// Whether a refresh runs, and whether the list changed again since it began.
-#[derive(Debug, Default)]
-pub(super) struct Refresh {
-    running: bool,
-    pending: bool,
+/// A listed tool whose schema compiled.
+pub(super) struct Listed {
+    pub(super) definition: ListedTool,
+    /// Its definition as the agent sees it, schema compiled.
+    pub(super) tool: Tool,
 }
 
-/// The server's tools, page after page, until the last page or a bound: past
+/// The server's current tool list.
+#[derive(Default)]
+pub(super) struct ToolsState {
+    pub(super) listed: Vec<Listed>,
+    /// The tools whose schema does not compile, with the reason.
+    pub(super) rejected: Vec<(String, String)>,
+    /// Why the list holds fewer tools than the server offers, if it does.
+    pub(super) cut: Option<String>,
+}
+
+/// The tools of `server`, page after page, until the last page or a bound: past
 /// [`Limits::max_tools`] or [`Limits::max_pages`] the tools taken so far are kept and the
 /// listing says what was left out. Only the tools kept are converted; the rest of a page is
-/// dropped with it.
+/// dropped with it. A page that fails is explained by the connection's `failure`, if it has
+/// one, else by the error of the request.
 pub(super) async fn list_tools(
     peer: &Peer<RoleClient>,
-    shared: &Shared,
+    server: &str,
+    limits: Limits,
+    failure: impl Fn() -> Option<String>,
 ) -> Result<Listing, McpError> {
-    let limits = shared.limits;
-    let server = shared.server();
     let (mut listing, mut cursor, mut pages) = (Listing::default(), None, 0);
     loop {
         pages += 1;
@@ -117,7 +126,7 @@ pub(super) async fn list_tools(
             Ok(ServerResult::ListToolsResult(result)) => result,
             Ok(_) => return Err(McpError::InvalidToolList),
             Err(error) => {
-                let reason = shared.failure().unwrap_or_else(|| errors::service(&error));
+                let reason = failure().unwrap_or_else(|| errors::service(&error));
                 return Err(McpError::Connect(format!(
                     "MCP server {server} did not list its tools: {reason}"
                 )));
@@ -163,80 +172,34 @@ async fn request_page(
     .await
 }
 
-/// Name the listed tools and keep those whose schema compiles, each with its compiled
-/// definition (every tool made from it shares that one compilation).
-pub(super) fn install(shared: &Shared, listing: Listing) -> Result<(), McpError> {
-    let taken = shared.taken();
-    let definitions = tool_definitions(shared.server(), &listing.tools, |name| {
-        taken.iter().any(|t| t == name)
-    })?;
-    drop(listing.tools);
-    let mut kept = Vec::with_capacity(definitions.len());
-    let mut rejected = listing.too_large;
-    for definition in definitions {
-        let tool = Tool::new(
-            definition.name.clone(),
-            definition.description.clone(),
-            definition.parameters.clone(),
-        );
-        match tool.compiled_schema() {
-            Ok(_) => kept.push(Listed { definition, tool }),
-            Err(error) => rejected.push((definition.name, error.to_string())),
-        }
-    }
-    if let Some(cut) = &listing.cut {
-        tracing::warn!(server = %shared.server(), "{cut}");
-    }
-    shared.set_tools(kept, rejected, listing.cut);
-    Ok(())
-}
-
-/// The server said its tool list changed: list it again in the background. A refresh that
-/// runs already takes the news with it: it lists once more when it ends, so a storm of
-/// notifications costs two listings, not one each.
-pub(super) fn refresh(shared: &Arc<Shared>, peer: Peer<RoleClient>) {
-    {
-        let mut refresh = shared
-            .refresh
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        refresh.pending = true;
-        if refresh.running {
-            return;
-        }
-        refresh.running = true;
-    }
-    let shared = Arc::clone(shared);
-    // Listing is a request to the same peer: it cannot be awaited inside its own
-    // notification handler.
-    tokio::spawn(async move {
-        loop {
-            shared
-                .refresh
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pending = false;
-            // Within the timeout as a whole, as at connection, however many pages.
-            let listed = tokio::time::timeout(shared.limits.timeout, list_tools(&peer, &shared))
-                .await
-                .unwrap_or_else(|_| {
-                    Err(McpError::Connect(format!(
-                        "MCP server {} did not list its tools within {:?}",
-                        shared.server(),
-                        shared.limits.timeout
-                    )))
-                });
-            if let Err(error) = listed.and_then(|listing| install(&shared, listing)) {
-                tracing::warn!(server = %shared.server(), %error, "the server's new tool list was not read");
-            }
-            let mut refresh = shared
-                .refresh
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if !refresh.pending || peer.is_transport_closed() {
-                refresh.running = false;
-                return;
+impl Listing {
+    /// Name the listed tools of `server` (a name in `taken` is owned by another tool) and
+    /// keep those whose schema compiles, each with its compiled definition (every tool made
+    /// from it shares that one compilation).
+    pub(super) fn compile(self, server: &str, taken: &[String]) -> Result<ToolsState, McpError> {
+        let definitions =
+            tool_definitions(server, &self.tools, |name| taken.iter().any(|t| t == name))?;
+        drop(self.tools);
+        let mut kept = Vec::with_capacity(definitions.len());
+        let mut rejected = self.too_large;
+        for definition in definitions {
+            let tool = Tool::new(
+                definition.name.clone(),
+                definition.description.clone(),
+                definition.parameters.clone(),
+            );
+            match tool.compiled_schema() {
+                Ok(_) => kept.push(Listed { definition, tool }),
+                Err(error) => rejected.push((definition.name, error.to_string())),
             }
         }
-    });
+        if let Some(cut) = &self.cut {
+            tracing::warn!(server = %server, "{cut}");
+        }
+        Ok(ToolsState {
+            listed: kept,
+            rejected,
+            cut: self.cut,
+        })
+    }
 }

@@ -14,11 +14,11 @@
 //!   connections, origins, a cluster).
 //! - **Client** ([`McpClient`]): connects to a server over stdio (a child process) or streamable
 //!   HTTP and turns each of its tools into an [`AgentTool`](crate::AgentTool) exactly as pi's
-//!   MCP extension does: [`tool_definitions`] for the definitions,
-//!   [`convert_result`] for what the model sees of a result. What one server can make it
-//!   hold is bounded: [`DEFAULT_MAX_TOOLS`] tools of at most [`DEFAULT_MAX_TOOL_SIZE`] bytes
-//!   each, read from at most [`DEFAULT_MAX_PAGES`] pages a listing, one listing at a time however often the list changes, and messages of
-//!   at most [`DEFAULT_MAX_MESSAGE_SIZE`] bytes (each configurable on [`McpClientBuilder`]).
+//!   MCP extension does: the same definitions, and the same text of a result for the model.
+//!   What one server can make it hold is bounded: [`DEFAULT_MAX_TOOLS`] tools of at most
+//!   [`DEFAULT_MAX_TOOL_SIZE`] bytes each, read from at most [`DEFAULT_MAX_PAGES`] pages a
+//!   listing, one listing at a time however often the list changes, and messages of at most
+//!   [`DEFAULT_MAX_MESSAGE_SIZE`] bytes (each configurable on [`McpClientBuilder`]).
 //!
 //! Both ways at once: a `#[tool]` served over streamable HTTP on loopback, and an agent that
 //! uses it through the client, next to its own tools. The model (a faux one here) calls it
@@ -76,13 +76,13 @@
 pub mod auth;
 mod client;
 mod connection;
-mod content;
+pub(crate) mod content;
 mod errors;
 mod http;
 mod http_server;
 mod listing;
 mod naming;
-mod schema;
+pub(crate) mod schema;
 mod server;
 mod stdio;
 mod tool;
@@ -93,20 +93,17 @@ use thiserror::Error;
 
 use crate::tool::RegistryError;
 
-pub use crate::tool::ToolHints;
 pub use client::{
     DEFAULT_MAX_CALL_TIME, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_TIMEOUT, MAX_CALL_TIME_PER_TIMEOUT,
     McpClient, McpClientBuilder,
 };
-pub use content::{
-    MCP_OUTPUT_MAX_BYTES, OutputSaver, ResultOptions, TempFileSaver, convert_result,
-};
+pub use content::MCP_OUTPUT_MAX_BYTES;
 pub use http_server::{
     Cluster, DEFAULT_CONNECTION_IDLE_TIMEOUT, DEFAULT_MAX_REQUEST_BODY, HttpServing, McpHttpServer,
     SessionLimits,
 };
 pub use listing::{DEFAULT_MAX_PAGES, DEFAULT_MAX_TOOL_SIZE, DEFAULT_MAX_TOOLS};
-pub use schema::{ListedTool, tool_definitions};
+pub use schema::ListedTool;
 pub use server::McpServer;
 
 /// Everything that can go wrong between us and an MCP peer.

@@ -4,14 +4,15 @@
 
 use serde_json::{Map, Value, json};
 
+use super::McpError;
 use super::naming::assign_names;
-use super::{McpError, ToolHints};
 use crate::js::js_trim;
+use crate::tool::ToolHints;
 
 /// The definition one MCP tool gets in the agent, as pi's MCP extension makes it.
 ///
 /// ```
-/// use pi_runtime::mcp::tool_definitions;
+/// use pi_runtime::__conformance::tool_definitions;
 /// use serde_json::json;
 ///
 /// let tools = [json!({"name": "read-file", "inputSchema": {"properties": {"path": {"type": "string"}}}})];

@@ -15,16 +15,17 @@ use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::connection::{ClientInner, Listed, Shared};
+use super::connection::{ClientInner, Shared};
 use super::content::{ResultOptions, convert_result};
 use super::errors;
+use super::listing::Listed;
 use crate::message::ContentBlock;
 use crate::tool::{
     AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSettings,
 };
 
 /// The text of a call stopped by the run's cancellation signal, as in the agent loop.
-use crate::agent::failure::OPERATION_ABORTED as ABORTED;
+use crate::aborted::OPERATION_ABORTED as ABORTED;
 
 /// One tool of an MCP server, as the agent runs it.
 pub(super) struct McpTool {

@@ -32,7 +32,7 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::failure::REQUEST_ABORTED;
+use crate::aborted::REQUEST_ABORTED;
 use crate::json::PartialJsonParser;
 use crate::message::{
     AssistantMessage, ContentBlock, StopReason, ThinkingContent, ToolCall, now_ms,

@@ -1,6 +1,6 @@
-//! Model providers: one [`HttpModel`] for every wire API, one folder per wire API (wire
-//! types, request conversion, stream parsing), presets, and the faux model used by tests
-//! and examples.
+//! Model providers: one [`HttpModel`](http::HttpModel) for every wire API, one folder per
+//! wire API (wire types, request conversion, stream parsing), presets, and the faux model
+//! used by tests and examples.
 //!
 //! | [`Api`] | folder | servers |
 //! |---|---|---|
@@ -63,8 +63,6 @@ pub mod http;
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod presets;
 
-#[cfg(feature = "http")]
-pub use http::{HttpModel, HttpOptions, RetryPolicy};
 pub use model::{Api, Compat, Model, PromptCacheKeyMode};
 
 #[cfg(feature = "http")]

@@ -5,6 +5,7 @@
 //!
 //! ```
 //! use pi_runtime::LanguageModel;
+//! use pi_runtime::provider::http::HttpModel;
 //! use pi_runtime::provider::presets;
 //!
 //! // The key comes from DEEPSEEK_API_KEY unless given.
@@ -21,7 +22,7 @@
 //! assert_eq!(local.api(), "openai-completions");
 //!
 //! // The model itself rather than a shared trait object: `HttpModel::from(preset)`.
-//! let claude = pi_runtime::provider::HttpModel::from(presets::anthropic("claude-sonnet-4-5"));
+//! let claude = HttpModel::from(presets::anthropic("claude-sonnet-4-5"));
 //! assert_eq!(claude.model().base_url, presets::ANTHROPIC_BASE_URL);
 //! ```
 //!

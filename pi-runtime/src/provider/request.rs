@@ -24,8 +24,8 @@ pub enum RequestError {
     },
 }
 
-/// The JSON body a request for `model` would POST: what [`HttpModel`](super::HttpModel) sends, key
-/// order included. Useful for logging, dry runs and tests.
+/// The JSON body a request for `model` would POST: what [`HttpModel`](super::http::HttpModel)
+/// sends, key order included. Useful for logging, dry runs and tests.
 ///
 /// # Errors
 /// [`RequestError::Invalid`]: the request must fail before the network, for example

@@ -8,8 +8,8 @@ use futures::stream::BoxStream;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::declaration::Tool;
 use crate::message::{AssistantMessage, Message, StopReason, ToolCall};
-use crate::tool::Tool;
 
 mod live;
 mod writer;

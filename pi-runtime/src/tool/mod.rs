@@ -16,7 +16,6 @@
 
 mod approval;
 pub(crate) mod context;
-mod definition;
 mod dynamic;
 mod exposure;
 mod extract;
@@ -33,9 +32,9 @@ mod settings;
 mod switch;
 mod toolset;
 
+pub use crate::declaration::{ConstrainedSampling, GrammarVariants, Strictness, Tool};
 pub use approval::{Approval, ApprovalPolicy};
 pub use context::ToolContext;
-pub use definition::{ConstrainedSampling, GrammarVariants, Strictness, Tool};
 pub use dynamic::FnTool;
 pub use exposure::Exposure;
 pub use extract::{ContextRejection, FromToolContext};

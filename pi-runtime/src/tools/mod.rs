@@ -57,4 +57,4 @@ pub use read::{Read, ReadParams, read};
 pub use write::{Write, WriteParams, write};
 
 /// The failure text of a tool stopped by the run's cancellation signal.
-pub(crate) use crate::agent::failure::OPERATION_ABORTED as ABORTED;
+pub(crate) use crate::aborted::OPERATION_ABORTED as ABORTED;

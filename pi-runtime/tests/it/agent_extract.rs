@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use pi_runtime::agent::extract::{DEFAULT_ACCEPTED_TEXT, DEFAULT_REMINDER};
-use pi_runtime::agent::{
-    Agent, AgentError, AgentEvent, BuildError, ExtractError, Extractor, TurnControl,
+use pi_runtime::agent::extract::{
+    DEFAULT_ACCEPTED_TEXT, DEFAULT_REMINDER, ExtractError, Extractor,
 };
+use pi_runtime::agent::{Agent, AgentError, AgentEvent, BuildError, TurnControl};
 use pi_runtime::message::UserContent;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::tool::RegistryError;

@@ -4,7 +4,8 @@
 //! submission ends the run. The request bodies show the submit tool, `strict` where the
 //! model supports it, and `tool_choice` when forcing is on.
 
-use pi_runtime::agent::{Agent, ExtractError, Extractor};
+use pi_runtime::agent::Agent;
+use pi_runtime::agent::extract::{ExtractError, Extractor};
 use pi_runtime::provider::http::RetryPolicy;
 use pi_runtime::provider::presets::{self, Preset};
 use serde_json::{Value, json};

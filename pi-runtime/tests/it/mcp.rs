@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use pi_runtime::agent::Agent;
-use pi_runtime::mcp::{HttpServing, McpClient, McpHttpServer, McpServer, TempFileSaver, ToolHints};
+use pi_runtime::mcp::{HttpServing, McpClient, McpHttpServer, McpServer};
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+use pi_runtime::tool::{TempFileSaver, ToolHints};
 use pi_runtime::{
     AgentTool, FnTool, Json, Message, State, ToolContext, ToolError, ToolResult, ToolSet, tool,
     tool_args,

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant, SystemTime};
 use axum::body::{Body, Bytes};
 use axum::response::Response;
 use futures::StreamExt;
-use pi_runtime::provider::{Api, HttpModel, HttpOptions, RetryPolicy};
+use pi_runtime::provider::Api;
+use pi_runtime::provider::http::{HttpModel, HttpOptions, RetryPolicy};
 use pi_runtime::{AssistantMessageEvent, ContentBlock, LanguageModel, StopReason, StreamOptions};
 use provider_support::{
     Reply, Server, context, final_message, model, openai_chunk, options, trace,

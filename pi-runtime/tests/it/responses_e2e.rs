@@ -678,7 +678,7 @@ async fn replay(body: String) -> Vec<pi_runtime::AssistantMessageEvent> {
         "baseUrl": "http://127.0.0.1:9"
     }))
     .expect("model");
-    pi_runtime::provider::HttpModel::new(model, provider_support::options())
+    pi_runtime::provider::http::HttpModel::new(model, provider_support::options())
         .replay(body)
         .collect()
         .await

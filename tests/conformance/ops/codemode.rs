@@ -1,10 +1,13 @@
 //! The code mode ops: `codemode_declarations` (what scripts and the model see of the tools)
 //! and `codemode_source` (the script text).
 
+use pi_runtime::__conformance::{
+    Declaration, Global, LoadoutTool, SOURCE_GRAMMAR, parse_codemode_source, prepare_loadout,
+    render_declarations,
+};
 use pi_runtime::codemode::{
-    CODEMODE_TOOL_NAME, CodemodeMode, CodemodeSettings, DEFAULT_INLINE_BUDGET, Declaration, Global,
-    LoadoutTool, Namespace, PROMPT_GUIDELINE, PROMPT_SNIPPET, SOURCE_GRAMMAR, base_description,
-    parse_codemode_source, prepare_loadout, render_declarations,
+    CODEMODE_TOOL_NAME, CodemodeMode, CodemodeSettings, DEFAULT_INLINE_BUDGET, Namespace,
+    PROMPT_GUIDELINE, PROMPT_SNIPPET, base_description,
 };
 use pi_runtime::tool::Exposure;
 use serde::Deserialize;

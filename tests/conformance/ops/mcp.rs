@@ -5,7 +5,8 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use pi_runtime::mcp::{OutputSaver, ResultOptions, convert_result, tool_definitions};
+use pi_runtime::__conformance::{ResultOptions, convert_result, tool_definitions};
+use pi_runtime::tool::OutputSaver;
 use pi_runtime::{ContentBlock, ToolResult};
 use serde_json::{Map, Value, json};
 

@@ -150,7 +150,7 @@ pub(crate) use ledger::{new_pause_id, process_ledger};
 pub use signed::{DEFAULT_MAX_STATE_BYTES, MIN_KEY_BYTES, StateFileError, StateKey};
 
 use crate::message::ToolCall;
-pub use crate::tool::{Approval, ApprovalPolicy};
+pub(crate) use crate::tool::Approval;
 use crate::tool::{Registration, ToolDefinition, ToolSettings};
 
 /// What the agent's approval policy sees: a call that passed validation and

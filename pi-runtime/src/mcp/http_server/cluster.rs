@@ -36,7 +36,8 @@ use rmcp::model::RequestId;
 use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use serde_json::json;
 
-use super::sessions::{Posted, session_id, session_not_found};
+use super::posted::Posted;
+use super::sessions::{session_id, session_not_found};
 use crate::mcp::McpError;
 
 /// Marks a request forwarded by a peer, with the peer's name.

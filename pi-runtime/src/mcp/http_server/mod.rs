@@ -9,6 +9,7 @@ mod connections;
 mod first_write;
 mod origins;
 mod parse_error;
+mod posted;
 mod router;
 mod serve;
 mod sessions;
@@ -21,9 +22,9 @@ use super::auth::Authentication;
 use super::{McpError, McpServer};
 
 pub use cluster::Cluster;
+pub(in crate::mcp) use posted::{Posted, refusal};
 pub use serve::McpHttpServer;
 pub use sessions::SessionLimits;
-pub(in crate::mcp) use sessions::{Posted, refusal};
 
 /// The largest POST body streamable HTTP reads, by default: 4 MiB.
 pub const DEFAULT_MAX_REQUEST_BODY: usize = 4 << 20;

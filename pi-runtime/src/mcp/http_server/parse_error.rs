@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use serde_json::{Value, json};
 
-use super::sessions::Posted;
+use super::posted::Posted;
 
 /// JSON-RPC's code for a body that is not JSON.
 const PARSE_ERROR: i32 = -32700;

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use axum::body::{Body, BodyDataStream, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
@@ -30,9 +30,9 @@ use rmcp::model::{
 use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use serde_json::json;
 
 use super::connections::client_ip;
+use super::posted::{Posted, refusal};
 use crate::mcp::auth::Caller;
 
 /// How many sessions the server keeps open, in total and for one client address, and how
@@ -120,15 +120,6 @@ impl SessionLimits {
         self.idle_timeout = timeout;
         self
     }
-}
-
-/// What a POST carries, as the body check read it: its request id, whether it is
-/// `initialize`, and the tool it calls if it is `tools/call`.
-#[derive(Debug, Clone)]
-pub(in crate::mcp) struct Posted {
-    pub(in crate::mcp) id: Option<RequestId>,
-    pub(in crate::mcp) initialize: bool,
-    pub(in crate::mcp) tool: Option<String>,
 }
 
 /// The sessions of one router: rmcp's manager, and who holds which session.
@@ -351,25 +342,6 @@ impl Drop for Call {
 
 /// The JSON-RPC error code of a request refused for one of the server's caps.
 const OVER_A_CAP: i32 = -32000;
-
-/// The server's own refusal of a request before rmcp sees it (a cap here, a token's missing
-/// scopes in [`auth`](super::auth)): `status`, with a JSON-RPC error answering `id` as the
-/// body, and `Retry-After` for the total cap.
-pub(in crate::mcp) fn refusal(
-    status: StatusCode,
-    code: i32,
-    id: Option<&RequestId>,
-    message: &str,
-) -> Response {
-    let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
-    let mut response = (status, axum::Json(error)).into_response();
-    if status == StatusCode::SERVICE_UNAVAILABLE {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-    }
-    response
-}
 
 /// The session a request names (`Mcp-Session-Id`), if any.
 pub(super) fn session_id(request: &Request) -> Option<&str> {

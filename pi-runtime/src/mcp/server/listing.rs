@@ -7,9 +7,9 @@ use rmcp::model::{ErrorData, Tool as McpTool, ToolAnnotations};
 use serde_json::{Map, Value};
 
 use super::McpServer;
-use crate::mcp::ToolHints;
 use crate::mcp::auth::Caller;
 use crate::tool::Registration;
+use crate::tool::ToolHints;
 
 impl McpServer {
     /// One `tools/list` page of the tools `caller` may see (every tool for a caller the

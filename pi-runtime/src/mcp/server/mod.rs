@@ -16,11 +16,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use self::context::CallContext;
 use super::auth::Principal;
-use super::{McpError, ToolHints, errors};
+use super::{McpError, errors};
 use crate::agent::dispatch::{Lane, Policies};
 use crate::agent::turn_tools::TurnTools;
 use crate::agent::{Hooks, ToolPolicies};
-use crate::tool::{ToolRegistry, ToolSet};
+use crate::tool::{ToolHints, ToolRegistry, ToolSet};
 
 /// Serves a [`ToolSet`] to MCP clients: `tools/list` and `tools/call` (with the agent loop's
 /// prepare, coerce, validate and execute steps, and its error texts), over stdio
@@ -34,7 +34,8 @@ use crate::tool::{ToolRegistry, ToolSet};
 /// time across every connection.
 ///
 /// ```
-/// use pi_runtime::mcp::{HttpServing, McpServer, ToolHints};
+/// use pi_runtime::mcp::{HttpServing, McpServer};
+/// use pi_runtime::tool::ToolHints;
 /// use pi_runtime::tool;
 ///
 /// /// Add two numbers.

@@ -118,7 +118,7 @@ impl Default for RetryPolicy {
 ///
 /// ```
 /// use std::time::Duration;
-/// use pi_runtime::provider::{HttpOptions, RetryPolicy};
+/// use pi_runtime::provider::http::{HttpOptions, RetryPolicy};
 ///
 /// let options = HttpOptions::default()
 ///     .with_api_key("sk-test")
@@ -273,7 +273,8 @@ impl fmt::Debug for HttpOptions {
 ///
 /// ```
 /// use pi_runtime::LanguageModel;
-/// use pi_runtime::provider::{HttpModel, HttpOptions, Model};
+/// use pi_runtime::provider::Model;
+/// use pi_runtime::provider::http::{HttpModel, HttpOptions};
 ///
 /// let model: Model = serde_json::from_value(serde_json::json!({
 ///     "id": "qwen3", "provider": "local", "api": "openai-completions",
@@ -321,7 +322,8 @@ impl HttpModel {
     ///
     /// ```
     /// use futures::StreamExt;
-    /// use pi_runtime::provider::{HttpModel, HttpOptions, Model};
+    /// use pi_runtime::provider::Model;
+    /// use pi_runtime::provider::http::{HttpModel, HttpOptions};
     /// use pi_runtime::{AssistantMessageEvent, StopReason};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -360,7 +362,8 @@ impl HttpModel {
     ///
     /// ```
     /// use futures::StreamExt;
-    /// use pi_runtime::provider::{HttpModel, HttpOptions, Model};
+    /// use pi_runtime::provider::Model;
+    /// use pi_runtime::provider::http::{HttpModel, HttpOptions};
     /// use pi_runtime::{AssistantMessageEvent, StopReason};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use hyper_util::client::legacy::connect::HttpInfo;
 
 use super::HttpOptions;
-use super::transport::chain;
+use crate::error_chain::chain;
 
 /// How many connections that carried a response are remembered: more than a model keeps
 /// open at once, so a pooled connection is still known when it fails.

@@ -6,14 +6,15 @@
 use futures::stream::{self, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use super::transport::{self, Clock, Expired, HttpRequest, Transport, Wording, chain, seconds};
+use super::transport::{self, Clock, Expired, HttpRequest, Transport, Wording, seconds};
+use crate::error_chain::chain;
 use crate::message::StopReason;
 use crate::provider::wire::StreamParser;
 use crate::sse::{SseDecoder, SseError, byte_size};
 use crate::stream::AssistantEventStream;
 use crate::stream::MessageWriter;
 
-use crate::agent::failure::REQUEST_ABORTED as ABORTED;
+use crate::aborted::REQUEST_ABORTED as ABORTED;
 
 /// Where the response stands.
 enum Phase {

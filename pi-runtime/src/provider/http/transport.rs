@@ -15,6 +15,7 @@ use tokio::time::Instant;
 
 use super::pool::Connections;
 use super::{HttpOptions, RetryPolicy};
+use crate::error_chain::chain;
 use crate::excerpt::excerpt;
 use crate::provider::Model;
 use crate::provider::wire::{ErrorBody, WireApi};
@@ -464,8 +465,6 @@ fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, String> {
     }
     Ok(map)
 }
-
-pub(super) use crate::error_chain::chain;
 
 pub(super) fn seconds(duration: Duration) -> String {
     format!("{}s", duration.as_secs_f64())

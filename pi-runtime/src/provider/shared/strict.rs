@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::tool::{ConstrainedSampling, Strictness, Tool};
+use crate::declaration::{ConstrainedSampling, Strictness, Tool};
 
 /// A provider's extra strict-mode restriction: `true` rejects the keyword with that value.
 pub(crate) type KeywordCheck = fn(&str, &Value) -> bool;
@@ -313,7 +313,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tool::GrammarVariants;
+    use crate::declaration::GrammarVariants;
 
     fn reason(schema: Value) -> String {
         make_strict(&schema, None).unwrap_err()

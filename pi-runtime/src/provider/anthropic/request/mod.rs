@@ -11,13 +11,13 @@ use self::wire::{
     Block, CacheControl, ImageSource, MessageContent, MessageParam, MessagesRequest, ThinkingParam,
     ToolChoiceParam, ToolParam,
 };
+use crate::declaration::Tool;
 use crate::message::{ContentBlock, ImageContent, Message, ToolResultMessage, UserContent};
 use crate::provider::Model;
 use crate::provider::compat::AnthropicCompat;
 use crate::provider::thinking::{self, MIN_ANSWER_TOKENS, Mapped};
 use crate::provider::{ids, strict, tokens, transform};
 use crate::stream::{CacheRetention, Context, StreamOptions, ThinkingLevel, ToolChoice};
-use crate::tool::Tool;
 use crate::transcript;
 
 /// The beta that streams tool input in fine-grained pieces where `eager_input_streaming` is

@@ -12,6 +12,7 @@ use self::wire::{
     FunctionResponse, GenerateContentRequest, GenerationConfig, InlineData, Part,
     SystemInstruction, ThinkingConfig, ToolConfig, ToolDeclarations,
 };
+use crate::declaration::Tool;
 use crate::message::{
     ContentBlock, ImageContent, Message, SystemMessage, ToolResultMessage, UserContent,
 };
@@ -20,7 +21,6 @@ use crate::provider::compat::gemini_major_version;
 use crate::provider::thinking::{self, Mapped};
 use crate::provider::{ids, strict, tokens, transform};
 use crate::stream::{Context, StreamOptions, ThinkingLevel, ToolChoice};
-use crate::tool::Tool;
 use crate::transcript;
 
 /// Everything of a request except its serialized form, which differs between the REST body

@@ -14,6 +14,7 @@ use self::wire::{
     GrammarDefinition, GrammarFormat, ImageUrl, NamedFunction, ReasoningReplay, ReasoningSwitch,
     StreamUsage, ThinkingSwitch, UserContent,
 };
+use crate::declaration::Tool;
 use crate::message::{ContentBlock, Message, ThinkingContent, ToolResultMessage, UserMessage};
 use crate::provider::Model;
 use crate::provider::choice::OpenAiToolChoice;
@@ -21,7 +22,6 @@ use crate::provider::compat::{MaxTokensField, OpenAiCompat, ThinkingFormat};
 use crate::provider::thinking::{self, Mapped};
 use crate::provider::{ids, strict, tokens, transform};
 use crate::stream::{Context, StreamOptions, ThinkingLevel, ToolChoice};
-use crate::tool::Tool;
 use crate::transcript::{self, ToolChangeSupport};
 
 /// The fields a replayed thinking signature may name.

@@ -13,13 +13,13 @@ use self::wire::{
     FunctionCall, FunctionCallOutput, FunctionTool, InputContent, InputItem, NamedFunction,
     OutputMessage, OutputText, PromptCacheOptions, Reasoning, ResponsesRequest, ToolOutput,
 };
+use crate::declaration::Tool;
 use crate::message::{AssistantMessage, ContentBlock, Message, ToolResultMessage, UserContent};
 use crate::provider::choice::OpenAiToolChoice;
 use crate::provider::compat::ResponsesCompat;
 use crate::provider::thinking::{self, Mapped};
 use crate::provider::{Model, ids, strict, tokens, transform};
 use crate::stream::{CacheRetention, Context, StreamOptions, ThinkingLevel};
-use crate::tool::Tool;
 use crate::transcript;
 
 /// The API rejects a smaller `max_output_tokens` (pi#6265).
