@@ -98,7 +98,9 @@ fn run_vm(
     replies: &mpsc::Receiver<Reply>,
     stop: Arc<AtomicBool>,
 ) -> rquickjs::Result<()> {
-    let runtime = Runtime::new_with_alloc(StoppableAllocator::new(Arc::clone(&stop)))?;
+    let (allocator, armed) = StoppableAllocator::new(Arc::clone(&stop));
+    let runtime = Runtime::new_with_alloc(allocator)?;
+    armed.set(true);
     runtime.set_memory_limit(MEMORY_LIMIT);
     runtime.set_max_stack_size(MAX_STACK);
     let exhausted = Rc::new(Cell::new(false));

@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use pi_runtime::agent::{AgentEvent, RunEnd};
-use pi_runtime::codemode::{CodemodeMode, CodemodeSettings, CodemodeTool, base_description};
+use pi_runtime::codemode::{
+    CodemodeMode, CodemodeSettings, CodemodeTool, Sandbox, base_description,
+};
 use pi_runtime::message::join_text;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::tool::{Exposure, ToolPolicy};
@@ -386,32 +388,11 @@ fn hostile(code: &str) -> Hostile {
 /// Run `code` in a fresh copy of this binary, and when `drop_after` is set, drop the agent's
 /// run (the future of its `prompt`) that long after it started.
 fn hostile_run(code: &str, drop_after: Option<Duration>) -> Hostile {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let out = std::env::temp_dir().join(format!(
-        "pi-codemode-hostile-{}-{}.json",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let mut request = json!({"code": code, "out": out.to_string_lossy()});
+    let mut request = json!({"code": code});
     if let Some(after) = drop_after {
         request["drop_after_ms"] = json!(after.as_millis() as u64);
     }
-    let output = Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["--exact", "codemode::child_runs_one_script"])
-        .args(["--ignored", "--nocapture", "--test-threads=1", "-q"])
-        .env(CHILD_ENV, request.to_string())
-        .stdin(Stdio::null())
-        .output()
-        .expect("the child runs");
-    assert!(
-        output.status.success(),
-        "child failed: {}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let written = std::fs::read_to_string(&out).expect("the child's answer");
-    let _ = std::fs::remove_file(&out);
-    let answer: Value = serde_json::from_str(&written).expect("the child's answer is JSON");
+    let answer = run_child("child_runs_one_script", request);
     let text = answer["text"].as_str().unwrap_or_default();
     let (header, output) = text.split_once("Output:\n").unwrap_or(("Dropped\n", ""));
     let output = output.strip_prefix('\n').unwrap_or(output);
@@ -438,6 +419,35 @@ fn hostile_run(code: &str, drop_after: Option<Duration>) -> Hostile {
         threads_after: answer["threads_after"].as_u64().unwrap_or(u64::MAX),
         quiet_cpu: Duration::from_millis(answer["quiet_cpu_ms"].as_u64().unwrap_or(u64::MAX)),
     }
+}
+
+/// Run the `#[ignore]`d child test `name` in a fresh copy of this binary, with `request` in
+/// [`CHILD_ENV`] and the path of its answer added as `out`; the answer.
+fn run_child(name: &str, mut request: Value) -> Value {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let out = std::env::temp_dir().join(format!(
+        "pi-codemode-hostile-{}-{}.json",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    request["out"] = json!(out.to_string_lossy());
+    let output = Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["--exact", &format!("codemode::{name}")])
+        .args(["--ignored", "--nocapture", "--test-threads=1", "-q"])
+        .env(CHILD_ENV, request.to_string())
+        .stdin(Stdio::null())
+        .output()
+        .expect("the child runs");
+    assert!(
+        output.status.success(),
+        "child failed ({}): {}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let written = std::fs::read_to_string(&out).expect("the child's answer");
+    let _ = std::fs::remove_file(&out);
+    serde_json::from_str(&written).expect("the child's answer is JSON")
 }
 
 /// Drop the agent's run of `code` `after` its start, as a caller's timeout or a server whose
@@ -513,6 +523,65 @@ fn child_runs_one_script() {
     std::thread::sleep(QUIET_WINDOW);
     answer["quiet_cpu_ms"] = json!((cpu_time() - cpu).as_millis() as u64);
     std::fs::write(out, answer.to_string()).expect("the answer is written");
+}
+
+/// Set, in the child of [`stopping_scripts_at_any_moment_leaves_the_process_sound`]: run
+/// `code` once per time limit of `limits_ms`, and answer how each run ended.
+#[test]
+#[ignore = "a child process of the hostile script tests"]
+fn child_stops_one_script_many_times() {
+    let Ok(request) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let request: Value = serde_json::from_str(&request).expect("the request");
+    let code = request["code"].as_str().expect("the code");
+    let out = request["out"].as_str().expect("the output path");
+    let limits = request["limits_ms"].as_array().expect("the time limits");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let endings: Vec<String> = limits
+        .iter()
+        .map(|limit| {
+            let sandbox = Sandbox::new().with_timeout_ms(limit.as_u64().unwrap_or_default());
+            match runtime.block_on(sandbox.execute(code)).value {
+                Ok(_) => "completed".to_owned(),
+                Err(error) => error.message,
+            }
+        })
+        .collect();
+    std::fs::write(out, json!({"endings": endings}).to_string()).expect("the answer is written");
+}
+
+#[test]
+fn stopping_scripts_at_any_moment_leaves_the_process_sound() {
+    // Stopped in the prelude, in the script's loop, or inside a built-in that then fails at
+    // its next large allocation: the engine's out-of-memory paths must leave it sound. When
+    // the allocator refused small requests too, one stopped script in a few dozen brought
+    // the process down (`JS_FreeRuntime`'s assertion that no object is left, or a segfault).
+    let scripts = [
+        "const a = [];\nfor (;;) { a.push({ x: \"y\".repeat(100) }); if (a.length > 50000) a.length = 0; }",
+        "const o = {};\nfor (let i = 0; ; i++) { o[\"k\" + i] = [i]; if (i % 1000 === 0) JSON.stringify(Object.keys(o)); }",
+        "for (;;) { try { new Map(Array.from({ length: 10000 }, (_, i) => [i, String(i)])); } catch (e) { text(String(e)); } }",
+        "const s = \"ab\".repeat(100000);\nfor (;;) s.split(\"b\").join(\"c\").indexOf(\"x\".repeat(300));",
+    ];
+    let limits: Vec<u64> = (0..40).map(|step| step * 5).collect();
+    for code in scripts {
+        let answer = run_child(
+            "child_stops_one_script_many_times",
+            json!({"code": code, "limits_ms": limits}),
+        );
+        let endings = answer["endings"].as_array().expect("the endings");
+        assert_eq!(endings.len(), limits.len());
+        for (limit, ending) in limits.iter().zip(endings) {
+            assert_eq!(
+                ending,
+                &json!(format!("Execution timed out after {limit} ms")),
+                "{code}"
+            );
+        }
+    }
 }
 
 /// Assert the common ending of a hostile run: pi's text, its time and memory bounds, and a
