@@ -34,6 +34,31 @@
 		const charge = (units) => {
 			for (let steps = units; steps >= 1; steps--);
 		};
+		// A step is about a microsecond of work, but not every call's: a hole of an array is
+		// looked up through the prototypes (60 ns a hole in a release build), and a debug
+		// build reads a string one character at a time (30 ns each), so a loop of such calls
+		// went a second between polls. A call with more than TIMED_WORK units of work also
+		// brings a poll, of POLL_STEPS steps (QuickJS polls once per 10,000), once POLL_MS
+		// have passed since the last one it brought.
+		const POLL_MS = 10;
+		const POLL_STEPS = 10000;
+		const TIMED_WORK = 65536;
+		const now = performance.now;
+		let polled = apply(now, performance, []);
+		const pollIfDue = () => {
+			const time = apply(now, performance, []);
+			if (time - polled >= POLL_MS) {
+				charge(POLL_STEPS);
+				polled = time;
+			}
+		};
+		// A native call of `units` of work, charged before and timed after.
+		const charged = (units, perStep, native, receiver, args) => {
+			charge(units / perStep);
+			const result = apply(native, receiver, args);
+			if (units > TIMED_WORK) pollIfDue();
+			return result;
+		};
 		const lengthOf = (value) => {
 			const length = Math.trunc(Number(Object(value).length));
 			return length > 0 ? Math.min(length, Number.MAX_SAFE_INTEGER) : 0;
@@ -65,11 +90,10 @@
 							label + "." + name + ": length " + length + " is more than the " + MAX_ELEMENTS + " elements the sandbox's heap can hold",
 						);
 					}
-					charge(length / ELEMENTS_PER_STEP);
 					if (sortsByDefault && (name === "sort" || name === "toSorted") && args[0] === undefined && length > NATIVE_SORT_MAX) {
-						return apply(native, receiver, [sortsByDefault]);
+						return charged(length, ELEMENTS_PER_STEP, native, receiver, [sortsByDefault]);
 					}
-					return apply(native, receiver, args);
+					return charged(length, ELEMENTS_PER_STEP, native, receiver, args);
 				});
 			}
 		};
@@ -100,42 +124,89 @@
 			["join", "toLocaleString", "reverse", "toReversed", "sort", "toSorted", "slice", "fill", "copyWithin", "indexOf", "lastIndexOf", "includes", "set", "with"],
 			byNumber,
 		);
-		// Strings: charged by the receiver's length (or the result's, where that is larger).
-		const textWork = (names, result) => {
+		// Strings: charged by the receiver's and the string arguments' length.
+		const textLength = (receiver, args) => {
+			let chars = typeof receiver === "string" ? receiver.length : 0;
+			for (const arg of args) if (typeof arg === "string") chars += arg.length;
+			return chars;
+		};
+		const textWork = (names) => {
 			for (const name of names) {
-				wrap(String.prototype, name, (native, receiver, args) => {
-					let chars = typeof receiver === "string" ? receiver.length : 0;
-					for (const arg of args) if (typeof arg === "string") chars += arg.length;
-					if (result) chars = Math.max(chars, result(receiver, args));
-					charge(chars / CHARS_PER_STEP);
-					return apply(native, receiver, args);
-				});
+				wrap(String.prototype, name, (native, receiver, args) =>
+					charged(textLength(receiver, args), CHARS_PER_STEP, native, receiver, args),
+				);
 			}
 		};
 		// Not the calls that read a character or compare a prefix: they cost little, and loops
-		// call them once per character.
+		// call them once per character. Repeats and pads are bounded apart, below.
 		textWork([
 			"concat", "includes", "indexOf", "isWellFormed", "lastIndexOf", "localeCompare", "match", "matchAll", "normalize",
 			"replace", "replaceAll", "search", "split", "toLowerCase", "toUpperCase", "toLocaleLowerCase", "toLocaleUpperCase",
 			"toWellFormed", "trim", "trimStart", "trimEnd",
 		]);
-		const count = (value) => {
-			const n = Math.trunc(Number(value));
-			return n > 0 ? n : 0;
-		};
-		textWork(["repeat"], (receiver, args) => (typeof receiver === "string" ? receiver.length * count(args[0]) : 0));
-		textWork(["padStart", "padEnd"], (receiver, args) => count(args[0]));
+		boundRepeats(wrap, charged, CHARS_PER_STEP);
 		// JSON: parsing is charged by its text; writing by what it wrote.
-		wrap(JSON, "parse", (native, receiver, args) => {
-			if (typeof args[0] === "string") charge(args[0].length / CHARS_PER_STEP);
-			return apply(native, receiver, args);
-		});
+		wrap(JSON, "parse", (native, receiver, args) =>
+			charged(typeof args[0] === "string" ? args[0].length : 0, CHARS_PER_STEP, native, receiver, args),
+		);
 		wrap(JSON, "stringify", (native, receiver, args) => {
 			const json = apply(native, receiver, args);
-			if (typeof json === "string") charge(json.length / CHARS_PER_STEP);
+			if (typeof json === "string") {
+				charge(json.length / CHARS_PER_STEP);
+				if (json.length > TIMED_WORK) pollIfDue();
+			}
 			return json;
 		});
 	})();
+
+	// Repeating and padding, charged by their result. QuickJS writes a short string's copies
+	// one character or one copy at a time, with no interrupt check: `"x".repeat(2 ** 27)` took
+	// over a second in a debug build, and a loop of them kept a core busy. So a long result
+	// is written from a piece of at least PIECE characters in long copies: `padEnd` with the
+	// piece as its filler writes the copies in one call, and a filler repeats to the length
+	// asked whatever its own length, so the result is the built-in's. Arguments are converted
+	// once, in the built-in's order; the natives get primitives. A count or a length the
+	// built-in refuses goes to it as it is, for its error.
+	function boundRepeats(wrap, charged, CHARS_PER_STEP) {
+		const apply = Reflect.apply;
+		const { repeat, padEnd } = String.prototype;
+		const PIECE = 4096;
+		// QuickJS's longest string.
+		const MAX_LENGTH = 1073741823;
+		const toText = (value) => (typeof value === "string" ? value : `${value}`);
+		// The spec's ToNumber, truncated, with the built-ins' own errors (unary plus has its
+		// own message for a BigInt).
+		const truncated = Math.trunc;
+		// NaN is 0, as the spec's ToIntegerOrInfinity has it.
+		const integer = (number) => (number !== number ? 0 : number);
+		// `text` repeated to at least PIECE characters.
+		const piece = (text) => apply(repeat, text, [Math.ceil(PIECE / text.length)]);
+		// A call making a string of `length`, charged by it (a length past the longest string
+		// fails at once).
+		const making = (length, native, text, args) => charged(Math.min(length, MAX_LENGTH), CHARS_PER_STEP, native, text, args);
+
+		wrap(String.prototype, "repeat", (native, receiver, args) => {
+			if (receiver === undefined || receiver === null) return apply(native, receiver, args);
+			const text = toText(receiver);
+			const count = truncated(args[0]);
+			const length = text.length * integer(count);
+			const long = text.length < PIECE && length >= 2 * PIECE && length <= MAX_LENGTH;
+			if (!long) return making(Math.max(text.length, length), native, text, [count]);
+			return making(length, padEnd, text, [length, piece(text)]);
+		});
+		const pad = (native, receiver, args) => {
+			if (receiver === undefined || receiver === null) return apply(native, receiver, args);
+			const text = toText(receiver);
+			const target = truncated(args[0]);
+			const length = integer(target);
+			if (length <= text.length) return apply(native, text, [target]);
+			const filler = args[1] === undefined ? " " : toText(args[1]);
+			const long = filler.length > 0 && filler.length < PIECE && length - text.length >= 2 * PIECE && length <= MAX_LENGTH;
+			return making(length, native, text, [target, long ? piece(filler) : filler]);
+		};
+		wrap(String.prototype, "padStart", pad);
+		wrap(String.prototype, "padEnd", pad);
+	}
 
 	// Freeze what the built-in globals reach, so a script cannot change what this prelude relies
 	// on. Properties that scripts commonly set on their own objects (an Error subclass's `name`)

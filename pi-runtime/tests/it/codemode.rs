@@ -888,6 +888,83 @@ fn a_microtask_chain_that_fills_the_heap_fails_with_out_of_memory() {
     assert_bounded(&run, Duration::from_secs(30), 320 * MIB);
 }
 
+/// What Node answers for `codemode_string_builtins.js`, whose built-ins the sandbox wraps.
+const STRING_BUILTINS_IN_NODE: &str = r#"{"r":[5,5,11,1,-1,0,6,7,2,5,0,11,4,3,10,true,false,true,true,["ab","ab"],["ab"],["ab","ab","😀é$x"],["ab"],[],["a","b","c","a","b","c","\ud83d","\ude00","é","$","x"],["a","b","c"],["abcabc😀é$x"],[],[],[""],["a","b",""],["","","😀é$x"],"ab[c|$|ab|abc😀é$x|$0|$1|$<n>|$]abc😀é$x","ab$abc😀é$x","abcabc😀é$x","_abcabc😀é$x","ab3:c/2/abcabc😀é$xabc😀é$x","abTabc😀é$x","ab<cabc😀é$x>ab<c😀é$x>😀é$x",".a.b.c.a.b.c.\ud83d.\ude00.é.$.x.","a12a15😀é$x","abcabcabcabcé$x","bb","abCabC😀é$x","acbabc😀é$x",["ab","c","ab","c","😀é$x"],"split abcabc😀é$x 3","replace abcabc😀é$x v","all"],"errors":["TypeError","TypeError","TypeError","TypeError","TypeError","TypeError","TypeError","RangeError","RangeError","RangeError","RangeError","TypeError"],"long":[true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true],"order":["this","search","position#","this","limit#","separator","this","search","replacement","this","search","position#","this","search","position#","this","count#","this","length#","filler","this","length#"],"shapes":["indexOf/1","lastIndexOf/1","includes/1","split/2","replace/2","replaceAll/2","repeat/1","padStart/1","padEnd/1"]}"#;
+
+#[tokio::test]
+async fn wrapped_string_built_ins_answer_as_node_does() {
+    let result = Sandbox::new()
+        .execute(include_str!("codemode_string_builtins.js"))
+        .await;
+    assert_eq!(
+        result.value,
+        Ok(Some(Value::String(STRING_BUILTINS_IN_NODE.to_owned())))
+    );
+}
+
+#[tokio::test]
+async fn wrapped_string_built_ins_throw_the_built_ins_errors() {
+    // QuickJS's own messages, as the built-ins throw them unwrapped (`+x` says "bigint
+    // argument with unary +" where they say "cannot convert BigInt to number"), and at once
+    // where a count is out of range.
+    let script = r#"const t = "abcabc";
+const errors = [];
+for (const f of [
+    () => t.replaceAll(/c/, "C"),
+    () => t.includes(/c/),
+    () => String.prototype.indexOf.call(null, "a"),
+    () => String.prototype.split.call(undefined, ","),
+    () => t.indexOf(Symbol()),
+    () => t.split("c", Symbol()),
+    () => t.replace("c", () => Symbol()),
+    () => t.replaceAll({ [Symbol.match]: true, flags: undefined }, "x"),
+    () => t.split({ [Symbol.split]: 5 }),
+    () => t.indexOf({ toString() { throw new RangeError("mine"); } }),
+    () => t.split("-", 1n),
+    () => t.lastIndexOf("b", 1n),
+    () => "x".repeat(2n),
+    () => "x".padEnd(3n),
+    () => "x".repeat(Infinity),
+    () => "x".repeat(-1),
+    () => "ab".repeat(2 ** 30),
+    () => "x".padEnd(2 ** 31),
+    () => String.prototype.padStart.call(null, 2),
+]) {
+    try {
+        f();
+        errors.push("no error");
+    } catch (e) {
+        errors.push(`${e.name}: ${e.message}`);
+    }
+}
+return errors;"#;
+    let result = Sandbox::new().execute(script).await;
+    assert_eq!(
+        result.value,
+        Ok(Some(json!([
+            "TypeError: regexp must have the 'g' flag",
+            "TypeError: regexp not supported",
+            "TypeError: null or undefined are forbidden",
+            "TypeError: cannot convert to object",
+            "TypeError: cannot convert symbol to string",
+            "TypeError: cannot convert symbol to number",
+            "TypeError: cannot convert symbol to string",
+            "TypeError: cannot convert to object",
+            "TypeError: not a function",
+            "RangeError: mine",
+            "TypeError: cannot convert BigInt to number",
+            "TypeError: cannot convert BigInt to number",
+            "TypeError: cannot convert BigInt to number",
+            "TypeError: cannot convert BigInt to number",
+            "RangeError: invalid repeat count",
+            "RangeError: invalid repeat count",
+            "RangeError: invalid string length",
+            "RangeError: invalid string length",
+            "TypeError: null or undefined are forbidden",
+        ])))
+    );
+}
+
 /// The tools each request of an agent with these settings declares: `(name, description)`.
 async fn declared(settings: &CodemodeSettings) -> Vec<(String, String)> {
     let mut tools = lookup_tools();
