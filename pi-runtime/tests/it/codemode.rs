@@ -965,6 +965,34 @@ return errors;"#;
     );
 }
 
+#[tokio::test]
+async fn windowed_string_searches_answer_as_the_built_ins_do() {
+    // Some 800 searches of texts of 10,000 to 1,000,000 characters: more than the default
+    // interrupt budget and time limit in a debug build.
+    let result = Sandbox::new()
+        .with_interrupt_budget(u64::MAX)
+        .with_timeout_ms(600_000)
+        .execute(include_str!("codemode_windowed_searches.js"))
+        .await;
+    let answer = result
+        .value
+        .expect("the script completes")
+        .expect("its answer");
+    assert_eq!(answer["failures"], json!([]));
+    assert_eq!(answer["checks"], json!(842));
+    // The needles' matches that split and replaceAll find, so that every path of a window
+    // had matches to find (or none, where the case is a needle's absence).
+    assert_eq!(
+        answer["matches"],
+        json!({
+            "random17": 9, "random129": 3, "absent129": 0, "periodic": 269, "letter": 271,
+            "edges-1": 4, "edges0": 4, "edges1": 4, "planted": 2, "nearMiss": 1,
+            "longPrefix": 1, "afterRun": 1, "beforeRun": 1, "huge": 1, "hugeAbsent": 0,
+            "wide": 2, "wideCut": 1,
+        })
+    );
+}
+
 /// The tools each request of an agent with these settings declares: `(name, description)`.
 async fn declared(settings: &CodemodeSettings) -> Vec<(String, String)> {
     let mut tools = lookup_tools();
