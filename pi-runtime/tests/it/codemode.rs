@@ -336,6 +336,9 @@ struct Hostile {
     /// [`THREAD_SETTLE`] for them to go).
     threads_before: u64,
     threads_after: u64,
+    /// How long after the run's end (its result, or its future dropped) the threads took to
+    /// go back to `threads_before`.
+    settled: Duration,
     /// The child's CPU time (user and system) over [`QUIET_WINDOW`] after the case.
     quiet_cpu: Duration,
 }
@@ -382,15 +385,27 @@ fn status_bytes(field: &str) -> u64 {
 
 /// Run `code` as the `codemode` call of an agent in a fresh copy of this binary.
 fn hostile(code: &str) -> Hostile {
-    hostile_run(code, None)
+    hostile_run(code, Ending::Result)
 }
 
-/// Run `code` in a fresh copy of this binary, and when `drop_after` is set, drop the agent's
-/// run (the future of its `prompt`) that long after it started.
-fn hostile_run(code: &str, drop_after: Option<Duration>) -> Hostile {
+/// How the agent's run of a hostile script ends, besides the script's own end.
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    /// The run goes on to its result (the script's end or its time limit).
+    Result,
+    /// The agent is aborted this long after the run started.
+    Abort(Duration),
+    /// The run (the future of its `prompt`) is dropped this long after it started.
+    Drop(Duration),
+}
+
+/// Run `code` in a fresh copy of this binary, ending the agent's run as `ending` says.
+fn hostile_run(code: &str, ending: Ending) -> Hostile {
     let mut request = json!({"code": code});
-    if let Some(after) = drop_after {
-        request["drop_after_ms"] = json!(after.as_millis() as u64);
+    match ending {
+        Ending::Result => {}
+        Ending::Abort(after) => request["abort_after_ms"] = json!(after.as_millis() as u64),
+        Ending::Drop(after) => request["drop_after_ms"] = json!(after.as_millis() as u64),
     }
     let answer = run_child("child_runs_one_script", request);
     let text = answer["text"].as_str().unwrap_or_default();
@@ -417,6 +432,7 @@ fn hostile_run(code: &str, drop_after: Option<Duration>) -> Hostile {
         next_turn: answer["next_turn"].as_str().unwrap_or_default().to_owned(),
         threads_before: answer["threads_before"].as_u64().unwrap_or(0),
         threads_after: answer["threads_after"].as_u64().unwrap_or(u64::MAX),
+        settled: Duration::from_millis(answer["settled_ms"].as_u64().unwrap_or(u64::MAX)),
         quiet_cpu: Duration::from_millis(answer["quiet_cpu_ms"].as_u64().unwrap_or(u64::MAX)),
     }
 }
@@ -472,6 +488,51 @@ async fn dropped_run(code: &str, after: Duration) -> (Duration, bool) {
     (started.elapsed(), dropped)
 }
 
+/// Abort the agent `after` the start of its run of `code`, as a user's stop button does:
+/// `(elapsed, the codemode result's text, the agent's answer on the next turn)`.
+async fn aborted_run(code: &str, after: Duration) -> (Duration, String, String) {
+    let mut tools = lookup_tools();
+    tools.push(Arc::new(CodemodeTool::new()));
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call(
+            "call_1",
+            "codemode",
+            json!({"code": code}),
+        ))
+        .respond(FauxResponse::text("still here"));
+    let agent = Agent::builder()
+        .model(model)
+        .tools(tools)
+        .build()
+        .expect("the agent builds");
+    let aborter = agent.clone();
+    let abort = tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        aborter.abort();
+    });
+    let started = Instant::now();
+    let messages = agent.prompt("go").await.expect("the run ends");
+    let elapsed = started.elapsed();
+    abort.await.expect("the abort task ends");
+    assert_eq!(messages.end, RunEnd::Aborted);
+    let result = messages
+        .iter()
+        .find_map(|message| match message {
+            Message::ToolResult(result) => Some(join_text(&result.content)),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let next = agent
+        .prompt("again")
+        .await
+        .expect("the next turn completes");
+    let next_turn = match next.last() {
+        Some(Message::Assistant(message)) => join_text(&message.content),
+        other => panic!("the next turn ends with {other:?}"),
+    };
+    (elapsed, result, next_turn)
+}
+
 #[test]
 #[ignore = "a child process of the hostile script tests"]
 fn child_runs_one_script() {
@@ -494,14 +555,21 @@ fn child_runs_one_script() {
     // The warm-up script's thread may still be on its way out.
     std::thread::sleep(Duration::from_millis(300));
     let threads_before = thread_count();
-    let mut answer = match request["drop_after_ms"].as_u64() {
-        Some(after) => {
-            let (elapsed, dropped) =
-                runtime.block_on(dropped_run(code, Duration::from_millis(after)));
+    let abort_after = request["abort_after_ms"]
+        .as_u64()
+        .map(Duration::from_millis);
+    let drop_after = request["drop_after_ms"].as_u64().map(Duration::from_millis);
+    let mut answer = match (abort_after, drop_after) {
+        (_, Some(after)) => {
+            let (elapsed, dropped) = runtime.block_on(dropped_run(code, after));
             assert!(dropped, "the run ended before it was dropped");
             json!({"text": "", "elapsed_ms": elapsed.as_millis() as u64, "next_turn": "still here"})
         }
-        None => {
+        (Some(after), None) => {
+            let (elapsed, text, next_turn) = runtime.block_on(aborted_run(code, after));
+            json!({"text": text, "elapsed_ms": elapsed.as_millis() as u64, "next_turn": next_turn})
+        }
+        (None, None) => {
             let run = runtime.block_on(run(code));
             json!({
                 "text": run.text,
@@ -519,6 +587,7 @@ fn child_runs_one_script() {
     }
     answer["threads_before"] = json!(threads_before);
     answer["threads_after"] = json!(thread_count());
+    answer["settled_ms"] = json!(settle.elapsed().as_millis() as u64);
     let cpu = cpu_time();
     std::thread::sleep(QUIET_WINDOW);
     answer["quiet_cpu_ms"] = json!((cpu_time() - cpu).as_millis() as u64);
@@ -588,8 +657,9 @@ fn stopping_scripts_at_any_moment_leaves_the_process_sound() {
 /// next turn that works.
 fn assert_bounded(run: &Hostile, max_time: Duration, max_growth: u64) {
     eprintln!(
-        "hostile script: {:?}, peak +{} KiB, threads {} -> {}, quiet CPU {:?}",
+        "hostile script: {:?}, threads gone {:?} later, peak +{} KiB, threads {} -> {}, quiet CPU {:?}",
         run.elapsed,
+        run.settled,
         run.peak_growth / 1024,
         run.threads_before,
         run.threads_after,
@@ -780,38 +850,139 @@ fn joining_four_billion_holes_is_refused_at_once_and_leaves_no_thread() {
     assert_bounded(&run, Duration::from_secs(5), 16 * MIB);
 }
 
-#[test]
-fn long_native_work_stops_at_the_time_limit_and_leaves_no_thread() {
-    // Each native call here runs for tens of milliseconds or more, and QuickJS polls its
-    // interrupt handler once per 10,000 calls: the time limit was reported on time while the
-    // loop kept a core busy for hours.
-    for (what, code) in [
-        ("repeat", "for (;;) \"x\".repeat(2 ** 27);"),
-        (
-            "sort",
-            "const a = Array.from({ length: 200000 }, (_, i) => i);\nfor (;;) a.reverse().sort();",
-        ),
-        (
-            "JSON",
-            "const o = Array.from({ length: 50000 }, (_, i) => ({ i, s: \"x\".repeat(100) }));\n\
-             for (;;) JSON.parse(JSON.stringify(o));",
-        ),
-        ("regex", "for (;;) /(a+)+$/.test(\"a\".repeat(40) + \"b\");"),
-    ] {
-        let run = hostile(&format!("// @options: {{\"timeout_ms\": 1000}}\n{code}"));
-        assert_eq!(
-            run.output,
-            no_calls_failure("Script timed out: Execution timed out after 1000 ms"),
-            "{what}"
+/// Native work that ran for hours on a core after its script had ended: QuickJS polls its
+/// interrupt handler once per 10,000 engine steps, and a built-in runs to its end in C
+/// without a poll. Each script here is a loop of calls that take tens of milliseconds or
+/// more, or one call that takes hours. `(what, code)`.
+const LONG_NATIVE_WORK: &[(&str, &str)] = &[
+    (
+        "join",
+        "const a = new Array(2 ** 22).fill(\"x\");\nfor (;;) a.join(\"\");",
+    ),
+    // Joining holes allocates nothing to refuse, so the call the stop finds runs to its end:
+    // one of 2 ** 20 holes takes about 60 ms in a release build, 0.3 s in a debug one; one of
+    // 2 ** 24, the most the sandbox lets a call visit, 1 s and 3 s.
+    (
+        "join of holes",
+        "const a = new Array(2 ** 20);\nfor (;;) a.join(\"\");",
+    ),
+    ("repeat", "for (;;) \"x\".repeat(2 ** 27);"),
+    (
+        "sort",
+        "const a = Array.from({ length: 200000 }, (_, i) => i);\nfor (;;) a.reverse().sort();",
+    ),
+    (
+        "sort with a comparator",
+        "const a = Array.from({ length: 200000 }, (_, i) => i);\n\
+         for (;;) a.reverse().sort((x, y) => x - y);",
+    ),
+    (
+        "JSON",
+        "const o = Array.from({ length: 50000 }, (_, i) => ({ i, s: \"x\".repeat(100) }));\n\
+         for (;;) JSON.parse(JSON.stringify(o));",
+    ),
+    (
+        "JSON.stringify of a huge value",
+        "const o = new Array(2 ** 21).fill({ key: \"value\" });\nfor (;;) JSON.stringify(o);",
+    ),
+    (
+        "JSON.parse of a huge text",
+        "const s = \"[\" + \"{\\\"key\\\":\\\"value\\\"},\".repeat(2 ** 20) + \"0]\";\n\
+         for (;;) JSON.parse(s);",
+    ),
+    (
+        "regex backtracking",
+        "return /(a+)+$/.test(\"a\".repeat(40) + \"b\");",
+    ),
+    (
+        "indexOf in a loop",
+        "const h = \"a\".repeat(2 ** 22);\nfor (;;) h.indexOf(\"b\");",
+    ),
+    (
+        "indexOf",
+        "const h = \"a\".repeat(2 ** 24), n = \"a\".repeat(2 ** 16) + \"b\";\nreturn h.indexOf(n);",
+    ),
+    (
+        "includes",
+        "const h = \"a\".repeat(2 ** 24), n = \"a\".repeat(2 ** 16) + \"b\";\nreturn h.includes(n);",
+    ),
+    (
+        "lastIndexOf",
+        "const h = \"a\".repeat(2 ** 24), n = \"a\".repeat(2 ** 16) + \"b\";\nreturn h.lastIndexOf(n);",
+    ),
+    (
+        "split",
+        "const h = \"a\".repeat(2 ** 24), n = \"a\".repeat(2 ** 16) + \"b\";\nreturn h.split(n);",
+    ),
+    (
+        "replace",
+        "const h = \"a\".repeat(2 ** 24), n = \"a\".repeat(2 ** 16) + \"b\";\nreturn h.replace(n, \"\");",
+    ),
+    (
+        "replaceAll",
+        "const h = \"a\".repeat(2 ** 24), n = \"a\".repeat(2 ** 16) + \"b\";\n\
+         return h.replaceAll(n, \"\");",
+    ),
+];
+
+/// When the long native work's run is stopped: its time limit, the abort, or the drop.
+const STOP_AFTER: Duration = Duration::from_millis(1000);
+/// How long after [`STOP_AFTER`] its script may take to end, and its thread with it.
+const STOP_BOUND: Duration = Duration::from_secs(2);
+
+/// Run each of [`LONG_NATIVE_WORK`], stopped as `ending` says after [`STOP_AFTER`], and
+/// check that its script and its thread end within [`STOP_BOUND`] and leave the child idle.
+fn long_native_work_ends(ending: Ending, expected: &str) {
+    for (what, code) in LONG_NATIVE_WORK {
+        // Without a time limit of its own, the script has pi's 60 seconds.
+        let code = match ending {
+            Ending::Result => format!(
+                "// @options: {{\"timeout_ms\": {}}}\n{code}",
+                STOP_AFTER.as_millis()
+            ),
+            Ending::Abort(_) | Ending::Drop(_) => (*code).to_owned(),
+        };
+        let run = hostile_run(&code, ending);
+        eprintln!(
+            "{what} ({ending:?}): ended after {:?}, threads gone {:?} later, {} -> {} threads, quiet CPU {:?}",
+            run.elapsed, run.settled, run.threads_before, run.threads_after, run.quiet_cpu
         );
-        assert_bounded(&run, Duration::from_secs(8), 320 * MIB);
+        assert_eq!(run.output, expected, "{what}");
+        let bound = STOP_AFTER + STOP_BOUND;
+        assert!(
+            run.elapsed + run.settled < bound,
+            "{what}: the script's thread ended {:?} after its start, bound {bound:?}",
+            run.elapsed + run.settled
+        );
+        assert_bounded(&run, bound, 320 * MIB);
     }
+}
+
+#[test]
+fn long_native_work_ends_at_the_time_limit_and_leaves_no_thread() {
+    long_native_work_ends(
+        Ending::Result,
+        &no_calls_failure("Script timed out: Execution timed out after 1000 ms"),
+    );
+}
+
+#[test]
+fn long_native_work_ends_when_aborted_and_leaves_no_thread() {
+    long_native_work_ends(
+        Ending::Abort(STOP_AFTER),
+        &no_calls_failure("Script aborted: Execution aborted"),
+    );
+}
+
+#[test]
+fn long_native_work_ends_when_its_run_is_dropped_and_leaves_no_thread() {
+    long_native_work_ends(Ending::Drop(STOP_AFTER), "");
 }
 
 #[test]
 fn a_dropped_run_stops_its_endless_script() {
     // A caller's `tokio::time::timeout` around `prompt()`, or a server whose client hung up.
-    let run = hostile_run("while (true) {}", Some(Duration::from_millis(300)));
+    let run = hostile_run("while (true) {}", Ending::Drop(Duration::from_millis(300)));
     assert_eq!(run.status, "Dropped");
     assert_bounded(&run, Duration::from_secs(5), 16 * MIB);
 }
