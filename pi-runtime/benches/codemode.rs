@@ -10,6 +10,10 @@
 //!   after another; throughput per call. The difference between sizes is the cost of one
 //!   nested call (VM to host, the pipeline: lookup, validation, hooks, execute, and back).
 //!
+//! - `codemode/script/text`: a script that works on text and JSON as scripts commonly do
+//!   (searches, splits, replacements, repeats and pads, a JSON round trip): what the bounds
+//!   on the built-ins (charged steps, searches in windows) cost a script that needs none.
+//!
 //! Linear work shows as a flat time per call across the sizes.
 
 use std::hint::black_box;
@@ -35,6 +39,22 @@ fn echo() -> FnTool {
         },
     )
 }
+
+/// The script of `codemode/script/text`.
+const TEXT_SCRIPT: &str = r#"const text = "The quick brown fox jumps over the lazy dog. ".repeat(200);
+let n = 0;
+for (let i = 0; i < 2000; i++) {
+  n += text.indexOf("lazy", i % 100) + text.lastIndexOf("fox") + (text.includes("cat") ? 1 : 0);
+}
+const lines = Array.from({ length: 2000 }, (_, i) => `line ${i}: value=${i * 7}; name=item${i}`).join("\n");
+for (let i = 0; i < 5; i++) {
+  const rows = lines.split("\n").map((line) => line.split("; "));
+  n += rows.length + lines.replace("item1", "x").length + lines.replaceAll("value=", "v=").length;
+}
+for (let i = 0; i < 2000; i++) n += "ab".repeat(i % 50).length + String(i).padStart(8, "0").length;
+const items = Array.from({ length: 1000 }, (_, i) => ({ id: i, name: "item " + i, tags: ["a", "b"] }));
+for (let i = 0; i < 10; i++) n += JSON.parse(JSON.stringify(items)).length;
+return n;"#;
 
 /// One run of `script` through a fresh agent with `tools` and the `codemode` tool.
 fn run(runtime: &tokio::runtime::Runtime, tools: &[Arc<dyn ToolDefinition>], script: &str) {
@@ -67,6 +87,10 @@ fn codemode(c: &mut Criterion) {
     c.bench_function("codemode/script/return", |b| {
         b.iter(|| run(&runtime, &tools, "return 1;"));
     });
+    let mut text = c.benchmark_group("codemode/script");
+    text.sample_size(20);
+    text.bench_function("text", |b| b.iter(|| run(&runtime, &tools, TEXT_SCRIPT)));
+    text.finish();
 
     // Timed inside the run: the before_tool_call hook sees the codemode call start (the
     // dispatcher's hook runs just before execute), the marker tool sees the first call.

@@ -9,6 +9,7 @@
 //!   interrupt budget (pi-codemode's `InlineCodemodeSandbox`).
 
 mod declarations;
+mod heap;
 mod identifier;
 mod loadout;
 mod output;

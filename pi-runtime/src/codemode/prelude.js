@@ -34,6 +34,31 @@
 		const charge = (units) => {
 			for (let steps = units; steps >= 1; steps--);
 		};
+		// A step is about a microsecond of work, but not every call's: a hole of an array is
+		// looked up through the prototypes (60 ns a hole in a release build), and a debug
+		// build reads a string one character at a time (30 ns each), so a loop of such calls
+		// went a second between polls. A call with more than TIMED_WORK units of work also
+		// brings a poll, of POLL_STEPS steps (QuickJS polls once per 10,000), once POLL_MS
+		// have passed since the last one it brought.
+		const POLL_MS = 10;
+		const POLL_STEPS = 10000;
+		const TIMED_WORK = 65536;
+		const now = performance.now;
+		let polled = apply(now, performance, []);
+		const pollIfDue = () => {
+			const time = apply(now, performance, []);
+			if (time - polled >= POLL_MS) {
+				charge(POLL_STEPS);
+				polled = time;
+			}
+		};
+		// A native call of `units` of work, charged before and timed after.
+		const charged = (units, perStep, native, receiver, args) => {
+			charge(units / perStep);
+			const result = apply(native, receiver, args);
+			if (units > TIMED_WORK) pollIfDue();
+			return result;
+		};
 		const lengthOf = (value) => {
 			const length = Math.trunc(Number(Object(value).length));
 			return length > 0 ? Math.min(length, Number.MAX_SAFE_INTEGER) : 0;
@@ -65,11 +90,10 @@
 							label + "." + name + ": length " + length + " is more than the " + MAX_ELEMENTS + " elements the sandbox's heap can hold",
 						);
 					}
-					charge(length / ELEMENTS_PER_STEP);
 					if (sortsByDefault && (name === "sort" || name === "toSorted") && args[0] === undefined && length > NATIVE_SORT_MAX) {
-						return apply(native, receiver, [sortsByDefault]);
+						return charged(length, ELEMENTS_PER_STEP, native, receiver, [sortsByDefault]);
 					}
-					return apply(native, receiver, args);
+					return charged(length, ELEMENTS_PER_STEP, native, receiver, args);
 				});
 			}
 		};
@@ -100,42 +124,470 @@
 			["join", "toLocaleString", "reverse", "toReversed", "sort", "toSorted", "slice", "fill", "copyWithin", "indexOf", "lastIndexOf", "includes", "set", "with"],
 			byNumber,
 		);
-		// Strings: charged by the receiver's length (or the result's, where that is larger).
-		const textWork = (names, result) => {
+		// Strings: charged by the receiver's and the string arguments' length.
+		const textLength = (receiver, args) => {
+			let chars = typeof receiver === "string" ? receiver.length : 0;
+			for (const arg of args) if (typeof arg === "string") chars += arg.length;
+			return chars;
+		};
+		const textWork = (names) => {
 			for (const name of names) {
-				wrap(String.prototype, name, (native, receiver, args) => {
-					let chars = typeof receiver === "string" ? receiver.length : 0;
-					for (const arg of args) if (typeof arg === "string") chars += arg.length;
-					if (result) chars = Math.max(chars, result(receiver, args));
-					charge(chars / CHARS_PER_STEP);
-					return apply(native, receiver, args);
-				});
+				wrap(String.prototype, name, (native, receiver, args) =>
+					charged(textLength(receiver, args), CHARS_PER_STEP, native, receiver, args),
+				);
 			}
 		};
 		// Not the calls that read a character or compare a prefix: they cost little, and loops
-		// call them once per character.
+		// call them once per character. The searches, repeats and pads are bounded apart, below.
 		textWork([
-			"concat", "includes", "indexOf", "isWellFormed", "lastIndexOf", "localeCompare", "match", "matchAll", "normalize",
-			"replace", "replaceAll", "search", "split", "toLowerCase", "toUpperCase", "toLocaleLowerCase", "toLocaleUpperCase",
-			"toWellFormed", "trim", "trimStart", "trimEnd",
+			"concat", "isWellFormed", "localeCompare", "match", "matchAll", "normalize", "search", "toLowerCase",
+			"toUpperCase", "toLocaleLowerCase", "toLocaleUpperCase", "toWellFormed", "trim", "trimStart", "trimEnd",
 		]);
-		const count = (value) => {
-			const n = Math.trunc(Number(value));
-			return n > 0 ? n : 0;
-		};
-		textWork(["repeat"], (receiver, args) => (typeof receiver === "string" ? receiver.length * count(args[0]) : 0));
-		textWork(["padStart", "padEnd"], (receiver, args) => count(args[0]));
+		boundSearches(wrap, charge, pollIfDue, textLength, CHARS_PER_STEP);
+		boundRepeats(wrap, charged, CHARS_PER_STEP);
 		// JSON: parsing is charged by its text; writing by what it wrote.
-		wrap(JSON, "parse", (native, receiver, args) => {
-			if (typeof args[0] === "string") charge(args[0].length / CHARS_PER_STEP);
-			return apply(native, receiver, args);
-		});
+		wrap(JSON, "parse", (native, receiver, args) =>
+			charged(typeof args[0] === "string" ? args[0].length : 0, CHARS_PER_STEP, native, receiver, args),
+		);
 		wrap(JSON, "stringify", (native, receiver, args) => {
 			const json = apply(native, receiver, args);
-			if (typeof json === "string") charge(json.length / CHARS_PER_STEP);
+			if (typeof json === "string") {
+				charge(json.length / CHARS_PER_STEP);
+				if (json.length > TIMED_WORK) pollIfDue();
+			}
 			return json;
 		});
 	})();
+
+	// Repeating and padding, charged by their result. QuickJS writes a short string's copies
+	// one character or one copy at a time, with no interrupt check: `"x".repeat(2 ** 27)` took
+	// over a second in a debug build, and a loop of them kept a core busy. So a long result
+	// is written from a piece of at least PIECE characters in long copies: `padEnd` with the
+	// piece as its filler writes the copies in one call, and a filler repeats to the length
+	// asked whatever its own length, so the result is the built-in's. Arguments are converted
+	// once, in the built-in's order; the natives get primitives. A count or a length the
+	// built-in refuses goes to it as it is, for its error.
+	function boundRepeats(wrap, charged, CHARS_PER_STEP) {
+		const apply = Reflect.apply;
+		const { repeat, padEnd } = String.prototype;
+		const PIECE = 4096;
+		// QuickJS's longest string.
+		const MAX_LENGTH = 1073741823;
+		const toText = (value) => (typeof value === "string" ? value : `${value}`);
+		// The spec's ToNumber, truncated, with the built-ins' own errors (unary plus has its
+		// own message for a BigInt).
+		const truncated = Math.trunc;
+		// NaN is 0, as the spec's ToIntegerOrInfinity has it.
+		const integer = (number) => (number !== number ? 0 : number);
+		// `text` repeated to at least PIECE characters.
+		const piece = (text) => apply(repeat, text, [Math.ceil(PIECE / text.length)]);
+		// A call making a string of `length`, charged by it (a length past the longest string
+		// fails at once).
+		const making = (length, native, text, args) => charged(Math.min(length, MAX_LENGTH), CHARS_PER_STEP, native, text, args);
+
+		wrap(String.prototype, "repeat", (native, receiver, args) => {
+			if (receiver === undefined || receiver === null) return apply(native, receiver, args);
+			const text = toText(receiver);
+			const count = truncated(args[0]);
+			const length = text.length * integer(count);
+			const long = text.length < PIECE && length >= 2 * PIECE && length <= MAX_LENGTH;
+			if (!long) return making(Math.max(text.length, length), native, text, [count]);
+			return making(length, padEnd, text, [length, piece(text)]);
+		});
+		const pad = (native, receiver, args) => {
+			if (receiver === undefined || receiver === null) return apply(native, receiver, args);
+			const text = toText(receiver);
+			const target = truncated(args[0]);
+			const length = integer(target);
+			if (length <= text.length) return apply(native, text, [target]);
+			const filler = args[1] === undefined ? " " : toText(args[1]);
+			const long = filler.length > 0 && filler.length < PIECE && length - text.length >= 2 * PIECE && length <= MAX_LENGTH;
+			return making(length, native, text, [target, long ? piece(filler) : filler]);
+		};
+		wrap(String.prototype, "padStart", pad);
+		wrap(String.prototype, "padEnd", pad);
+	}
+
+	// The string searches (indexOf, lastIndexOf, includes, split, replace, replaceAll).
+	// QuickJS's search is naive: one call compares up to (start positions × needle length)
+	// characters with no interrupt check, so a long needle made one call take hours
+	// (`'a'.repeat(2 ** 24).indexOf('a'.repeat(2 ** 16) + 'b')`) and kept a core busy long
+	// after the time limit. A search whose worst case is at most NATIVE_COMPARES runs in one
+	// native call, charged by its text like the other string built-ins. A larger one runs in
+	// windows of the text, each a native call of at most WINDOW_COMPARES comparisons, charged
+	// one by one, so the time limit ends it within milliseconds. The answers are the native
+	// ones: arguments are converted once, in the built-in's order (receiver, search, position
+	// or limit, then the replacement), and the natives then get primitives that convert to
+	// themselves; an object with its own `Symbol.split` or `Symbol.replace` method (a RegExp)
+	// and a RegExp given to `includes` go to the built-in as they are.
+	function boundSearches(wrap, charge, pollIfDue, textLength, CHARS_PER_STEP) {
+		const apply = Reflect.apply;
+		const { indexOf, lastIndexOf, replace, slice, split, startsWith } = String.prototype;
+		const join = Array.prototype.join;
+		const sourceOf = Object.getOwnPropertyDescriptor(RegExp.prototype, "source").get;
+		// About 150 ms of comparisons in a debug build, a few in a release build: a split of
+		// 4 MB of text at "\r\n" stays one native call.
+		const NATIVE_COMPARES = 4194304;
+		const WINDOW_COMPARES = 1048576;
+		// A window looks for the needle's first PREFIX characters, which keeps its copy small
+		// beside its text, and checks each hit against the rest of the needle.
+		const PREFIX = 256;
+		// A search's native calls are charged by the characters they copy and read, but their
+		// comparisons, mostly few and at worst many, are timed instead (`pollIfDue`): charging
+		// each call its worst case made a search for a 1,000-character needle in 1 MB of text
+		// 70 times slower. Searches whose worst case (characters read and compared) is smaller
+		// than this are not timed.
+		const TIMED_WORK = 65536;
+		// `${}` is the spec's ToString, as the built-ins convert their receiver and arguments,
+		// and `Math.trunc` its ToNumber, truncated, with the built-ins' own errors (unary plus
+		// has its own message for a BigInt).
+		const toText = (value) => (typeof value === "string" ? value : `${value}`);
+		const truncated = Math.trunc;
+		const toInteger = (value) => {
+			const number = truncated(value);
+			return number !== number ? 0 : number;
+		};
+		const clamp = (index, length) => Math.min(Math.max(index, 0), length);
+		const isObject = (value) => (typeof value === "object" && value !== null) || typeof value === "function";
+		const present = (value) => value !== undefined && value !== null;
+		const coercible = present;
+		// The spec's IsRegExp: `Symbol.match` if the object has one, else whether it is a RegExp
+		// (whose `source` getter throws for anything else).
+		const isRegExp = (value) => {
+			if (!isObject(value)) return false;
+			const matcher = value[Symbol.match];
+			if (matcher !== undefined) return !!matcher;
+			try {
+				apply(sourceOf, value, []);
+				return true;
+			} catch {
+				return false;
+			}
+		};
+		// The most characters one native search of a needle compares in a text.
+		const compares = (textLength, needleLength) =>
+			needleLength < 2 || needleLength > textLength ? 0 : (textLength - needleLength + 1) * (needleLength - 1);
+		const windowed = (text, needle) => compares(text.length, needle.length) > NATIVE_COMPARES;
+		// A native search in one call: charged by its text, timed when it may take long.
+		const nativeSearch = (native, text, args, needle) => {
+			charge((text.length + needle.length) / CHARS_PER_STEP);
+			const result = apply(native, text, args);
+			if (text.length + compares(text.length, needle.length) > TIMED_WORK) pollIfDue();
+			return result;
+		};
+
+		// Where a windowed search looks. It scans windows of `span` start positions for the
+		// needle's prefix (each window's text is `span` and the prefix's length, less one,
+		// characters); where the prefix occurs, it searches for the whole needle natively over
+		// the next `run` start positions, or checks that one position piece by piece when the
+		// needle alone is longer than WINDOW_COMPARES (`run` 0).
+		const plan = (needle) => {
+			const prefixLength = Math.min(needle.length, PREFIX);
+			return {
+				prefix: prefixLength === needle.length ? needle : apply(slice, needle, [0, prefixLength]),
+				prefixLength,
+				span: Math.floor(WINDOW_COMPARES / prefixLength),
+				run: Math.floor(WINDOW_COMPARES / needle.length),
+				pieces: undefined,
+			};
+		};
+		// The needle in pieces of at most WINDOW_COMPARES characters, each one `startsWith` call.
+		const matchesAt = (text, needle, search, at) => {
+			if (search.pieces === undefined) {
+				search.pieces = [];
+				for (let offset = 0; offset < needle.length; offset += WINDOW_COMPARES) {
+					search.pieces.push(apply(slice, needle, [offset, offset + WINDOW_COMPARES]));
+				}
+			}
+			let offset = at;
+			for (const piece of search.pieces) {
+				const matches = apply(startsWith, text, [piece, offset]);
+				pollIfDue();
+				if (!matches) return false;
+				offset += piece.length;
+			}
+			return true;
+		};
+		// A window's native search for the prefix, from `from`.
+		const scan = (native, window, prefix, from) => {
+			const hit = apply(native, window, [prefix, from]);
+			pollIfDue();
+			return hit;
+		};
+		// The native search of `native` (indexOf or lastIndexOf) for `needle` among the start
+		// positions `first` to `last` of `text`: the position, or -1.
+		const searchAmong = (native, text, needle, first, last) => {
+			const window = apply(slice, text, [first, last + needle.length]);
+			charge(window.length / CHARS_PER_STEP);
+			const at = apply(native, window, [needle]);
+			pollIfDue();
+			return at === -1 ? -1 : first + at;
+		};
+		// The first start at or after `from` (0 to the text's length) where the needle occurs,
+		// or -1. With `each`, every match that does not overlap the one before goes to `each`,
+		// in order, until it returns true.
+		const searchForward = (text, needle, from, each) => {
+			const search = plan(needle);
+			const lastStart = text.length - needle.length;
+			for (let first = from; first <= lastStart; ) {
+				const last = Math.min(first + search.span - 1, lastStart);
+				const window = apply(slice, text, [first, last + search.prefixLength]);
+				charge(window.length / CHARS_PER_STEP);
+				let next = last + 1;
+				for (let hit = scan(indexOf, window, search.prefix, 0); hit !== -1; ) {
+					const at = first + hit;
+					let match = -1;
+					let resume = at + 1;
+					if (search.prefixLength === needle.length || (search.run === 0 && matchesAt(text, needle, search, at))) {
+						match = at;
+					} else if (search.run > 0) {
+						const end = Math.min(at + search.run - 1, lastStart);
+						match = searchAmong(indexOf, text, needle, at, end);
+						resume = end + 1;
+					}
+					if (match !== -1) {
+						if (each === undefined || each(match)) return match;
+						resume = match + needle.length;
+					}
+					if (resume > last) {
+						next = resume;
+						break;
+					}
+					hit = scan(indexOf, window, search.prefix, resume - first);
+				}
+				first = next;
+			}
+			return -1;
+		};
+		// The last start at or before `from` (0 to the text's length), or -1.
+		const searchBackward = (text, needle, from) => {
+			const search = plan(needle);
+			for (let last = Math.min(from, text.length - needle.length); last >= 0; ) {
+				const first = Math.max(last - search.span + 1, 0);
+				const window = apply(slice, text, [first, last + search.prefixLength]);
+				charge(window.length / CHARS_PER_STEP);
+				let next = first - 1;
+				for (let hit = scan(lastIndexOf, window, search.prefix, window.length); hit !== -1; ) {
+					const at = first + hit;
+					if (search.prefixLength === needle.length) return at;
+					let resume;
+					if (search.run === 0) {
+						if (matchesAt(text, needle, search, at)) return at;
+						resume = at - 1;
+					} else {
+						const start = Math.max(at - search.run + 1, 0);
+						const found = searchAmong(lastIndexOf, text, needle, start, at);
+						if (found !== -1) return found;
+						resume = start - 1;
+					}
+					if (resume < first) {
+						next = resume;
+						break;
+					}
+					hit = scan(lastIndexOf, window, search.prefix, resume - first);
+				}
+				last = next;
+			}
+			return -1;
+		};
+		// The parts of `text` between the matches of a needle of at most PREFIX characters, in
+		// native splits of windows of the text, so that a text with many matches costs about
+		// what the built-in does. A window's split finds the matches that lie wholly inside it;
+		// one across its end would start after its last match, so the next window starts there
+		// (or where such a match could start, when there was none). Each window's parts that end
+		// at a match go to `visit` with where the first of them starts, until it returns true;
+		// the answer is where the last part starts, or -1 once `visit` stopped.
+		const visitParts = (text, needle, visit) => {
+			const span = Math.floor(WINDOW_COMPARES / needle.length);
+			let partStart = 0;
+			for (let first = 0; ; ) {
+				const end = Math.min(first + span + needle.length - 1, text.length);
+				const window = apply(slice, text, [first, end]);
+				charge(window.length / CHARS_PER_STEP);
+				const pieces = apply(split, window, [needle]);
+				pollIfDue();
+				if (pieces.length > 1) {
+					const tail = pieces.pop();
+					if (partStart < first) pieces[0] = apply(slice, text, [partStart, first + pieces[0].length]);
+					if (visit(pieces, partStart)) return -1;
+					partStart = end - tail.length;
+				}
+				if (end === text.length) return partStart;
+				first = Math.max(partStart, end - needle.length + 1);
+			}
+		};
+		// The parts of `text` between non-overlapping matches of a windowed needle, at most `max`.
+		const splitWindowed = (text, needle, max) => {
+			if (needle.length <= PREFIX) {
+				const chunks = [];
+				let count = 0;
+				const lastStart = visitParts(text, needle, (pieces) => {
+					chunks.push(pieces);
+					count += pieces.length;
+					return count >= max;
+				});
+				const parts = [].concat(...chunks);
+				if (lastStart === -1) parts.length = max;
+				else parts.push(apply(slice, text, [lastStart]));
+				return parts;
+			}
+			const parts = [];
+			let start = 0;
+			searchForward(text, needle, 0, (at) => {
+				parts.push(apply(slice, text, [start, at]));
+				start = at + needle.length;
+				return parts.length === max;
+			});
+			if (parts.length < max) parts.push(apply(slice, text, [start]));
+			return parts;
+		};
+
+		// A search of a string in a string whose other arguments are primitives, which the
+		// built-in converts without side effects: when it is not windowed, it goes to the
+		// built-in as it is (the common case, and the quickest).
+		const primitive = (value) => value === null || (typeof value !== "object" && typeof value !== "function");
+		const direct = (receiver, args) =>
+			typeof receiver === "string" && typeof args[0] === "string" && primitive(args[1]) && !windowed(receiver, args[0]);
+
+		wrap(String.prototype, "indexOf", (native, receiver, args) => {
+			if (direct(receiver, args)) return nativeSearch(native, receiver, args, args[0]);
+			if (!coercible(receiver)) return apply(native, receiver, args);
+			const text = toText(receiver);
+			const needle = toText(args[0]);
+			const from = clamp(toInteger(args[1]), text.length);
+			if (windowed(text, needle)) return searchForward(text, needle, from);
+			return nativeSearch(native, text, [needle, from], needle);
+		});
+		wrap(String.prototype, "includes", (native, receiver, args) => {
+			if (direct(receiver, args)) return nativeSearch(native, receiver, args, args[0]);
+			if (!coercible(receiver)) return apply(native, receiver, args);
+			const text = toText(receiver);
+			if (isRegExp(args[0])) throw new TypeError("regexp not supported");
+			const needle = toText(args[0]);
+			const from = clamp(toInteger(args[1]), text.length);
+			if (windowed(text, needle)) return searchForward(text, needle, from) !== -1;
+			return nativeSearch(native, text, [needle, from], needle);
+		});
+		wrap(String.prototype, "lastIndexOf", (native, receiver, args) => {
+			if (direct(receiver, args)) return nativeSearch(native, receiver, args, args[0]);
+			if (!coercible(receiver)) return apply(native, receiver, args);
+			const text = toText(receiver);
+			const needle = toText(args[0]);
+			const position = truncated(args[1]);
+			const from = position !== position ? text.length : clamp(position, text.length);
+			if (windowed(text, needle)) return searchBackward(text, needle, from);
+			return nativeSearch(native, text, [needle, from], needle);
+		});
+		wrap(String.prototype, "split", (native, receiver, args) => {
+			if (direct(receiver, args)) return nativeSearch(native, receiver, args, args[0]);
+			const separator = args[0];
+			const limit = args[1];
+			if (!coercible(receiver)) return apply(native, receiver, args);
+			if (isObject(separator)) {
+				const splitter = separator[Symbol.split];
+				if (present(splitter)) {
+					charge(textLength(receiver, args) / CHARS_PER_STEP);
+					return apply(splitter, separator, [receiver, limit]);
+				}
+			}
+			const text = toText(receiver);
+			const max = limit === undefined ? 4294967295 : truncated(limit) >>> 0;
+			const delimiter = toText(separator);
+			if (separator === undefined || max === 0 || !windowed(text, delimiter)) {
+				return nativeSearch(native, text, [separator === undefined ? undefined : delimiter, max], delimiter);
+			}
+			return splitWindowed(text, delimiter, max);
+		});
+		// GetSubstitution for a string search, which has no captures: `$$`, `$&`, `` $` `` and
+		// `$'`; every other `$` stays as it is.
+		const SUBSTITUTION = /\$[$&`']/g;
+		const substitute = (template, text, matched, at) => {
+			if (apply(indexOf, template, ["$"]) === -1) return template;
+			return apply(replace, template, [
+				SUBSTITUTION,
+				(ref) => {
+					if (ref === "$$") return "$";
+					if (ref === "$&") return matched;
+					if (ref === "$`") return apply(slice, text, [0, at]);
+					return apply(slice, text, [at + matched.length]);
+				},
+			]);
+		};
+		// Every match of a windowed needle replaced: one value for all when the replacement
+		// does not depend on where the match is (the common case, joined natively), else the
+		// value for each match in turn, as the built-in computes them.
+		const replaceAllWindowed = (text, needle, replacement, functional) => {
+			const positional =
+				functional || apply(indexOf, replacement, ["$`"]) !== -1 || apply(indexOf, replacement, ["$'"]) !== -1;
+			const valueAt = (at) =>
+				functional ? toText(replacement(needle, at, text)) : substitute(replacement, text, needle, at);
+			const out = [];
+			if (needle.length <= PREFIX) {
+				const value = positional ? "" : substitute(replacement, text, needle, 0);
+				const lastStart = visitParts(text, needle, (pieces, start) => {
+					if (!positional) {
+						out.push(apply(join, pieces, [value]), value);
+						return false;
+					}
+					const values = [];
+					let at = start;
+					for (const piece of pieces) {
+						at += piece.length;
+						values.push(piece, valueAt(at));
+						at += needle.length;
+					}
+					out.push(apply(join, values, [""]));
+					return false;
+				});
+				out.push(apply(slice, text, [lastStart]));
+				return apply(join, out, [""]);
+			}
+			let end = 0;
+			searchForward(text, needle, 0, (at) => {
+				out.push(apply(slice, text, [end, at]), valueAt(at));
+				end = at + needle.length;
+				return false;
+			});
+			out.push(apply(slice, text, [end]));
+			return apply(join, out, [""]);
+		};
+		const replaceText = (native, receiver, args, all) => {
+			if (direct(receiver, args)) {
+				if (typeof args[1] === "string") charge(args[1].length / CHARS_PER_STEP);
+				return nativeSearch(native, receiver, args, args[0]);
+			}
+			const search = args[0];
+			const replacement = args[1];
+			if (!coercible(receiver)) return apply(native, receiver, args);
+			if (isObject(search)) {
+				if (all && isRegExp(search)) {
+					const flags = search.flags;
+					if (!present(flags)) throw new TypeError("cannot convert to object");
+					if (apply(indexOf, toText(flags), ["g"]) === -1) throw new TypeError("regexp must have the 'g' flag");
+				}
+				const replacer = search[Symbol.replace];
+				if (present(replacer)) {
+					charge(textLength(receiver, args) / CHARS_PER_STEP);
+					return apply(replacer, search, [receiver, replacement]);
+				}
+			}
+			const text = toText(receiver);
+			const needle = toText(search);
+			const functional = typeof replacement === "function";
+			const template = functional ? replacement : toText(replacement);
+			if (!windowed(text, needle)) {
+				if (!functional) charge(template.length / CHARS_PER_STEP);
+				return nativeSearch(native, text, [needle, template], needle);
+			}
+			if (all) return replaceAllWindowed(text, needle, template, functional);
+			const at = searchForward(text, needle, 0);
+			if (at === -1) return text;
+			const value = functional ? toText(template(needle, at, text)) : substitute(template, text, needle, at);
+			return apply(slice, text, [0, at]) + value + apply(slice, text, [at + needle.length]);
+		};
+		wrap(String.prototype, "replace", (native, receiver, args) => replaceText(native, receiver, args, false));
+		wrap(String.prototype, "replaceAll", (native, receiver, args) => replaceText(native, receiver, args, true));
+	}
 
 	// Freeze what the built-in globals reach, so a script cannot change what this prelude relies
 	// on. Properties that scripts commonly set on their own objects (an Error subclass's `name`)

@@ -11,6 +11,8 @@ use rquickjs::context::EvalOptions;
 use rquickjs::{Context, Ctx, Function, Object, Persistent, Runtime, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::heap::StoppableAllocator;
+
 const PRELUDE: &str = include_str!("prelude.js");
 /// The VM's heap limit (pi: 256 MiB).
 const MEMORY_LIMIT: usize = 256 * 1024 * 1024;
@@ -96,7 +98,9 @@ fn run_vm(
     replies: &mpsc::Receiver<Reply>,
     stop: Arc<AtomicBool>,
 ) -> rquickjs::Result<()> {
-    let runtime = Runtime::new()?;
+    let (allocator, armed) = StoppableAllocator::new(Arc::clone(&stop));
+    let runtime = Runtime::new_with_alloc(allocator)?;
+    armed.set(true);
     runtime.set_memory_limit(MEMORY_LIMIT);
     runtime.set_max_stack_size(MAX_STACK);
     let exhausted = Rc::new(Cell::new(false));

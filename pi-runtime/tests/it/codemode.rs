@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use pi_runtime::agent::{AgentEvent, RunEnd};
-use pi_runtime::codemode::{CodemodeMode, CodemodeSettings, CodemodeTool, base_description};
+use pi_runtime::codemode::{
+    CodemodeMode, CodemodeSettings, CodemodeTool, Sandbox, base_description,
+};
 use pi_runtime::message::join_text;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::tool::{Exposure, ToolPolicy};
@@ -334,6 +336,9 @@ struct Hostile {
     /// [`THREAD_SETTLE`] for them to go).
     threads_before: u64,
     threads_after: u64,
+    /// How long after the run's end (its result, or its future dropped) the threads took to
+    /// go back to `threads_before`.
+    settled: Duration,
     /// The child's CPU time (user and system) over [`QUIET_WINDOW`] after the case.
     quiet_cpu: Duration,
 }
@@ -380,38 +385,29 @@ fn status_bytes(field: &str) -> u64 {
 
 /// Run `code` as the `codemode` call of an agent in a fresh copy of this binary.
 fn hostile(code: &str) -> Hostile {
-    hostile_run(code, None)
+    hostile_run(code, Ending::Result)
 }
 
-/// Run `code` in a fresh copy of this binary, and when `drop_after` is set, drop the agent's
-/// run (the future of its `prompt`) that long after it started.
-fn hostile_run(code: &str, drop_after: Option<Duration>) -> Hostile {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let out = std::env::temp_dir().join(format!(
-        "pi-codemode-hostile-{}-{}.json",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let mut request = json!({"code": code, "out": out.to_string_lossy()});
-    if let Some(after) = drop_after {
-        request["drop_after_ms"] = json!(after.as_millis() as u64);
+/// How the agent's run of a hostile script ends, besides the script's own end.
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    /// The run goes on to its result (the script's end or its time limit).
+    Result,
+    /// The agent is aborted this long after the run started.
+    Abort(Duration),
+    /// The run (the future of its `prompt`) is dropped this long after it started.
+    Drop(Duration),
+}
+
+/// Run `code` in a fresh copy of this binary, ending the agent's run as `ending` says.
+fn hostile_run(code: &str, ending: Ending) -> Hostile {
+    let mut request = json!({"code": code});
+    match ending {
+        Ending::Result => {}
+        Ending::Abort(after) => request["abort_after_ms"] = json!(after.as_millis() as u64),
+        Ending::Drop(after) => request["drop_after_ms"] = json!(after.as_millis() as u64),
     }
-    let output = Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["--exact", "codemode::child_runs_one_script"])
-        .args(["--ignored", "--nocapture", "--test-threads=1", "-q"])
-        .env(CHILD_ENV, request.to_string())
-        .stdin(Stdio::null())
-        .output()
-        .expect("the child runs");
-    assert!(
-        output.status.success(),
-        "child failed: {}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let written = std::fs::read_to_string(&out).expect("the child's answer");
-    let _ = std::fs::remove_file(&out);
-    let answer: Value = serde_json::from_str(&written).expect("the child's answer is JSON");
+    let answer = run_child("child_runs_one_script", request);
     let text = answer["text"].as_str().unwrap_or_default();
     let (header, output) = text.split_once("Output:\n").unwrap_or(("Dropped\n", ""));
     let output = output.strip_prefix('\n').unwrap_or(output);
@@ -436,8 +432,38 @@ fn hostile_run(code: &str, drop_after: Option<Duration>) -> Hostile {
         next_turn: answer["next_turn"].as_str().unwrap_or_default().to_owned(),
         threads_before: answer["threads_before"].as_u64().unwrap_or(0),
         threads_after: answer["threads_after"].as_u64().unwrap_or(u64::MAX),
+        settled: Duration::from_millis(answer["settled_ms"].as_u64().unwrap_or(u64::MAX)),
         quiet_cpu: Duration::from_millis(answer["quiet_cpu_ms"].as_u64().unwrap_or(u64::MAX)),
     }
+}
+
+/// Run the `#[ignore]`d child test `name` in a fresh copy of this binary, with `request` in
+/// [`CHILD_ENV`] and the path of its answer added as `out`; the answer.
+fn run_child(name: &str, mut request: Value) -> Value {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let out = std::env::temp_dir().join(format!(
+        "pi-codemode-hostile-{}-{}.json",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    request["out"] = json!(out.to_string_lossy());
+    let output = Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["--exact", &format!("codemode::{name}")])
+        .args(["--ignored", "--nocapture", "--test-threads=1", "-q"])
+        .env(CHILD_ENV, request.to_string())
+        .stdin(Stdio::null())
+        .output()
+        .expect("the child runs");
+    assert!(
+        output.status.success(),
+        "child failed ({}): {}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let written = std::fs::read_to_string(&out).expect("the child's answer");
+    let _ = std::fs::remove_file(&out);
+    serde_json::from_str(&written).expect("the child's answer is JSON")
 }
 
 /// Drop the agent's run of `code` `after` its start, as a caller's timeout or a server whose
@@ -462,6 +488,51 @@ async fn dropped_run(code: &str, after: Duration) -> (Duration, bool) {
     (started.elapsed(), dropped)
 }
 
+/// Abort the agent `after` the start of its run of `code`, as a user's stop button does:
+/// `(elapsed, the codemode result's text, the agent's answer on the next turn)`.
+async fn aborted_run(code: &str, after: Duration) -> (Duration, String, String) {
+    let mut tools = lookup_tools();
+    tools.push(Arc::new(CodemodeTool::new()));
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call(
+            "call_1",
+            "codemode",
+            json!({"code": code}),
+        ))
+        .respond(FauxResponse::text("still here"));
+    let agent = Agent::builder()
+        .model(model)
+        .tools(tools)
+        .build()
+        .expect("the agent builds");
+    let aborter = agent.clone();
+    let abort = tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        aborter.abort();
+    });
+    let started = Instant::now();
+    let messages = agent.prompt("go").await.expect("the run ends");
+    let elapsed = started.elapsed();
+    abort.await.expect("the abort task ends");
+    assert_eq!(messages.end, RunEnd::Aborted);
+    let result = messages
+        .iter()
+        .find_map(|message| match message {
+            Message::ToolResult(result) => Some(join_text(&result.content)),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let next = agent
+        .prompt("again")
+        .await
+        .expect("the next turn completes");
+    let next_turn = match next.last() {
+        Some(Message::Assistant(message)) => join_text(&message.content),
+        other => panic!("the next turn ends with {other:?}"),
+    };
+    (elapsed, result, next_turn)
+}
+
 #[test]
 #[ignore = "a child process of the hostile script tests"]
 fn child_runs_one_script() {
@@ -484,14 +555,21 @@ fn child_runs_one_script() {
     // The warm-up script's thread may still be on its way out.
     std::thread::sleep(Duration::from_millis(300));
     let threads_before = thread_count();
-    let mut answer = match request["drop_after_ms"].as_u64() {
-        Some(after) => {
-            let (elapsed, dropped) =
-                runtime.block_on(dropped_run(code, Duration::from_millis(after)));
+    let abort_after = request["abort_after_ms"]
+        .as_u64()
+        .map(Duration::from_millis);
+    let drop_after = request["drop_after_ms"].as_u64().map(Duration::from_millis);
+    let mut answer = match (abort_after, drop_after) {
+        (_, Some(after)) => {
+            let (elapsed, dropped) = runtime.block_on(dropped_run(code, after));
             assert!(dropped, "the run ended before it was dropped");
             json!({"text": "", "elapsed_ms": elapsed.as_millis() as u64, "next_turn": "still here"})
         }
-        None => {
+        (Some(after), None) => {
+            let (elapsed, text, next_turn) = runtime.block_on(aborted_run(code, after));
+            json!({"text": text, "elapsed_ms": elapsed.as_millis() as u64, "next_turn": next_turn})
+        }
+        (None, None) => {
             let run = runtime.block_on(run(code));
             json!({
                 "text": run.text,
@@ -509,18 +587,79 @@ fn child_runs_one_script() {
     }
     answer["threads_before"] = json!(threads_before);
     answer["threads_after"] = json!(thread_count());
+    answer["settled_ms"] = json!(settle.elapsed().as_millis() as u64);
     let cpu = cpu_time();
     std::thread::sleep(QUIET_WINDOW);
     answer["quiet_cpu_ms"] = json!((cpu_time() - cpu).as_millis() as u64);
     std::fs::write(out, answer.to_string()).expect("the answer is written");
 }
 
+/// Set, in the child of [`stopping_scripts_at_any_moment_leaves_the_process_sound`]: run
+/// `code` once per time limit of `limits_ms`, and answer how each run ended.
+#[test]
+#[ignore = "a child process of the hostile script tests"]
+fn child_stops_one_script_many_times() {
+    let Ok(request) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let request: Value = serde_json::from_str(&request).expect("the request");
+    let code = request["code"].as_str().expect("the code");
+    let out = request["out"].as_str().expect("the output path");
+    let limits = request["limits_ms"].as_array().expect("the time limits");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let endings: Vec<String> = limits
+        .iter()
+        .map(|limit| {
+            let sandbox = Sandbox::new().with_timeout_ms(limit.as_u64().unwrap_or_default());
+            match runtime.block_on(sandbox.execute(code)).value {
+                Ok(_) => "completed".to_owned(),
+                Err(error) => error.message,
+            }
+        })
+        .collect();
+    std::fs::write(out, json!({"endings": endings}).to_string()).expect("the answer is written");
+}
+
+#[test]
+fn stopping_scripts_at_any_moment_leaves_the_process_sound() {
+    // Stopped in the prelude, in the script's loop, or inside a built-in that then fails at
+    // its next large allocation: the engine's out-of-memory paths must leave it sound. When
+    // the allocator refused small requests too, one stopped script in a few dozen brought
+    // the process down (`JS_FreeRuntime`'s assertion that no object is left, or a segfault).
+    let scripts = [
+        "const a = [];\nfor (;;) { a.push({ x: \"y\".repeat(100) }); if (a.length > 50000) a.length = 0; }",
+        "const o = {};\nfor (let i = 0; ; i++) { o[\"k\" + i] = [i]; if (i % 1000 === 0) JSON.stringify(Object.keys(o)); }",
+        "for (;;) { try { new Map(Array.from({ length: 10000 }, (_, i) => [i, String(i)])); } catch (e) { text(String(e)); } }",
+        "const s = \"ab\".repeat(100000);\nfor (;;) s.split(\"b\").join(\"c\").indexOf(\"x\".repeat(300));",
+    ];
+    let limits: Vec<u64> = (0..40).map(|step| step * 5).collect();
+    for code in scripts {
+        let answer = run_child(
+            "child_stops_one_script_many_times",
+            json!({"code": code, "limits_ms": limits}),
+        );
+        let endings = answer["endings"].as_array().expect("the endings");
+        assert_eq!(endings.len(), limits.len());
+        for (limit, ending) in limits.iter().zip(endings) {
+            assert_eq!(
+                ending,
+                &json!(format!("Execution timed out after {limit} ms")),
+                "{code}"
+            );
+        }
+    }
+}
+
 /// Assert the common ending of a hostile run: pi's text, its time and memory bounds, and a
 /// next turn that works.
 fn assert_bounded(run: &Hostile, max_time: Duration, max_growth: u64) {
     eprintln!(
-        "hostile script: {:?}, peak +{} KiB, threads {} -> {}, quiet CPU {:?}",
+        "hostile script: {:?}, threads gone {:?} later, peak +{} KiB, threads {} -> {}, quiet CPU {:?}",
         run.elapsed,
+        run.settled,
         run.peak_growth / 1024,
         run.threads_before,
         run.threads_after,
@@ -711,38 +850,139 @@ fn joining_four_billion_holes_is_refused_at_once_and_leaves_no_thread() {
     assert_bounded(&run, Duration::from_secs(5), 16 * MIB);
 }
 
-#[test]
-fn long_native_work_stops_at_the_time_limit_and_leaves_no_thread() {
-    // Each native call here runs for tens of milliseconds or more, and QuickJS polls its
-    // interrupt handler once per 10,000 calls: the time limit was reported on time while the
-    // loop kept a core busy for hours.
-    for (what, code) in [
-        ("repeat", "for (;;) \"x\".repeat(2 ** 27);"),
-        (
-            "sort",
-            "const a = Array.from({ length: 200000 }, (_, i) => i);\nfor (;;) a.reverse().sort();",
-        ),
-        (
-            "JSON",
-            "const o = Array.from({ length: 50000 }, (_, i) => ({ i, s: \"x\".repeat(100) }));\n\
-             for (;;) JSON.parse(JSON.stringify(o));",
-        ),
-        ("regex", "for (;;) /(a+)+$/.test(\"a\".repeat(40) + \"b\");"),
-    ] {
-        let run = hostile(&format!("// @options: {{\"timeout_ms\": 1000}}\n{code}"));
-        assert_eq!(
-            run.output,
-            no_calls_failure("Script timed out: Execution timed out after 1000 ms"),
-            "{what}"
+/// Native work that ran for hours on a core after its script had ended: QuickJS polls its
+/// interrupt handler once per 10,000 engine steps, and a built-in runs to its end in C
+/// without a poll. Each script here is a loop of calls that take tens of milliseconds or
+/// more, or one call that takes hours. `(what, code)`.
+const LONG_NATIVE_WORK: &[(&str, &str)] = &[
+    (
+        "join",
+        "const a = new Array(2 ** 22).fill(\"x\");\nfor (;;) a.join(\"\");",
+    ),
+    // Joining holes allocates nothing to refuse, so the call the stop finds runs to its end:
+    // one of 2 ** 20 holes takes about 60 ms in a release build, 0.3 s in a debug one; one of
+    // 2 ** 24, the most the sandbox lets a call visit, 1 s and 3 s.
+    (
+        "join of holes",
+        "const a = new Array(2 ** 20);\nfor (;;) a.join(\"\");",
+    ),
+    ("repeat", "for (;;) \"x\".repeat(2 ** 27);"),
+    (
+        "sort",
+        "const a = Array.from({ length: 200000 }, (_, i) => i);\nfor (;;) a.reverse().sort();",
+    ),
+    (
+        "sort with a comparator",
+        "const a = Array.from({ length: 200000 }, (_, i) => i);\n\
+         for (;;) a.reverse().sort((x, y) => x - y);",
+    ),
+    (
+        "JSON",
+        "const o = Array.from({ length: 50000 }, (_, i) => ({ i, s: \"x\".repeat(100) }));\n\
+         for (;;) JSON.parse(JSON.stringify(o));",
+    ),
+    (
+        "JSON.stringify of a huge value",
+        "const o = new Array(2 ** 21).fill({ key: \"value\" });\nfor (;;) JSON.stringify(o);",
+    ),
+    (
+        "JSON.parse of a huge text",
+        "const s = \"[\" + \"{\\\"key\\\":\\\"value\\\"},\".repeat(2 ** 20) + \"0]\";\n\
+         for (;;) JSON.parse(s);",
+    ),
+    (
+        "regex backtracking",
+        "return /(a+)+$/.test(\"a\".repeat(40) + \"b\");",
+    ),
+    (
+        "indexOf in a loop",
+        "const h = \"a\".repeat(2 ** 22);\nfor (;;) h.indexOf(\"b\");",
+    ),
+    (
+        "indexOf",
+        "const h = \"a\".repeat(2 ** 24), n = \"a\".repeat(2 ** 16) + \"b\";\nreturn h.indexOf(n);",
+    ),
+    (
+        "includes",
+        "const h = \"a\".repeat(2 ** 24), n = \"a\".repeat(2 ** 16) + \"b\";\nreturn h.includes(n);",
+    ),
+    (
+        "lastIndexOf",
+        "const h = \"a\".repeat(2 ** 24), n = \"a\".repeat(2 ** 16) + \"b\";\nreturn h.lastIndexOf(n);",
+    ),
+    (
+        "split",
+        "const h = \"a\".repeat(2 ** 24), n = \"a\".repeat(2 ** 16) + \"b\";\nreturn h.split(n);",
+    ),
+    (
+        "replace",
+        "const h = \"a\".repeat(2 ** 24), n = \"a\".repeat(2 ** 16) + \"b\";\nreturn h.replace(n, \"\");",
+    ),
+    (
+        "replaceAll",
+        "const h = \"a\".repeat(2 ** 24), n = \"a\".repeat(2 ** 16) + \"b\";\n\
+         return h.replaceAll(n, \"\");",
+    ),
+];
+
+/// When the long native work's run is stopped: its time limit, the abort, or the drop.
+const STOP_AFTER: Duration = Duration::from_millis(1000);
+/// How long after [`STOP_AFTER`] its script may take to end, and its thread with it.
+const STOP_BOUND: Duration = Duration::from_secs(2);
+
+/// Run each of [`LONG_NATIVE_WORK`], stopped as `ending` says after [`STOP_AFTER`], and
+/// check that its script and its thread end within [`STOP_BOUND`] and leave the child idle.
+fn long_native_work_ends(ending: Ending, expected: &str) {
+    for (what, code) in LONG_NATIVE_WORK {
+        // Without a time limit of its own, the script has pi's 60 seconds.
+        let code = match ending {
+            Ending::Result => format!(
+                "// @options: {{\"timeout_ms\": {}}}\n{code}",
+                STOP_AFTER.as_millis()
+            ),
+            Ending::Abort(_) | Ending::Drop(_) => (*code).to_owned(),
+        };
+        let run = hostile_run(&code, ending);
+        eprintln!(
+            "{what} ({ending:?}): ended after {:?}, threads gone {:?} later, {} -> {} threads, quiet CPU {:?}",
+            run.elapsed, run.settled, run.threads_before, run.threads_after, run.quiet_cpu
         );
-        assert_bounded(&run, Duration::from_secs(8), 320 * MIB);
+        assert_eq!(run.output, expected, "{what}");
+        let bound = STOP_AFTER + STOP_BOUND;
+        assert!(
+            run.elapsed + run.settled < bound,
+            "{what}: the script's thread ended {:?} after its start, bound {bound:?}",
+            run.elapsed + run.settled
+        );
+        assert_bounded(&run, bound, 320 * MIB);
     }
+}
+
+#[test]
+fn long_native_work_ends_at_the_time_limit_and_leaves_no_thread() {
+    long_native_work_ends(
+        Ending::Result,
+        &no_calls_failure("Script timed out: Execution timed out after 1000 ms"),
+    );
+}
+
+#[test]
+fn long_native_work_ends_when_aborted_and_leaves_no_thread() {
+    long_native_work_ends(
+        Ending::Abort(STOP_AFTER),
+        &no_calls_failure("Script aborted: Execution aborted"),
+    );
+}
+
+#[test]
+fn long_native_work_ends_when_its_run_is_dropped_and_leaves_no_thread() {
+    long_native_work_ends(Ending::Drop(STOP_AFTER), "");
 }
 
 #[test]
 fn a_dropped_run_stops_its_endless_script() {
     // A caller's `tokio::time::timeout` around `prompt()`, or a server whose client hung up.
-    let run = hostile_run("while (true) {}", Some(Duration::from_millis(300)));
+    let run = hostile_run("while (true) {}", Ending::Drop(Duration::from_millis(300)));
     assert_eq!(run.status, "Dropped");
     assert_bounded(&run, Duration::from_secs(5), 16 * MIB);
 }
@@ -817,6 +1057,111 @@ fn a_microtask_chain_that_fills_the_heap_fails_with_out_of_memory() {
     assert_eq!(run.status, "Script failed");
     assert_eq!(run.output, no_calls_failure("InternalError: out of memory"));
     assert_bounded(&run, Duration::from_secs(30), 320 * MIB);
+}
+
+/// What Node answers for `codemode_string_builtins.js`, whose built-ins the sandbox wraps.
+const STRING_BUILTINS_IN_NODE: &str = r#"{"r":[5,5,11,1,-1,0,6,7,2,5,0,11,4,3,10,true,false,true,true,["ab","ab"],["ab"],["ab","ab","😀é$x"],["ab"],[],["a","b","c","a","b","c","\ud83d","\ude00","é","$","x"],["a","b","c"],["abcabc😀é$x"],[],[],[""],["a","b",""],["","","😀é$x"],"ab[c|$|ab|abc😀é$x|$0|$1|$<n>|$]abc😀é$x","ab$abc😀é$x","abcabc😀é$x","_abcabc😀é$x","ab3:c/2/abcabc😀é$xabc😀é$x","abTabc😀é$x","ab<cabc😀é$x>ab<c😀é$x>😀é$x",".a.b.c.a.b.c.\ud83d.\ude00.é.$.x.","a12a15😀é$x","abcabcabcabcé$x","bb","abCabC😀é$x","acbabc😀é$x",["ab","c","ab","c","😀é$x"],"split abcabc😀é$x 3","replace abcabc😀é$x v","all"],"errors":["TypeError","TypeError","TypeError","TypeError","TypeError","TypeError","TypeError","RangeError","RangeError","RangeError","RangeError","TypeError"],"long":[true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true,true],"order":["this","search","position#","this","limit#","separator","this","search","replacement","this","search","position#","this","search","position#","this","count#","this","length#","filler","this","length#"],"shapes":["indexOf/1","lastIndexOf/1","includes/1","split/2","replace/2","replaceAll/2","repeat/1","padStart/1","padEnd/1"]}"#;
+
+#[tokio::test]
+async fn wrapped_string_built_ins_answer_as_node_does() {
+    let result = Sandbox::new()
+        .execute(include_str!("codemode_string_builtins.js"))
+        .await;
+    assert_eq!(
+        result.value,
+        Ok(Some(Value::String(STRING_BUILTINS_IN_NODE.to_owned())))
+    );
+}
+
+#[tokio::test]
+async fn wrapped_string_built_ins_throw_the_built_ins_errors() {
+    // QuickJS's own messages, as the built-ins throw them unwrapped (`+x` says "bigint
+    // argument with unary +" where they say "cannot convert BigInt to number"), and at once
+    // where a count is out of range.
+    let script = r#"const t = "abcabc";
+const errors = [];
+for (const f of [
+    () => t.replaceAll(/c/, "C"),
+    () => t.includes(/c/),
+    () => String.prototype.indexOf.call(null, "a"),
+    () => String.prototype.split.call(undefined, ","),
+    () => t.indexOf(Symbol()),
+    () => t.split("c", Symbol()),
+    () => t.replace("c", () => Symbol()),
+    () => t.replaceAll({ [Symbol.match]: true, flags: undefined }, "x"),
+    () => t.split({ [Symbol.split]: 5 }),
+    () => t.indexOf({ toString() { throw new RangeError("mine"); } }),
+    () => t.split("-", 1n),
+    () => t.lastIndexOf("b", 1n),
+    () => "x".repeat(2n),
+    () => "x".padEnd(3n),
+    () => "x".repeat(Infinity),
+    () => "x".repeat(-1),
+    () => "ab".repeat(2 ** 30),
+    () => "x".padEnd(2 ** 31),
+    () => String.prototype.padStart.call(null, 2),
+]) {
+    try {
+        f();
+        errors.push("no error");
+    } catch (e) {
+        errors.push(`${e.name}: ${e.message}`);
+    }
+}
+return errors;"#;
+    let result = Sandbox::new().execute(script).await;
+    assert_eq!(
+        result.value,
+        Ok(Some(json!([
+            "TypeError: regexp must have the 'g' flag",
+            "TypeError: regexp not supported",
+            "TypeError: null or undefined are forbidden",
+            "TypeError: cannot convert to object",
+            "TypeError: cannot convert symbol to string",
+            "TypeError: cannot convert symbol to number",
+            "TypeError: cannot convert symbol to string",
+            "TypeError: cannot convert to object",
+            "TypeError: not a function",
+            "RangeError: mine",
+            "TypeError: cannot convert BigInt to number",
+            "TypeError: cannot convert BigInt to number",
+            "TypeError: cannot convert BigInt to number",
+            "TypeError: cannot convert BigInt to number",
+            "RangeError: invalid repeat count",
+            "RangeError: invalid repeat count",
+            "RangeError: invalid string length",
+            "RangeError: invalid string length",
+            "TypeError: null or undefined are forbidden",
+        ])))
+    );
+}
+
+#[tokio::test]
+async fn windowed_string_searches_answer_as_the_built_ins_do() {
+    // Some 800 searches of texts of 10,000 to 1,000,000 characters: more than the default
+    // interrupt budget and time limit in a debug build.
+    let result = Sandbox::new()
+        .with_interrupt_budget(u64::MAX)
+        .with_timeout_ms(600_000)
+        .execute(include_str!("codemode_windowed_searches.js"))
+        .await;
+    let answer = result
+        .value
+        .expect("the script completes")
+        .expect("its answer");
+    assert_eq!(answer["failures"], json!([]));
+    assert_eq!(answer["checks"], json!(842));
+    // The needles' matches that split and replaceAll find, so that every path of a window
+    // had matches to find (or none, where the case is a needle's absence).
+    assert_eq!(
+        answer["matches"],
+        json!({
+            "random17": 9, "random129": 3, "absent129": 0, "periodic": 269, "letter": 271,
+            "edges-1": 4, "edges0": 4, "edges1": 4, "planted": 2, "nearMiss": 1,
+            "longPrefix": 1, "afterRun": 1, "beforeRun": 1, "huge": 1, "hugeAbsent": 0,
+            "wide": 2, "wideCut": 1,
+        })
+    );
 }
 
 /// The tools each request of an agent with these settings declares: `(name, description)`.
