@@ -86,7 +86,6 @@ async fn run(
 ) -> Option<Vec<Message>> {
     let mut driver = Driver::new(shared, limits);
     loop {
-        driver.report_nested(state);
         match state.next() {
             Effect::Request => {
                 let response = respond(&mut driver, state, journal).await;

@@ -39,7 +39,6 @@ pub(crate) async fn run(
         if pause.is_some_and(|pause| pause(state)) {
             return None;
         }
-        driver.report_nested(state);
         match state.next() {
             Effect::Request => {
                 let response = driver.respond(state).await;
@@ -123,6 +122,8 @@ impl<'a> Driver<'a> {
                 state.queued(queued);
             }
             Effect::PlanBatch(response) => {
+                // Calls from outside the loop since the last batch count at this one's end.
+                self.report_nested(state);
                 let dispatcher = self.dispatcher();
                 let plan = dispatcher.plan(&response);
                 self.begin_batch(state, &dispatcher, response);

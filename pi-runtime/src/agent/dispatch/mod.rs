@@ -144,7 +144,7 @@ impl Dispatcher {
     /// The retry budget of `tool`, if it has one.
     pub(crate) fn retry_budget(&self, tool: &str) -> Option<u32> {
         let registration = self.tools.get_nested(tool)?;
-        self.policies.of(registration.settings()).retries
+        self.policies.retries(registration.settings())
     }
 
     /// The calls of `assistant`'s batch, whose hooks see `messages`.

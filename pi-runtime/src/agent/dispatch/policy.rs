@@ -57,6 +57,12 @@ impl Policies {
         settings.policy.clone().or(&self.defaults)
     }
 
+    /// The retry budget of a tool with `settings` (what [`of`](Self::of) says, without
+    /// building the whole policy).
+    pub(crate) fn retries(&self, settings: &ToolSettings) -> Option<u32> {
+        settings.policy.retries.or(self.defaults.retries)
+    }
+
     /// Wait for the permit of `policy`'s named limit, unless `signal` fires first (`Err`).
     /// `Ok(None)` when the policy names no limit.
     pub(crate) async fn permit(

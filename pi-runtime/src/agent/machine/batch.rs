@@ -67,6 +67,21 @@ pub(super) struct Batch {
     /// The result messages added so far, and what each does not say.
     results: Vec<Arc<ToolResultMessage>>,
     records: Vec<CallRecord>,
+    /// Where the batch stands, so that each step looks at one call, not all of them: every
+    /// call before `preflight_cursor` is past its preflight, every call before
+    /// `execute_cursor` was considered for execution.
+    #[serde(default)]
+    preflight_cursor: usize,
+    #[serde(default)]
+    execute_cursor: usize,
+    /// Calls waiting for a decision, and calls running.
+    #[serde(default)]
+    pending: usize,
+    #[serde(default)]
+    running: usize,
+    /// The denied calls of a resumed batch have ended.
+    #[serde(default)]
+    denied_ended: bool,
 }
 
 /// What the batch needs next.
@@ -115,6 +130,11 @@ impl Batch {
             plan: None,
             slots,
             resumed: false,
+            preflight_cursor: 0,
+            execute_cursor: 0,
+            pending: 0,
+            running: 0,
+            denied_ended: false,
         }
     }
 
@@ -254,51 +274,56 @@ impl Batch {
         outbox: &mut VecDeque<Announce>,
     ) -> Step {
         // Preflight, in source order.
-        for index in 0..self.slots.len() {
-            match self.slots[index] {
-                Slot::Waiting => return self.start(index, outbox),
-                Slot::Preflighting => return Step::Effect(Effect::Preflight(self.call_ref(index))),
-                _ => {}
+        while let Some(slot) = self.slots.get(self.preflight_cursor) {
+            match slot {
+                Slot::Waiting => return self.start(self.preflight_cursor, outbox),
+                Slot::Preflighting => {
+                    return Step::Effect(Effect::Preflight(self.call_ref(self.preflight_cursor)));
+                }
+                _ => self.preflight_cursor += 1,
             }
         }
-        if self
-            .slots
-            .iter()
-            .any(|slot| matches!(slot, Slot::Pending { .. }))
-        {
+        if self.pending > 0 {
             return Step::Hold(self.held());
         }
         // Denied calls end first, in source order.
-        let mut denied = false;
-        for index in 0..self.slots.len() {
-            if let Slot::Denied { reason } = &self.slots[index] {
-                let text = failure::denied(reason);
-                self.end(
-                    index,
-                    CallOutcome::failed(CallFailure::Denied, text),
-                    outbox,
-                );
-                denied = true;
+        if !self.denied_ended {
+            self.denied_ended = true;
+            let mut denied = false;
+            for index in 0..self.slots.len() {
+                if let Slot::Denied { reason } = &self.slots[index] {
+                    let text = failure::denied(reason);
+                    self.end(
+                        index,
+                        CallOutcome::failed(CallFailure::Denied, text),
+                        outbox,
+                    );
+                    denied = true;
+                }
+            }
+            if denied {
+                return Step::Emit;
             }
         }
-        if denied {
-            return Step::Emit;
-        }
         let sequential = self.plan.as_ref().is_some_and(|plan| plan.sequential);
-        let running = self.slots.iter().any(|slot| matches!(slot, Slot::Running));
-        if sequential && running {
+        if sequential && self.running > 0 {
             return Step::Effect(Effect::Wait);
         }
-        let ready: Vec<usize> = (self.slots.iter().enumerate())
-            .filter(|(_, slot)| matches!(slot, Slot::Ready { .. }))
-            .map(|(index, _)| index)
-            .take(if sequential { 1 } else { usize::MAX })
-            .collect();
-        if !ready.is_empty() {
-            let calls = ready.into_iter().map(|index| self.run(index)).collect();
+        let mut calls = Vec::new();
+        while self.execute_cursor < self.slots.len() {
+            let index = self.execute_cursor;
+            self.execute_cursor += 1;
+            if matches!(self.slots[index], Slot::Ready { .. }) {
+                calls.push(self.run(index));
+                if sequential {
+                    break;
+                }
+            }
+        }
+        if !calls.is_empty() {
             return Step::Effect(Effect::Execute(calls));
         }
-        if running {
+        if self.running > 0 {
             return Step::Effect(Effect::Wait);
         }
         // Every call ended: the result messages, in source order.
@@ -322,6 +347,7 @@ impl Batch {
         let Slot::Ready { args } = std::mem::replace(&mut self.slots[index], Slot::Running) else {
             unreachable!("only ready calls run")
         };
+        self.running += 1;
         ReadyCall {
             call: self.call_ref(index),
             args,
@@ -356,10 +382,11 @@ impl Batch {
         outbox.push_back(Announce::MessageEnd(at));
     }
 
+    /// The first call without a result message, in the batches that answer in source
+    /// order as they go.
     fn first_unanswered(&self) -> Option<usize> {
-        self.slots
-            .iter()
-            .position(|slot| !matches!(slot, Slot::Answered))
+        let index = self.results.len();
+        (index < self.slots.len()).then_some(index)
     }
 
     fn finish(&mut self) -> Finished {
@@ -413,6 +440,7 @@ impl Batch {
                 if approvals {
                     let pending = PendingCall::new(self.call(index), args, reason);
                     self.slots[index] = Slot::Pending { pending };
+                    self.pending += 1;
                 } else {
                     // The plan said no call needs approval: fail closed all the same.
                     let text = failure::approval_unavailable(&self.call(index).name, &reason);
@@ -442,6 +470,7 @@ impl Batch {
             debug_assert!(false, "call {index} is not running");
             return;
         }
+        self.running -= 1;
         self.end(index, outcome, outbox);
     }
 
