@@ -122,7 +122,9 @@ async fn expired_sessions_alone() {
     }
     let limits = SessionLimits::default()
         .with_max_sessions_per_client(1_000)
-        .with_idle_timeout(Duration::from_millis(500));
+        // Long enough that a loaded machine's client opens each session before it expires
+        // (between its `initialize` and its `initialized`), short enough to expire in a round.
+        .with_idle_timeout(Duration::from_secs(2));
     let server = McpServer::new((Wait::new(Arc::default()),)).expect("tools register");
     let http = serve(server, HttpServing::default().with_session_limits(limits)).await;
     let client = RawClient::new(http.url());
@@ -134,7 +136,7 @@ async fn expired_sessions_alone() {
         }
         resident.push(rss() / MB);
         // Every session expires; their places and memory are free for the next round.
-        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
     }
     let took = started.elapsed();
     let grown = peak_rss().saturating_sub(peak);
