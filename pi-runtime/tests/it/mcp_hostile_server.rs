@@ -152,7 +152,9 @@ async fn expired_sessions_alone() {
         "resident grew by {late} MB over the last {LAST} rounds, past the most before them: \
          {resident:?} MB"
     );
-    assert!(grown < 64 * MB, "peak memory grew by {} MB", grown / MB);
+    // A round's 500 sessions are all alive at its end (about 134 KB each: 67 MB); more than
+    // that at the peak is memory kept from earlier rounds.
+    assert!(grown < 96 * MB, "peak memory grew by {} MB", grown / MB);
     // Some 60 s here (2 cores, load 4); `alone` gives the process 180 s.
     assert!(took < Duration::from_secs(150), "took {took:?}");
 }
