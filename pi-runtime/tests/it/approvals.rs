@@ -76,41 +76,47 @@ fn mixed_batch() -> FauxModel {
         .respond(FauxResponse::text("done"))
 }
 
-/// Each event as a short line: its kind and the call or message it is about.
+/// Each event as a short line: its kind and the call or message it is about; `None` for the
+/// streaming updates of a message.
+pub(crate) fn trace_line(event: &AgentEvent) -> Option<String> {
+    Some(match event {
+        AgentEvent::MessageUpdate { .. } => return None,
+        AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
+            format!("tool_execution_start {tool_call_id}")
+        }
+        AgentEvent::ToolExecutionUpdate { tool_call_id, .. } => {
+            format!("tool_execution_update {tool_call_id}")
+        }
+        AgentEvent::ToolExecutionEnd {
+            tool_call_id,
+            is_error,
+            ..
+        } => format!("tool_execution_end {tool_call_id} error={is_error}"),
+        AgentEvent::MessageStart { message } | AgentEvent::MessageEnd { message } => {
+            let about = match message {
+                Message::ToolResult(result) => result.tool_call_id.clone(),
+                other => other.role().to_owned(),
+            };
+            format!("{} {about}", event.kind())
+        }
+        AgentEvent::ApprovalRequested { pending } => {
+            let ids: Vec<&str> = pending.iter().map(|call| call.id.as_str()).collect();
+            format!("approval_requested {}", ids.join(","))
+        }
+        other => other.kind().to_owned(),
+    })
+}
+
+/// Every event of `agent` as a [`trace_line`].
 fn trace(agent: &Agent) -> Arc<Mutex<Vec<String>>> {
     let lines = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&lines);
-    agent.on_event(move |event: &AgentEvent| {
-        let line = match event {
-            AgentEvent::MessageUpdate { .. } => return,
-            AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
-                format!("tool_execution_start {tool_call_id}")
-            }
-            AgentEvent::ToolExecutionEnd {
-                tool_call_id,
-                is_error,
-                ..
-            } => format!("tool_execution_end {tool_call_id} error={is_error}"),
-            AgentEvent::MessageStart { message } | AgentEvent::MessageEnd { message } => {
-                let about = match message {
-                    Message::ToolResult(result) => result.tool_call_id.clone(),
-                    other => other.role().to_owned(),
-                };
-                format!("{} {about}", event.kind())
-            }
-            AgentEvent::ApprovalRequested { pending } => {
-                let ids: Vec<&str> = pending.iter().map(|call| call.id.as_str()).collect();
-                format!("approval_requested {}", ids.join(","))
-            }
-            other => other.kind().to_owned(),
-        };
-        seen.lock().unwrap().push(line);
-    });
+    agent.on_event(move |event: &AgentEvent| seen.lock().unwrap().extend(trace_line(event)));
     lines
 }
 
 /// The transcript without its clocks.
-fn timeless(messages: &[Message]) -> Value {
+pub(crate) fn timeless(messages: &[Message]) -> Value {
     fn strip(value: &mut Value) {
         match value {
             Value::Object(map) => {

@@ -18,35 +18,7 @@ use pi_runtime::{
 };
 use serde_json::{Value, json};
 
-/// Each event as a short line: its kind and the call or message it is about.
-fn line(event: &AgentEvent) -> Option<String> {
-    Some(match event {
-        AgentEvent::MessageUpdate { .. } => return None,
-        AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
-            format!("tool_execution_start {tool_call_id}")
-        }
-        AgentEvent::ToolExecutionUpdate { tool_call_id, .. } => {
-            format!("tool_execution_update {tool_call_id}")
-        }
-        AgentEvent::ToolExecutionEnd {
-            tool_call_id,
-            is_error,
-            ..
-        } => format!("tool_execution_end {tool_call_id} error={is_error}"),
-        AgentEvent::MessageStart { message } | AgentEvent::MessageEnd { message } => {
-            let about = match message {
-                Message::ToolResult(result) => result.tool_call_id.clone(),
-                other => other.role().to_owned(),
-            };
-            format!("{} {about}", event.kind())
-        }
-        AgentEvent::ApprovalRequested { pending } => {
-            let ids: Vec<&str> = pending.iter().map(|call| call.id.as_str()).collect();
-            format!("approval_requested {}", ids.join(","))
-        }
-        other => other.kind().to_owned(),
-    })
-}
+use crate::approvals::{timeless, trace_line};
 
 fn schema() -> Value {
     json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
@@ -106,7 +78,7 @@ impl OwnDriver {
     }
 
     fn note(&mut self, event: &AgentEvent) {
-        self.lines.extend(line(event));
+        self.lines.extend(trace_line(event));
     }
 
     /// Drive `state` until it ends (its messages) or pauses (`None`).
@@ -198,7 +170,7 @@ async fn agent_run(gated: bool) -> (Vec<String>, Vec<Message>, RunEnd) {
         .unwrap();
     let lines = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&lines);
-    agent.on_event(move |event: &AgentEvent| seen.lock().unwrap().extend(line(event)));
+    agent.on_event(move |event: &AgentEvent| seen.lock().unwrap().extend(trace_line(event)));
     let mut run = agent.prompt("go").await.unwrap();
     if let Some(state) = run.paused_state() {
         let state = state.clone();
@@ -209,24 +181,6 @@ async fn agent_run(gated: bool) -> (Vec<String>, Vec<Message>, RunEnd) {
     }
     let lines = lines.lock().unwrap().clone();
     (lines, agent.messages(), run.end)
-}
-
-/// The messages without their clocks.
-fn timeless(messages: &[Message]) -> Value {
-    fn strip(value: &mut Value) {
-        match value {
-            Value::Object(map) => {
-                map.remove("timestamp");
-                map.remove("durationMs");
-                map.values_mut().for_each(strip);
-            }
-            Value::Array(items) => items.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
-    let mut value = serde_json::to_value(messages).unwrap();
-    strip(&mut value);
-    value
 }
 
 const PARALLEL_BATCH: &[&str] = &[
