@@ -45,7 +45,7 @@ pub enum RunEnd {
         retries: u32,
     },
     /// The run paused before a batch with calls that need approval (see
-    /// [`approval`](super::approval)): keep [`RunOutcome::paused_state`] and resume it with
+    /// [`approval`](super::approval)): keep [`RunOutcome::paused_state`](crate::agent::RunOutcome::paused_state) and resume it with
     /// [`Agent::resume_with`](super::Agent::resume_with).
     AwaitingApproval {
         /// The calls waiting for a decision, in source order.

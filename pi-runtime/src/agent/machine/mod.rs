@@ -1,6 +1,6 @@
 //! The run machine: a run as data that says what it needs next.
 //!
-//! A [`RunState`](crate::agent::RunState) holds everything a run has decided so far: the transcript, where the
+//! A [`RunState`] holds everything a run has decided so far: the transcript, where the
 //! loop stands, the batch of tool calls in progress and the order of every event.
 //! [`RunState::next`] returns the next [`Effect`]: the I/O the run needs (deliver an
 //! event, ask the model, prepare or execute tool calls, ask the turn hook). It never does

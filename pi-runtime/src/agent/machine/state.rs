@@ -29,7 +29,7 @@ pub const RUN_STATE_VERSION: u32 = 2;
 /// supplies them.
 ///
 /// A run paused for approval hands one out
-/// ([`RunOutcome::paused_state`](super::RunOutcome::paused_state)). It leaves the process
+/// ([`RunOutcome::paused_state`](crate::agent::RunOutcome::paused_state)). It leaves the process
 /// only as a signed file ([`to_signed_json`](Self::to_signed_json)) and comes back only
 /// through the signature check ([`from_signed_json`](Self::from_signed_json)): it has no
 /// serde implementation, so no state that its key did not sign can be resumed. The events
@@ -151,7 +151,7 @@ enum Phase {
     /// The response's batch is running.
     Batch(Batch),
     /// The batch is held for approval after its preflight: the run paused here. A resume
-    /// claims `pause_id` (see [`PauseLedger`](super::approval::PauseLedger)).
+    /// claims `pause_id` (see [`PauseLedger`](crate::agent::approval::PauseLedger)).
     Approval {
         response: Arc<AssistantMessage>,
         calls: Vec<HeldCall>,
@@ -358,7 +358,7 @@ impl RunState {
     }
 
     /// The id of this pause, while the run is paused for approval: random, signed with the
-    /// state, and claimed by the resume ([`PauseLedger`](super::approval::PauseLedger)), so
+    /// state, and claimed by the resume ([`PauseLedger`](crate::agent::approval::PauseLedger)), so
     /// that the pause resumes once.
     pub fn pause_id(&self) -> Option<&str> {
         match &self.phase {
