@@ -1,14 +1,16 @@
 //! What an agent is configured with, and the part of it shared with a running loop.
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
+use super::AgentEvent;
 use super::approval::PauseLedger;
 use super::dispatch::Policies;
 use super::error::AgentError;
 use super::hooks::Hooks;
-use super::sink::Bus;
-use super::state::QueueMode;
+use super::sink::{Bus, lock};
+use super::state::{Conversation, QueueMode};
 use super::turn_tools::TurnTools;
 use crate::message::Message;
 use crate::prompt::{self, ToolSectionStyle};
@@ -107,11 +109,12 @@ pub struct AgentDefinition {
     pub(crate) opening: Arc<Opening>,
 }
 
-/// What one conversation's handle and its running loop share: the event bus with the
-/// conversation's state, and its configuration (the definition's, until the conversation
-/// changes it for itself).
+/// What one conversation's handle and its running loop share: the conversation's state, the
+/// event bus, and its configuration (the definition's, until the conversation changes it for
+/// itself).
 #[derive(Debug)]
 pub(crate) struct Shared {
+    conversation: Mutex<Conversation>,
     pub(crate) bus: Bus,
     config: RwLock<Arc<Config>>,
     /// The context of this conversation's runs that are not given their own.
@@ -121,18 +124,31 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn new(definition: &AgentDefinition) -> Self {
         let shared = Shared {
+            conversation: Mutex::default(),
             bus: Bus::default(),
             config: RwLock::new(Arc::clone(&definition.config)),
             context: RwLock::new(None),
         };
         {
             let opening = &definition.opening;
-            let mut state = shared.bus.state();
+            let mut state = shared.conversation();
             state.set_transcript(opening.messages.clone());
             state.steering_mode = opening.steering_mode;
             state.follow_up_mode = opening.follow_up_mode;
         }
         shared
+    }
+
+    /// The conversation's state, locked.
+    pub(crate) fn conversation(&self) -> MutexGuard<'_, Conversation> {
+        lock(&self.conversation)
+    }
+
+    /// The conversation's state takes in `event`, then the bus delivers it. The future only
+    /// awaits async subscribers (see [`Bus::emit`]).
+    pub(crate) fn emit(&self, event: AgentEvent) -> impl Future<Output = ()> + Send + 'static {
+        self.conversation().reduce(&event);
+        self.bus.emit(event)
     }
 
     pub(crate) fn config(&self) -> Arc<Config> {

@@ -15,7 +15,9 @@ use super::AgentEvent;
 use super::dispatch::{JobReport, RunLimits};
 use super::error::AgentError;
 use super::failure::CallFailure;
-use super::handle::{Agent, RunGuard, go_on, outcome, tool_lookup};
+use super::handle::resume::{go_on, tool_lookup};
+use super::handle::runs::outcome;
+use super::handle::{Agent, RunGuard};
 use super::journal::{Journal, JournalError, Work};
 use super::machine::{CallOutcome, Effect, ReadyCall, RunState, instant_at};
 use super::outcome::RunOutcome;
@@ -98,6 +100,9 @@ async fn run(
                 return None;
             }
             Effect::Done(messages) => return Some(messages),
+            // Events are the most frequent effect: delivered here, not through `perform`,
+            // whose future is as large as its largest arm and is copied on every call.
+            Effect::Emit => driver.deliver(state).await,
             effect => driver.perform(state, effect).await,
         }
     }

@@ -3,6 +3,7 @@
 //! until the run is done. The journaled driver (`journaled.rs`) performs the same effects
 //! except the model requests and the executions, which it makes steps of a journal.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -50,6 +51,9 @@ pub(crate) async fn run(
                 return None;
             }
             Effect::Done(messages) => return Some(messages),
+            // Events are the most frequent effect: delivered here, not through `perform`,
+            // whose future is as large as its largest arm and is copied on every call.
+            Effect::Emit => driver.deliver(state).await,
             effect => driver.perform(state, effect).await,
         }
     }
@@ -92,15 +96,15 @@ impl<'a> Driver<'a> {
         }
     }
 
-    pub(crate) async fn emit(&self, event: AgentEvent) {
-        self.shared.bus.emit(event).await;
+    pub(crate) fn emit(&self, event: AgentEvent) -> impl Future<Output = ()> + Send + 'static {
+        self.shared.emit(event)
     }
 
-    /// Perform the effects every driver performs alike: events, declarations, queues, the
-    /// batch's plan and preflights, the turn hook.
+    /// Perform the effects every driver performs alike: declarations, queues, the batch's
+    /// plan and preflights, the turn hook. Each driver delivers events ([`Effect::Emit`])
+    /// with [`Driver::deliver`] itself.
     pub(crate) async fn perform(&mut self, state: &mut RunState, effect: Effect) {
         match effect {
-            Effect::Emit => self.deliver(state).await,
             Effect::Declare => {
                 // A request follows every declaration: pin its configuration and tools now,
                 // so the request offers (and dispatch finds) exactly the tools declared.
@@ -108,17 +112,17 @@ impl<'a> Driver<'a> {
                 let executable = turn.tools.definitions();
                 state.declare(&executable);
                 let opening = state.opening_tools();
-                let mut conversation = self.shared.bus.state();
+                let mut conversation = self.shared.conversation();
                 if conversation.opening_tools.is_none() {
                     conversation.opening_tools = opening.cloned();
                 }
             }
             Effect::PollSteering => {
-                let queued = self.shared.bus.state().poll_steering();
+                let queued = self.shared.conversation().poll_steering();
                 state.queued(queued);
             }
             Effect::PollFollowUps => {
-                let queued = self.shared.bus.state().poll_follow_ups();
+                let queued = self.shared.conversation().poll_follow_ups();
                 state.queued(queued);
             }
             Effect::PlanBatch(response) => {
@@ -143,14 +147,17 @@ impl<'a> Driver<'a> {
                     let outcome = CallOutcome::failed(CallFailure::Panic, TASK_ENDED_EARLY);
                     state.executed(call.index(), outcome);
                 }
-                self.deliver(state).await;
             }
             Effect::FinishTurn => {
                 self.batch = None;
                 let control = self.finish_turn(state).await;
                 state.turn_finished(control);
             }
-            Effect::Request | Effect::Execute(_) | Effect::Pause | Effect::Done(_) => {
+            Effect::Emit
+            | Effect::Request
+            | Effect::Execute(_)
+            | Effect::Pause
+            | Effect::Done(_) => {
                 unreachable!("each driver performs {effect:?} its own way")
             }
         }
@@ -330,8 +337,7 @@ impl<'a> Driver<'a> {
     /// ([`Agent::run_tool_call`](super::Agent::run_tool_call)) find the same tools.
     fn offer(&self, tools: &Arc<TurnTools>) {
         self.shared
-            .bus
-            .state()
+            .conversation()
             .slot
             .set_turn_tools(Arc::clone(tools));
     }

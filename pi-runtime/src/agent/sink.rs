@@ -1,7 +1,9 @@
-//! Event delivery: every event updates the agent's state, then goes to each subscriber in
+//! Event delivery: each event goes to every open event stream and to each subscriber in
 //! subscription order (each awaited before the run goes on, so a subscriber has seen an
-//! event before anything after it happens) and to every open event stream.
+//! event before anything after it happens). The conversation's state has taken the event
+//! in before (`Shared::emit`).
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -13,7 +15,6 @@ use futures::{FutureExt, Stream};
 use tokio::sync::mpsc;
 
 use super::AgentEvent;
-use super::state::Inner;
 
 /// A subscriber: called in place, or given a shared event and awaited.
 #[derive(Clone)]
@@ -73,10 +74,9 @@ impl StreamSender {
     }
 }
 
-/// The state lock, the subscribers and the open streams.
+/// The subscribers and the open streams.
 #[derive(Default)]
 pub(crate) struct Bus {
-    state: Mutex<Inner>,
     // Swapped as a whole on (un)subscribe, so an emit holds the lock only to clone an `Arc`.
     listeners: RwLock<Arc<Vec<(SubscriptionId, Listener)>>>,
     streams: Mutex<Vec<StreamSender>>,
@@ -86,7 +86,10 @@ pub(crate) struct Bus {
 impl std::fmt::Debug for Bus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Bus")
-            .field("state", &*self.state())
+            .field(
+                "listeners",
+                &self.listeners.read().map(|l| l.len()).unwrap_or_default(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -97,10 +100,6 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Bus {
-    pub(crate) fn state(&self) -> MutexGuard<'_, Inner> {
-        lock(&self.state)
-    }
-
     pub(crate) fn subscribe(&self, listener: Listener) -> SubscriptionId {
         let id = SubscriptionId(self.next_id.fetch_add(1, Ordering::Relaxed));
         let mut listeners = self
@@ -140,8 +139,11 @@ impl Bus {
     }
 
     /// Deliver one event. A panicking subscriber is skipped: observers never end a run.
-    pub(crate) async fn emit(&self, event: AgentEvent) {
-        self.state().reduce(&event);
+    ///
+    /// Everything up to the first async subscriber happens now; the future returned only
+    /// awaits the async subscribers and those after them, and is small (a run emits an event
+    /// for every streamed delta, so a large future copied per event shows in its cost).
+    pub(crate) fn emit(&self, event: AgentEvent) -> impl Future<Output = ()> + Send + 'static {
         {
             let mut streams = lock(&self.streams);
             if !streams.is_empty() {
@@ -154,21 +156,36 @@ impl Bus {
                 .read()
                 .unwrap_or_else(PoisonError::into_inner),
         );
-        // Shared once, and only when an async listener needs to keep the event.
-        let mut shared: Option<Arc<AgentEvent>> = None;
-        for (_, listener) in listeners.iter() {
-            match listener {
-                Listener::Sync(listener) => {
-                    let event = shared.as_deref().unwrap_or(&event);
-                    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| listener(event)));
-                }
-                Listener::Async(listener) => {
-                    let event = Arc::clone(shared.get_or_insert_with(|| Arc::new(event.clone())));
-                    if let Ok(delivered) =
-                        std::panic::catch_unwind(AssertUnwindSafe(|| listener(event)))
-                    {
-                        let _ = AssertUnwindSafe(delivered).catch_unwind().await;
-                    }
+        let first_async = listeners
+            .iter()
+            .position(|(_, listener)| matches!(listener, Listener::Async(_)));
+        for (_, listener) in &listeners[..first_async.unwrap_or(listeners.len())] {
+            if let Listener::Sync(listener) = listener {
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| listener(&event)));
+            }
+        }
+        let rest = first_async.map(|first| (listeners, first, Arc::new(event)));
+        async move {
+            if let Some((listeners, first, event)) = rest {
+                deliver_in_order(&listeners[first..], event).await;
+            }
+        }
+    }
+}
+
+/// Deliver a shared event to `listeners` in order, awaiting each async one.
+async fn deliver_in_order(listeners: &[(SubscriptionId, Listener)], event: Arc<AgentEvent>) {
+    for (_, listener) in listeners {
+        match listener {
+            Listener::Sync(listener) => {
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| listener(&event)));
+            }
+            Listener::Async(listener) => {
+                let event = Arc::clone(&event);
+                if let Ok(delivered) =
+                    std::panic::catch_unwind(AssertUnwindSafe(|| listener(event)))
+                {
+                    let _ = AssertUnwindSafe(delivered).catch_unwind().await;
                 }
             }
         }

@@ -102,9 +102,10 @@ impl RunSlot {
     }
 }
 
-/// Mutable state behind the agent's lock: the snapshot plus the run bookkeeping.
+/// One conversation's state, behind its lock: the snapshot its events keep current, the run
+/// slot, and the queues.
 #[derive(Debug, Default)]
-pub(crate) struct Inner {
+pub(crate) struct Conversation {
     pub(crate) view: AgentState,
     pub(crate) slot: RunSlot,
     pub(crate) steering: VecDeque<Message>,
@@ -121,7 +122,7 @@ pub(crate) struct Inner {
     pub(crate) awaiting_approval: bool,
 }
 
-impl Inner {
+impl Conversation {
     /// Take `messages` as the conversation's transcript. A leading system message (as
     /// [`Agent::transcript`](super::Agent::transcript) writes one) gives the tools the
     /// conversation declared first; the agent's own system prompt stands in for its text.
@@ -205,7 +206,7 @@ mod tests {
 
     #[test]
     fn queues_drain_one_at_a_time_or_all() {
-        let mut inner = Inner::default();
+        let mut inner = Conversation::default();
         for text in ["a", "b", "c"] {
             inner.steering.push_back(UserMessage::text(text).into());
             inner.follow_ups.push_back(UserMessage::text(text).into());
@@ -220,7 +221,7 @@ mod tests {
 
     #[test]
     fn pending_calls_follow_start_and_end_events() {
-        let mut inner = Inner::default();
+        let mut inner = Conversation::default();
         let start = |id: &str| AgentEvent::ToolExecutionStart {
             tool_call_id: id.into(),
             tool_name: "t".into(),

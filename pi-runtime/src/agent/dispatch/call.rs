@@ -331,10 +331,14 @@ where
     }
     let alone = scope.execution == ExecutionMode::Sequential
         || ready.registration.tool().execution_mode() == ExecutionMode::Sequential;
-    let entered = tokio::select! {
-        biased;
-        () = scope.signal().cancelled() => return stopped(scope),
-        entered = scope.limits.lane.enter(alone, parent) => entered,
+    let lane = &scope.limits.lane;
+    let entered = match lane.try_enter(alone, parent) {
+        Some(hold) => Entered::Held(hold),
+        None => tokio::select! {
+            biased;
+            () = scope.signal().cancelled() => return stopped(scope),
+            entered = lane.enter(alone, parent) => entered,
+        },
     };
     match entered {
         Entered::Held(hold) => {

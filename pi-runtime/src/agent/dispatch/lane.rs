@@ -79,30 +79,48 @@ pub(crate) enum Entered {
 }
 
 impl Lane {
+    /// Enter the lane at once if the call may run now, without waiting: the common case of
+    /// a call that shares the lane with other shares, or inherits its parent's hold.
+    pub(crate) fn try_enter(&self, alone: bool, parent: Option<&Arc<Hold>>) -> Option<Hold> {
+        match parent {
+            Some(parent) if parent.alone || !alone => Some(Hold::inherited(parent.alone)),
+            Some(_) => None,
+            None => {
+                let shares = if alone { SHARES } else { 1 };
+                let permit = Arc::clone(&self.0).try_acquire_many_owned(shares).ok()?;
+                Some(Hold {
+                    alone,
+                    permit: Mutex::new(Some(permit)),
+                })
+            }
+        }
+    }
+
     /// Enter the lane for a call that runs `alone` or not, nested in `parent`'s call if it
     /// is a nested call. Waits until the call may run; cancel by dropping the future.
     pub(crate) async fn enter(&self, alone: bool, parent: Option<&Arc<Hold>>) -> Entered {
+        if let Some(hold) = self.try_enter(alone, parent) {
+            return Entered::Held(hold);
+        }
         let shares = if alone { SHARES } else { 1 };
-        match parent {
-            Some(parent) if parent.alone || !alone => Entered::Held(Hold::inherited(parent.alone)),
-            Some(parent) => {
-                // Hand the parent's share back while this call waits for the whole lane.
-                drop(lock(&parent.permit).take());
-                let permit = self.take(shares).await;
-                Entered::Borrowed(Borrowed {
-                    hold: Arc::new(Hold {
-                        alone: true,
-                        permit: Mutex::new(permit),
-                    }),
-                    lane: self.clone(),
-                    parent: Arc::clone(parent),
-                })
-            }
-            None => Entered::Held(Hold {
+        let Some(parent) = parent else {
+            return Entered::Held(Hold {
                 alone,
                 permit: Mutex::new(self.take(shares).await),
+            });
+        };
+        // A call that must run alone under a parent's share: hand the share back while this
+        // call waits for the whole lane.
+        drop(lock(&parent.permit).take());
+        let permit = self.take(shares).await;
+        Entered::Borrowed(Borrowed {
+            hold: Arc::new(Hold {
+                alone: true,
+                permit: Mutex::new(permit),
             }),
-        }
+            lane: self.clone(),
+            parent: Arc::clone(parent),
+        })
     }
 
     async fn take(&self, shares: u32) -> Option<OwnedSemaphorePermit> {
