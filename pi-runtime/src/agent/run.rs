@@ -186,10 +186,11 @@ impl<'a> Driver<'a> {
                 }
                 None => {}
             }
-            let Some(event) = state.take_event() else {
-                return;
+            let delivered = match state.take_event() {
+                Some(event) => self.shared.emit(event),
+                None => return,
             };
-            self.emit(event).await;
+            delivered.await;
         }
     }
 

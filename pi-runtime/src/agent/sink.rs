@@ -164,7 +164,12 @@ impl Bus {
                 let _ = std::panic::catch_unwind(AssertUnwindSafe(|| listener(&event)));
             }
         }
-        let rest = first_async.map(|first| (listeners, first, Arc::new(event)));
+        // Not `Option::map`: its closure would take the event by a copy even with no async
+        // subscriber (events are a few hundred bytes, and a run emits thousands).
+        let rest = match first_async {
+            Some(first) => Some((listeners, first, Arc::new(event))),
+            None => None,
+        };
         async move {
             if let Some((listeners, first, event)) = rest {
                 deliver_in_order(&listeners[first..], event).await;

@@ -30,7 +30,7 @@ use super::machine::BatchPlan;
 use super::machine::held::Decided;
 use super::turn_tools::TurnTools;
 use crate::message::{AssistantMessage, Message, ToolCall};
-use crate::tool::{ConversationTools, ExecutionMode, ToolDefinition, ToolResult, ToolSwitch};
+use crate::tool::{ConversationTools, ExecutionMode, ToolResult, ToolSwitch};
 
 pub(crate) use lane::Lane;
 
@@ -106,39 +106,26 @@ impl Dispatcher {
         }
     }
 
-    /// A sequential tool runs alone: it makes its whole batch sequential, and takes a lane
-    /// for itself. Unknown tools do not count (as in pi).
-    fn runs_alone(tool: &dyn ToolDefinition) -> bool {
-        tool.execution_mode() == ExecutionMode::Sequential
-    }
-
-    /// Whether `assistant`'s batch runs one call at a time.
-    fn sequential(&self, assistant: &AssistantMessage) -> bool {
-        self.execution == ExecutionMode::Sequential
-            || assistant.tool_calls().any(|call| {
-                (self.tools.get(&call.name))
-                    .is_some_and(|registered| Self::runs_alone(registered.tool().as_ref()))
-            })
-    }
-
-    /// How `assistant`'s batch runs: sequential when the agent or one of its tools says
-    /// so, prepared whole first when a policy may ask about a call, and the retry budgets of
-    /// the tools it calls.
+    /// How `assistant`'s batch runs: sequential when the agent or one of its offered tools
+    /// says so (a sequential tool runs alone; unknown tools do not count, as in pi),
+    /// prepared whole first when a policy may ask about a call, and the retry budgets of the
+    /// tools it calls. One lookup per call.
     pub(crate) fn plan(&self, assistant: &AssistantMessage) -> BatchPlan {
-        let approvals = self.hooks.approval.is_some()
-            || assistant.tool_calls().any(|call| {
-                (self.tools.get(&call.name))
-                    .is_some_and(|registered| registered.settings().approval.may_ask())
-            });
-        let mut plan = BatchPlan::new()
-            .sequential(self.sequential(assistant))
-            .approvals(approvals);
+        let mut sequential = self.execution == ExecutionMode::Sequential;
+        let mut approvals = self.hooks.approval.is_some();
+        let mut plan = BatchPlan::new();
         for call in assistant.tool_calls() {
-            if let Some(retries) = self.retry_budget(&call.name) {
+            let offered = self.tools.get(&call.name);
+            if let Some(registered) = offered {
+                sequential |= registered.tool().execution_mode() == ExecutionMode::Sequential;
+                approvals |= registered.settings().approval.may_ask();
+            }
+            let registered = offered.or_else(|| self.tools.get_nested(&call.name));
+            if let Some(retries) = registered.and_then(|r| self.policies.retries(r.settings())) {
                 plan = plan.retry_budget(call.name.clone(), retries);
             }
         }
-        plan
+        plan.sequential(sequential).approvals(approvals)
     }
 
     /// The retry budget of `tool`, if it has one.
