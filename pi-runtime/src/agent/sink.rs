@@ -164,8 +164,11 @@ impl Bus {
                 let _ = std::panic::catch_unwind(AssertUnwindSafe(|| listener(&event)));
             }
         }
-        // Not `Option::map`: its closure would take the event by a copy even with no async
-        // subscriber (events are a few hundred bytes, and a run emits thousands).
+        #[expect(
+            clippy::manual_map,
+            reason = "`Option::map`'s closure would take the event by a copy even with no async \
+                      subscriber (events are a few hundred bytes, and a run emits thousands)"
+        )]
         let rest = match first_async {
             Some(first) => Some((listeners, first, Arc::new(event))),
             None => None,
