@@ -333,11 +333,11 @@ where
         || ready.registration.tool().execution_mode() == ExecutionMode::Sequential;
     let lane = &scope.limits.lane;
     let entered = match lane.try_enter(alone, parent) {
-        Some(hold) => Entered::Held(hold),
-        None => tokio::select! {
+        Ok(hold) => Entered::Held(hold),
+        Err(waiting) => tokio::select! {
             biased;
             () = scope.signal().cancelled() => return stopped(scope),
-            entered = lane.enter(alone, parent) => entered,
+            entered = lane.wait(waiting) => entered,
         },
     };
     match entered {

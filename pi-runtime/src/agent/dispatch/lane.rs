@@ -78,41 +78,55 @@ pub(crate) enum Entered {
     Borrowed(Borrowed),
 }
 
+/// A call that may not run yet, from [`Lane::try_enter`]: what it waits for.
+pub(crate) struct Waiting<'a> {
+    alone: bool,
+    /// The hold of the parent a call that must run alone borrows the whole lane from.
+    parent: Option<&'a Arc<Hold>>,
+}
+
 impl Lane {
-    /// Enter the lane at once if the call may run now, without waiting: the common case of
-    /// a call that shares the lane with other shares, or inherits its parent's hold.
-    pub(crate) fn try_enter(&self, alone: bool, parent: Option<&Arc<Hold>>) -> Option<Hold> {
+    /// Enter the lane for a call that runs `alone` or not, nested in `parent`'s call if it
+    /// is a nested call: at once when it may run now (the common case of a call that shares
+    /// the lane with other shares, or inherits its parent's hold), else what it must wait
+    /// for, to [`wait`](Self::wait).
+    pub(crate) fn try_enter<'a>(
+        &self,
+        alone: bool,
+        parent: Option<&'a Arc<Hold>>,
+    ) -> Result<Hold, Waiting<'a>> {
         match parent {
-            Some(parent) if parent.alone || !alone => Some(Hold::inherited(parent.alone)),
-            Some(_) => None,
-            None => {
-                let shares = if alone { SHARES } else { 1 };
-                let permit = Arc::clone(&self.0).try_acquire_many_owned(shares).ok()?;
-                Some(Hold {
+            Some(parent) if parent.alone || !alone => Ok(Hold::inherited(parent.alone)),
+            Some(parent) => Err(Waiting {
+                alone,
+                parent: Some(parent),
+            }),
+            None => match Arc::clone(&self.0).try_acquire_many_owned(shares(alone)) {
+                Ok(permit) => Ok(Hold {
                     alone,
                     permit: Mutex::new(Some(permit)),
-                })
-            }
+                }),
+                Err(_) => Err(Waiting {
+                    alone,
+                    parent: None,
+                }),
+            },
         }
     }
 
-    /// Enter the lane for a call that runs `alone` or not, nested in `parent`'s call if it
-    /// is a nested call. Waits until the call may run; cancel by dropping the future.
-    pub(crate) async fn enter(&self, alone: bool, parent: Option<&Arc<Hold>>) -> Entered {
-        if let Some(hold) = self.try_enter(alone, parent) {
-            return Entered::Held(hold);
-        }
-        let shares = if alone { SHARES } else { 1 };
+    /// Wait until a call that may not run yet may run; cancel by dropping the future.
+    pub(crate) async fn wait(&self, waiting: Waiting<'_>) -> Entered {
+        let Waiting { alone, parent } = waiting;
         let Some(parent) = parent else {
             return Entered::Held(Hold {
                 alone,
-                permit: Mutex::new(self.take(shares).await),
+                permit: Mutex::new(self.take(shares(alone)).await),
             });
         };
         // A call that must run alone under a parent's share: hand the share back while this
         // call waits for the whole lane.
         drop(lock(&parent.permit).take());
-        let permit = self.take(shares).await;
+        let permit = self.take(SHARES).await;
         Entered::Borrowed(Borrowed {
             hold: Arc::new(Hold {
                 alone: true,
@@ -127,6 +141,11 @@ impl Lane {
         // The semaphore is never closed.
         Arc::clone(&self.0).acquire_many_owned(shares).await.ok()
     }
+}
+
+/// The shares a call takes: all of them when it runs alone.
+fn shares(alone: bool) -> u32 {
+    if alone { SHARES } else { 1 }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
