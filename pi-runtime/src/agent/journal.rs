@@ -151,6 +151,7 @@ mod tests {
 
     use super::*;
     use crate::agent::approval::Decision;
+    use crate::agent::test_support::timeless;
     use crate::agent::{Agent, AgentDefinition, RunEnd, RunOutcome};
     use crate::message::now_ms;
     use crate::provider::faux::{FauxModel, FauxResponse};
@@ -328,23 +329,6 @@ mod tests {
         (outcome, kinds)
     }
 
-    fn without_times(messages: &RunOutcome) -> Value {
-        let mut value = serde_json::to_value(&messages.messages).expect("JSON");
-        fn strip(value: &mut Value) {
-            match value {
-                Value::Object(object) => {
-                    object.remove("timestamp");
-                    object.remove("durationMs");
-                    object.values_mut().for_each(strip);
-                }
-                Value::Array(items) => items.iter_mut().for_each(strip),
-                _ => {}
-            }
-        }
-        strip(&mut value);
-        value
-    }
-
     #[tokio::test]
     async fn a_replay_runs_nothing_again_and_ends_as_the_run_did() {
         let executions = Arc::new(AtomicUsize::new(0));
@@ -388,7 +372,7 @@ mod tests {
             ),
             (3, 4)
         );
-        assert_eq!(without_times(&again), without_times(&live));
+        assert_eq!(timeless(&again.messages), timeless(&live.messages));
         assert_eq!(again.end, RunEnd::Completed);
         // A replayed step's events come again; a response comes whole, without updates.
         assert_eq!(events, live_events);
@@ -428,7 +412,7 @@ mod tests {
             ),
             (4, 6)
         );
-        assert_eq!(without_times(&again), without_times(&live));
+        assert_eq!(timeless(&again.messages), timeless(&live.messages));
     }
 
     #[tokio::test]
@@ -465,7 +449,7 @@ mod tests {
             ),
             (2, 2)
         );
-        assert_eq!(without_times(&again), without_times(&live));
+        assert_eq!(timeless(&again.messages), timeless(&live.messages));
     }
 
     #[tokio::test]
@@ -521,6 +505,6 @@ mod tests {
         let (again, _) = run(&definition, &replayed, started).await;
         assert_eq!(replayed.ran(), Vec::<String>::new());
         assert_eq!(again.end, exhausted);
-        assert_eq!(without_times(&again), without_times(&live));
+        assert_eq!(timeless(&again.messages), timeless(&live.messages));
     }
 }

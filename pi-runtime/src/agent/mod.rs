@@ -77,6 +77,8 @@ mod run;
 mod sink;
 mod state;
 mod telemetry;
+#[cfg(test)]
+mod test_support;
 pub(crate) mod turn_tools;
 
 pub mod extract;

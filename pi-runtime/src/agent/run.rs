@@ -187,7 +187,7 @@ impl<'a> Driver<'a> {
                 None => {}
             }
             let delivered = match state.take_event() {
-                Some(event) => self.shared.emit(event),
+                Some(event) => self.emit(event),
                 None => return,
             };
             delivered.await;

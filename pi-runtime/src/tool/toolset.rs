@@ -114,6 +114,7 @@ impl ToolSet for Vec<Registration> {
     }
 }
 
+/// A tuple of tool sets is a tool set, and a tuple of [`ContextTools`] is one too.
 macro_rules! tuple_tool_set {
     ($($name:ident)+) => {
         impl<$($name: ToolSet),+> ToolSet for ($($name,)+) {
@@ -125,6 +126,8 @@ macro_rules! tuple_tool_set {
                 tools
             }
         }
+
+        impl<T, $($name: ContextTools<T>),+> ContextTools<T> for ($($name,)+) {}
     };
 }
 
@@ -211,22 +214,3 @@ impl<S: ToolSet> ToolSet for Exposed<S> {
 pub trait ContextTools<T>: ToolSet {}
 
 impl<T, X: ContextTools<T> + ToolDefinition> ContextTools<T> for Arc<X> {}
-
-macro_rules! tuple_context_tools {
-    ($($name:ident)+) => {
-        impl<T, $($name: ContextTools<T>),+> ContextTools<T> for ($($name,)+) {}
-    };
-}
-
-tuple_context_tools!(A);
-tuple_context_tools!(A B);
-tuple_context_tools!(A B C);
-tuple_context_tools!(A B C D);
-tuple_context_tools!(A B C D E);
-tuple_context_tools!(A B C D E F);
-tuple_context_tools!(A B C D E F G);
-tuple_context_tools!(A B C D E F G H);
-tuple_context_tools!(A B C D E F G H I);
-tuple_context_tools!(A B C D E F G H I J);
-tuple_context_tools!(A B C D E F G H I J K);
-tuple_context_tools!(A B C D E F G H I J K L);

@@ -533,19 +533,47 @@ async fn aborted_run(code: &str, after: Duration) -> (Duration, String, String) 
     (elapsed, result, next_turn)
 }
 
+/// A child process of the hostile script tests: the request it was started with (its
+/// `code` and the path `out` of its answer among the rest), and a runtime to run it on.
+struct Child {
+    request: Value,
+    code: String,
+    out: String,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Child {
+    /// `None` unless this process is such a child ([`CHILD_ENV`] is set).
+    fn started() -> Option<Child> {
+        let request = std::env::var(CHILD_ENV).ok()?;
+        let request: Value = serde_json::from_str(&request).expect("the request");
+        let code = request["code"].as_str().expect("the code").to_owned();
+        let out = request["out"].as_str().expect("the output path").to_owned();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        Some(Child {
+            request,
+            code,
+            out,
+            runtime,
+        })
+    }
+}
+
 #[test]
 #[ignore = "a child process of the hostile script tests"]
 fn child_runs_one_script() {
-    let Ok(request) = std::env::var(CHILD_ENV) else {
+    let Some(Child {
+        request,
+        code,
+        out,
+        runtime,
+    }) = Child::started()
+    else {
         return;
     };
-    let request: Value = serde_json::from_str(&request).expect("the request");
-    let code = request["code"].as_str().expect("the code");
-    let out = request["out"].as_str().expect("the output path");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
     // Warm up the agent's machinery, so that the growth measured is the script's.
     runtime.block_on(run("return 1;"));
     // Reset the peak to the present resident size (Linux 4.0 and later), so that the peak
@@ -561,16 +589,16 @@ fn child_runs_one_script() {
     let drop_after = request["drop_after_ms"].as_u64().map(Duration::from_millis);
     let mut answer = match (abort_after, drop_after) {
         (_, Some(after)) => {
-            let (elapsed, dropped) = runtime.block_on(dropped_run(code, after));
+            let (elapsed, dropped) = runtime.block_on(dropped_run(&code, after));
             assert!(dropped, "the run ended before it was dropped");
             json!({"text": "", "elapsed_ms": elapsed.as_millis() as u64, "next_turn": "still here"})
         }
         (Some(after), None) => {
-            let (elapsed, text, next_turn) = runtime.block_on(aborted_run(code, after));
+            let (elapsed, text, next_turn) = runtime.block_on(aborted_run(&code, after));
             json!({"text": text, "elapsed_ms": elapsed.as_millis() as u64, "next_turn": next_turn})
         }
         (None, None) => {
-            let run = runtime.block_on(run(code));
+            let run = runtime.block_on(run(&code));
             json!({
                 "text": run.text,
                 "is_error": run.is_error,
@@ -599,22 +627,21 @@ fn child_runs_one_script() {
 #[test]
 #[ignore = "a child process of the hostile script tests"]
 fn child_stops_one_script_many_times() {
-    let Ok(request) = std::env::var(CHILD_ENV) else {
+    let Some(Child {
+        request,
+        code,
+        out,
+        runtime,
+    }) = Child::started()
+    else {
         return;
     };
-    let request: Value = serde_json::from_str(&request).expect("the request");
-    let code = request["code"].as_str().expect("the code");
-    let out = request["out"].as_str().expect("the output path");
     let limits = request["limits_ms"].as_array().expect("the time limits");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
     let endings: Vec<String> = limits
         .iter()
         .map(|limit| {
             let sandbox = Sandbox::new().with_timeout_ms(limit.as_u64().unwrap_or_default());
-            match runtime.block_on(sandbox.execute(code)).value {
+            match runtime.block_on(sandbox.execute(&code)).value {
                 Ok(_) => "completed".to_owned(),
                 Err(error) => error.message,
             }

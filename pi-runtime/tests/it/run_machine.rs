@@ -206,6 +206,14 @@ const PARALLEL_BATCH: &[&str] = &[
     "agent_end",
 ];
 
+/// `lines` without the `tool_execution_end` lines: calls that end at once end in any order.
+fn without_tool_ends(lines: &[String]) -> Vec<String> {
+    (lines.iter())
+        .filter(|line| !line.starts_with("tool_execution_end"))
+        .cloned()
+        .collect()
+}
+
 #[tokio::test]
 async fn a_run_driven_by_its_own_loop_gives_the_agents_events_and_transcript() {
     let mut driver = OwnDriver::new(false);
@@ -219,13 +227,10 @@ async fn a_run_driven_by_its_own_loop_gives_the_agents_events_and_transcript() {
     let (agent_lines, agent_messages, end) = agent_run(false).await;
     // The agent's tools end in completion order too; both ended at once, so compare the
     // calls' own lines and the transcript.
-    let without_ends = |lines: &[String]| -> Vec<String> {
-        (lines.iter())
-            .filter(|line| !line.starts_with("tool_execution_end"))
-            .cloned()
-            .collect()
-    };
-    assert_eq!(without_ends(&agent_lines), without_ends(&driver.lines));
+    assert_eq!(
+        without_tool_ends(&agent_lines),
+        without_tool_ends(&driver.lines)
+    );
     assert_eq!(end, RunEnd::Completed);
     assert_eq!(timeless(&agent_messages), timeless(&messages));
 }
@@ -268,13 +273,10 @@ async fn a_run_driven_by_its_own_loop_pauses_for_approval_and_goes_on_from_its_s
     let (agent_lines, agent_messages, end) = agent_run(true).await;
     assert_eq!(end, RunEnd::Completed);
     assert_eq!(timeless(&agent_messages), timeless(&messages));
-    let without_ends = |lines: &[String]| -> Vec<String> {
-        (lines.iter())
-            .filter(|line| !line.starts_with("tool_execution_end"))
-            .cloned()
-            .collect()
-    };
-    assert_eq!(without_ends(&agent_lines), without_ends(&driver.lines));
+    assert_eq!(
+        without_tool_ends(&agent_lines),
+        without_tool_ends(&driver.lines)
+    );
     assert_eq!(
         driver.lines[..9],
         [

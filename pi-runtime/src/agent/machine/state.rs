@@ -923,6 +923,7 @@ mod tests {
 
     use super::*;
     use crate::agent::Agent;
+    use crate::agent::test_support::timeless;
     use crate::provider::faux::{FauxModel, FauxResponse};
     use crate::tool::{FnTool, ToolResult};
 
@@ -947,24 +948,6 @@ mod tests {
             },
         );
         Agent::builder().model(model).tools(count).build().unwrap()
-    }
-
-    /// The transcript without its clocks.
-    fn timeless(messages: &[Message]) -> Value {
-        fn strip(value: &mut Value) {
-            match value {
-                Value::Object(map) => {
-                    map.remove("timestamp");
-                    map.remove("durationMs");
-                    map.values_mut().for_each(strip);
-                }
-                Value::Array(items) => items.iter_mut().for_each(strip),
-                _ => {}
-            }
-        }
-        let mut value = serde_json::to_value(messages).unwrap();
-        strip(&mut value);
-        value
     }
 
     #[tokio::test]
