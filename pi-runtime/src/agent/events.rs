@@ -103,6 +103,22 @@ pub enum AgentEvent {
         /// The messages the run added (a prompt run includes the prompts).
         messages: Vec<Message>,
     },
+    /// An event of a sub-agent's run (an agent called as a tool, see
+    /// [`AgentDefinition::as_tool`](super::AgentDefinition::as_tool)), delivered while the
+    /// call that runs it is running, in the order the sub-agent emitted its events.
+    Nested {
+        /// The ids of the calls from this run down to the sub-agent that emitted `event`,
+        /// joined with `/`: `c1` for the sub-agent that this run's call `c1` runs, `c1/c4`
+        /// for one that call `c4` of that sub-agent runs.
+        path: String,
+        /// The name of the tool that runs the sub-agent that emitted `event`.
+        agent: String,
+        /// The sub-agent's own event, never itself `Nested`. A `message_update`'s message is
+        /// the sub-agent's live message, which the run above reads a little later than the
+        /// sub-agent wrote it: it shows at least this event (its `delta` is exact). Freezing
+        /// a copy per delta would make a long stream cost its length squared.
+        event: Box<AgentEvent>,
+    },
 }
 
 impl AgentEvent {
@@ -120,6 +136,29 @@ impl AgentEvent {
             AgentEvent::TurnEnd { .. } => "turn_end",
             AgentEvent::AgentEnd { .. } => "agent_end",
             AgentEvent::ApprovalRequested { .. } => "approval_requested",
+            AgentEvent::Nested { .. } => "nested",
+        }
+    }
+
+    /// This event as the call `path` (of the sub-agent tool `agent`) reports it to the run
+    /// above: a sub-agent's own event is wrapped, and an event it reports from further down
+    /// gets `path` in front of its own.
+    pub(crate) fn nested_under(self, path: &str, agent: &str) -> AgentEvent {
+        match self {
+            AgentEvent::Nested {
+                path: below,
+                agent,
+                event,
+            } => AgentEvent::Nested {
+                path: format!("{path}/{below}"),
+                agent,
+                event,
+            },
+            event => AgentEvent::Nested {
+                path: path.to_owned(),
+                agent: agent.to_owned(),
+                event: Box::new(event),
+            },
         }
     }
 }

@@ -16,7 +16,7 @@ use super::dispatch::{JobReport, RunLimits};
 use super::error::AgentError;
 use super::failure::CallFailure;
 use super::handle::resume::{go_on, tool_lookup};
-use super::handle::runs::outcome;
+use super::handle::runs::{Inherited, outcome};
 use super::handle::{Agent, RunGuard};
 use super::journal::{Journal, JournalError, Work};
 use super::machine::{CallOutcome, Effect, ReadyCall, RunState, instant_at};
@@ -40,10 +40,11 @@ impl Agent {
         started_ms: u64,
     ) -> Result<RunOutcome, AgentError> {
         let Prompt(prompts) = prompt;
-        let (mut limits, mut state) =
-            self.start(AgentError::BusyPrompting, None, |_, messages| {
-                Ok((messages, prompts, false))
-            })?;
+        let (mut limits, mut state) = self.start(
+            AgentError::BusyPrompting,
+            Inherited::default(),
+            |_, messages| Ok((messages, prompts, false)),
+        )?;
         let shared = self.shared();
         let _guard = RunGuard(shared);
         let config = shared.config();
@@ -74,7 +75,11 @@ impl Agent {
             }
         };
         let timed_out = signal.is_cancelled() && deadline_ms.is_some();
-        Ok(outcome(state, messages, timed_out, &config))
+        Ok(outcome(
+            state,
+            messages,
+            timed_out.then_some(config.time_limit.unwrap_or_default()),
+        ))
     }
 }
 
@@ -185,8 +190,7 @@ async fn execute(
             tokio::select! {
                 biased;
                 Some(report) = reports.recv() => {
-                    if let JobReport::Update(index, partial) = report {
-                        state.updated(index, partial);
+                    if take_progress(state, report) {
                         driver.deliver(state).await;
                     }
                 }
@@ -195,14 +199,25 @@ async fn execute(
         }
     };
     // Updates sent just before their call's step ended come before its end.
-    while let Ok(JobReport::Update(index, partial)) = reports.try_recv() {
-        state.updated(index, partial);
+    while let Ok(report) = reports.try_recv() {
+        take_progress(state, report);
     }
     for (index, value) in indices.into_iter().zip(values) {
         driver.report_nested(state);
         state.executed(index, replayed(value, &limits));
         driver.deliver(state).await;
     }
+}
+
+/// Hand the state a running call's update or sub-agent event; `false` for an end, which
+/// comes from the call's journal step instead.
+fn take_progress(state: &mut RunState, report: JobReport) -> bool {
+    match report {
+        JobReport::Update(index, partial) => state.updated(index, partial),
+        JobReport::Nested(index, event) => state.nested(index, event),
+        JobReport::Done(..) => return false,
+    }
+    true
 }
 
 /// A call's outcome from its journal step; a step the journal could not keep stops the run.

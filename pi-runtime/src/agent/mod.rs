@@ -76,6 +76,7 @@ mod prompt;
 mod run;
 mod sink;
 mod state;
+pub mod subagent;
 mod telemetry;
 #[cfg(test)]
 mod test_support;
@@ -99,3 +100,4 @@ pub use outcome::RunOutcome;
 pub use prompt::Prompt;
 pub use sink::{EVENT_STREAM_BACKLOG, EventStream, SubscriptionId};
 pub use state::{AgentState, QueueMode};
+pub use subagent::SubAgent;

@@ -5,7 +5,7 @@ use std::ops::Deref;
 
 use super::end::RunEnd;
 use super::machine::RunState;
-use crate::message::{AssistantMessage, Message};
+use crate::message::{AssistantMessage, Message, Usage};
 
 /// What a run added to the transcript (the prompt first), how many model requests it made,
 /// and why it ended. It reads as the slice of its messages:
@@ -49,6 +49,20 @@ impl RunOutcome {
     /// [`Agent::resume_with`](super::Agent::resume_with).
     pub fn paused_state(&self) -> Option<&RunState> {
         self.paused.as_deref()
+    }
+
+    /// What the run cost: the usage of its model responses, and each tool result's own
+    /// usage (a sub-agent's whole run, a tool that called a model).
+    pub fn usage(&self) -> Usage {
+        let mut total = Usage::default();
+        for message in &self.messages {
+            match message {
+                Message::Assistant(assistant) => total += assistant.usage,
+                Message::ToolResult(result) => total += result.usage.unwrap_or_default(),
+                _ => {}
+            }
+        }
+        total
     }
 
     /// The paused state, taken out of the outcome.

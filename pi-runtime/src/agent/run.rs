@@ -269,6 +269,7 @@ impl<'a> Driver<'a> {
         while let Some(report) = execution.next().await {
             match report {
                 JobReport::Update(index, partial) => state.updated(index, partial),
+                JobReport::Nested(index, event) => state.nested(index, event),
                 JobReport::Done(index, outcome) => {
                     self.report_nested(state);
                     state.executed(index, outcome);

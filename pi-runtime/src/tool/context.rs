@@ -8,6 +8,7 @@ use std::sync::Arc;
 // block of 32 results up front, for every call, though most calls send no update at all.
 use futures::channel::mpsc;
 use futures::future::BoxFuture;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{RunContext, ToolResult};
@@ -42,6 +43,8 @@ pub struct ToolContext {
     run_context: Option<RunContext>,
     /// The key a durable run gives this call, the same on every attempt.
     idempotency_key: Option<String>,
+    /// When the call is stopped at the latest: the run's time limit, or the tool's own.
+    deadline: Option<Instant>,
 }
 
 /// Runs a tool's calls of other tools through the pipeline that runs the tool itself.
@@ -53,6 +56,10 @@ pub(crate) trait ToolCaller: Send + Sync {
     /// that tool set holds the registry, which holds tools, whose `execute` takes this
     /// context: naming it here would make the context depend on everything above it.
     fn tools(&self) -> Option<&(dyn Any + Send + Sync)>;
+
+    /// Where a sub-agent the call runs reports its events, when the call runs in a run's
+    /// batch: the agent's `EventSink`, erased for the same reason.
+    fn events(&self) -> Option<&(dyn Any + Send + Sync)>;
 }
 
 /// Where a context's progress updates go.
@@ -72,6 +79,7 @@ impl std::fmt::Debug for ToolContext {
             .field("caller", &self.caller.is_some())
             .field("run_context", &self.run_context)
             .field("idempotency_key", &self.idempotency_key)
+            .field("deadline", &self.deadline)
             .finish()
     }
 }
@@ -87,6 +95,7 @@ impl ToolContext {
             caller: None,
             run_context: None,
             idempotency_key: None,
+            deadline: None,
         }
     }
 
@@ -113,6 +122,20 @@ impl ToolContext {
     /// outside a durable run.
     pub fn idempotency_key(&self) -> Option<&str> {
         self.idempotency_key.as_deref()
+    }
+
+    /// When the call will be stopped at the latest (its signal fires then): the run's time
+    /// limit or the tool's own, whichever ends first. `None` when neither is set. A tool
+    /// that hands work on (a sub-agent, a remote job) gives it what is left.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Stop the call at `deadline` at the latest (see [`deadline`](Self::deadline)).
+    #[must_use]
+    pub(crate) fn with_deadline(mut self, deadline: Option<Instant>) -> Self {
+        self.deadline = deadline;
+        self
     }
 
     /// Give the call the key a durable run gives it.
@@ -145,6 +168,7 @@ impl ToolContext {
             caller: Some(caller),
             run_context,
             idempotency_key: None,
+            deadline: None,
         }
     }
 

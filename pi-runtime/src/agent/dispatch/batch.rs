@@ -16,7 +16,9 @@ use tokio::task::JoinSet;
 use tracing::{Instrument, Span};
 
 use super::call::{self, CallScope, Preflight, Ready};
+use super::forward::EventSink;
 use super::policy::acquire;
+use crate::agent::AgentEvent;
 use crate::agent::failure::{self, CallFailure};
 use crate::agent::machine::{CallOutcome, Preflighted, ReadyCall};
 use crate::message::ToolCall;
@@ -34,6 +36,8 @@ pub(crate) struct BatchCalls {
 /// What a running call reports to the driver, which alone hands it to the state.
 pub(crate) enum JobReport {
     Update(usize, ToolResult),
+    /// An event of the call's sub-agent, already tagged with its path.
+    Nested(usize, AgentEvent),
     Done(usize, CallOutcome),
 }
 
@@ -82,7 +86,8 @@ impl BatchCalls {
                 Some(permits) => acquire(permits, scope.signal()).await.ok(),
                 None => None,
             };
-            call::execute(ready, tool_call, &scope, |update| {
+            let events = EventSink::new(index, updates.clone());
+            call::execute(ready, tool_call, &scope, Some(events), |update| {
                 // The driver is gone only if the run was dropped; nothing to report then.
                 let _ = updates.send(JobReport::Update(index, update));
                 std::future::ready(())

@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::forward::EventSink;
 use super::lane::{Entered, Hold, Lane};
 use super::policy::{self, NestedFailures, Policies};
 use super::worker;
@@ -46,6 +47,9 @@ pub(crate) struct RunLimits {
     pub(crate) signal: CancellationToken,
     /// When the run's time limit cancels the signal, if it has one.
     pub(crate) deadline: Option<Instant>,
+    /// The time limit that set `deadline`, when it is not the agent's own (a sub-agent's
+    /// run gets what is left of its parent's), for the run's end to report.
+    pub(crate) time_limit: Option<Duration>,
     /// The run's context, handed to every call (nested ones too) and hook.
     pub(crate) context: Option<RunContext>,
     /// A durable run's key: with a call's id, the idempotency key its tool gets.
@@ -84,6 +88,8 @@ pub(super) struct CallScope {
 struct NestedCaller {
     scope: Arc<CallScope>,
     hold: Arc<Hold>,
+    /// Where a sub-agent the call runs reports its events, in a run's batch.
+    events: Option<EventSink>,
 }
 
 impl ToolCaller for NestedCaller {
@@ -96,7 +102,8 @@ impl ToolCaller for NestedCaller {
                 Preflight::Immediate(outcome) => outcome,
                 Preflight::Held(held) => held.refused(&call),
                 Preflight::Ready(ready) => {
-                    execute_in(ready, &call, scope, Some(&self.hold), |_| {
+                    let events = self.events.as_ref().map(|sink| sink.nested(&call.id));
+                    execute_in(ready, &call, scope, Some(&self.hold), events, |_| {
                         std::future::ready(())
                     })
                     .await
@@ -112,6 +119,11 @@ impl ToolCaller for NestedCaller {
     fn tools(&self) -> Option<&(dyn Any + Send + Sync)> {
         let tools = self.scope.conversation.as_ref()?;
         Some(tools)
+    }
+
+    fn events(&self) -> Option<&(dyn Any + Send + Sync)> {
+        let sink = self.events.as_ref()?;
+        Some(sink)
     }
 }
 
@@ -298,18 +310,20 @@ fn validate_prepared(
 ///
 /// Each progress update the tool sends while it runs is handed to `on_update` and awaited
 /// before the next; updates still queued when `execute` settles are delivered too, and the
-/// channel is closed right after, so later updates are dropped silently.
+/// channel is closed right after, so later updates are dropped silently. A sub-agent the
+/// tool runs reports its events to `events`, if the call has a run to report to.
 pub(super) async fn execute<U, UF>(
     ready: Ready,
     call: &ToolCall,
     scope: &Arc<CallScope>,
+    events: Option<EventSink>,
     on_update: U,
 ) -> CallOutcome
 where
     U: FnMut(ToolResult) -> UF,
     UF: Future<Output = ()>,
 {
-    execute_in(ready, call, scope, None, on_update).await
+    execute_in(ready, call, scope, None, events, on_update).await
 }
 
 /// [`execute`] a call, nested in the call that holds `parent` if it is a nested one. The
@@ -320,6 +334,7 @@ async fn execute_in<U, UF>(
     call: &ToolCall,
     scope: &Arc<CallScope>,
     parent: Option<&Arc<Hold>>,
+    events: Option<EventSink>,
     on_update: U,
 ) -> CallOutcome
 where
@@ -343,13 +358,13 @@ where
     match entered {
         Entered::Held(hold) => {
             let hold = Arc::new(hold);
-            let outcome = run_held(ready, call, scope, &hold, on_update).await;
+            let outcome = run_held(ready, call, scope, &hold, events, on_update).await;
             // A tool that keeps its context (a task it left running) keeps no hold.
             hold.release();
             outcome
         }
         Entered::Borrowed(borrowed) => {
-            let outcome = run_held(ready, call, scope, borrowed.hold(), on_update).await;
+            let outcome = run_held(ready, call, scope, borrowed.hold(), events, on_update).await;
             borrowed.give_back().await;
             outcome
         }
@@ -362,6 +377,7 @@ async fn run_held<U, UF>(
     call: &ToolCall,
     scope: &Arc<CallScope>,
     hold: &Arc<Hold>,
+    events: Option<EventSink>,
     mut on_update: U,
 ) -> CallOutcome
 where
@@ -390,6 +406,7 @@ where
         Arc::new(NestedCaller {
             scope: Arc::clone(scope),
             hold: Arc::clone(hold),
+            events,
         }) as Arc<dyn ToolCaller>,
         scope.limits.context.clone(),
     )
@@ -399,7 +416,8 @@ where
             .run_key
             .as_ref()
             .map(|key| format!("{key}/{}", call.id)),
-    );
+    )
+    .with_deadline(call_deadline(scope.limits.deadline, policy.timeout));
     // `after_tool_call` needs the arguments too; only then is a copy worth making.
     let kept_args = scope.hooks.after_tool_call.as_ref().map(|_| args.clone());
     let started = Instant::now();
@@ -511,6 +529,16 @@ where
         result,
         failure,
         duration_ms: Some(duration_ms),
+    }
+}
+
+/// When a call is stopped at the latest: the run's deadline, or the tool's time limit from
+/// now, whichever ends first.
+fn call_deadline(run: Option<Instant>, timeout: Option<Duration>) -> Option<Instant> {
+    let own = timeout.map(|timeout| Instant::now() + timeout);
+    match (run, own) {
+        (Some(run), Some(own)) => Some(run.min(own)),
+        (run, own) => run.or(own),
     }
 }
 

@@ -10,6 +10,7 @@
 mod batch;
 mod call;
 mod edits;
+mod forward;
 mod lane;
 mod policy;
 mod worker;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 pub(crate) use batch::{BatchCalls, JobReport};
 pub(crate) use call::RunLimits;
 pub use call::validate_tool_call;
+pub(crate) use forward::EventSink;
 pub(crate) use policy::Policies;
 pub use policy::ToolPolicies;
 
@@ -172,7 +174,7 @@ impl Dispatcher {
             Preflight::Immediate(outcome) => outcome,
             // Nothing here can pause for a person: the call fails closed.
             Preflight::Held(held) => held.refused(call),
-            Preflight::Ready(ready) => call::execute(ready, call, &scope, on_update).await,
+            Preflight::Ready(ready) => call::execute(ready, call, &scope, None, on_update).await,
         };
         scope.count_nested(call, &outcome);
         outcome.result

@@ -73,6 +73,7 @@ impl Agent {
                 run_key: None,
                 nested_failures: Some(Arc::default()),
                 lane: Lane::default(),
+                time_limit: None,
             };
             // The slot is this resume's from here: the checks below wait (a hook, the
             // ledger), and the guard frees it if they refuse.

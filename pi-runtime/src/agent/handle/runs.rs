@@ -3,11 +3,14 @@
 
 use std::pin::pin;
 use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::agent::config::{Config, check_context};
+use crate::agent::config::check_context;
 use crate::agent::dispatch::{Lane, RunLimits};
 use crate::agent::end::RunEnd;
 use crate::agent::error::AgentError;
@@ -21,6 +24,28 @@ use crate::message::Message;
 use crate::tool::RunContext;
 
 use super::{Agent, RunGuard};
+
+/// What a run inherits from where it starts: for a sub-agent's run, from the call that runs
+/// it; for any other, only the context it is given.
+#[derive(Default)]
+pub(crate) struct Inherited {
+    /// The run's signal: for a sub-agent's run, a child of the call's, so that it stops
+    /// when the call is stopped.
+    pub(crate) signal: CancellationToken,
+    /// When the run must end at the latest.
+    pub(crate) deadline: Option<Instant>,
+    /// The run's context.
+    pub(crate) context: Option<RunContext>,
+}
+
+impl Inherited {
+    fn context(context: Option<RunContext>) -> Self {
+        Inherited {
+            context,
+            ..Inherited::default()
+        }
+    }
+}
 
 impl Agent {
     /// Add the prompt to the transcript and run until the model is done. Returns the
@@ -95,7 +120,23 @@ impl Agent {
         Prompt(prompts): Prompt,
         context: Option<RunContext>,
     ) -> Result<RunOutcome, AgentError> {
-        let (limits, state) = self.start(AgentError::BusyPrompting, context, |_, messages| {
+        let (limits, state) = self.start(
+            AgentError::BusyPrompting,
+            Inherited::context(context),
+            |_, messages| Ok((messages, prompts, false)),
+        )?;
+        Ok(self.drive(RunGuard(&self.shared), limits, state).await)
+    }
+
+    /// Run `prompt` as the sub-agent of a running call: the run stops when the call's
+    /// signal fires, and its time limit is the agent's own or what is left of the call's,
+    /// whichever ends first.
+    pub(crate) async fn prompt_under(
+        &self,
+        Prompt(prompts): Prompt,
+        parent: Inherited,
+    ) -> Result<RunOutcome, AgentError> {
+        let (limits, state) = self.start(AgentError::BusyPrompting, parent, |_, messages| {
             Ok((messages, prompts, false))
         })?;
         Ok(self.drive(RunGuard(&self.shared), limits, state).await)
@@ -110,28 +151,27 @@ impl Agent {
     /// ([`AgentError::AwaitingApproval`]), the transcript is empty, or it ends with an
     /// assistant message and nothing is queued. A refused call changes nothing.
     pub async fn continue_run(&self) -> Result<RunOutcome, AgentError> {
-        let (limits, state) =
-            self.start(
-                AgentError::BusyContinuing,
-                None,
-                |state, messages| match messages.last() {
-                    None => Err(AgentError::NoMessages),
-                    Some(Message::Assistant(_)) => {
-                        let steering = state.poll_steering();
-                        let (prompts, skip) = if steering.is_empty() {
-                            (state.poll_follow_ups(), false)
-                        } else {
-                            (steering, true)
-                        };
-                        if prompts.is_empty() {
-                            Err(AgentError::CannotContinueFrom("assistant"))
-                        } else {
-                            Ok((messages, prompts, skip))
-                        }
+        let (limits, state) = self.start(
+            AgentError::BusyContinuing,
+            Inherited::default(),
+            |state, messages| match messages.last() {
+                None => Err(AgentError::NoMessages),
+                Some(Message::Assistant(_)) => {
+                    let steering = state.poll_steering();
+                    let (prompts, skip) = if steering.is_empty() {
+                        (state.poll_follow_ups(), false)
+                    } else {
+                        (steering, true)
+                    };
+                    if prompts.is_empty() {
+                        Err(AgentError::CannotContinueFrom("assistant"))
+                    } else {
+                        Ok((messages, prompts, skip))
                     }
-                    Some(_) => Ok((messages, Vec::new(), false)),
-                },
-            )?;
+                }
+                Some(_) => Ok((messages, Vec::new(), false)),
+            },
+        )?;
         Ok(self.drive(RunGuard(&self.shared), limits, state).await)
     }
 
@@ -148,16 +188,24 @@ impl Agent {
     pub(crate) fn start(
         &self,
         busy: AgentError,
-        context: Option<RunContext>,
+        inherited: Inherited,
         input: impl FnOnce(
             &mut Conversation,
             Vec<Message>,
         ) -> Result<(Vec<Message>, Vec<Message>, bool), AgentError>,
     ) -> Result<(RunLimits, RunState), AgentError> {
         let config = self.shared.config();
-        let context = context.or_else(|| self.shared.context());
+        let context = inherited.context.or_else(|| self.shared.context());
         check_context(config.tools.registry(), context.as_ref())?;
-        let time_limit = config.time_limit;
+        // The agent's own limit, or what is left of the parent's if that ends first.
+        let now = Instant::now();
+        let (time_limit, inherited_limit) = match (config.time_limit, inherited.deadline) {
+            (own, Some(deadline)) if own.is_none_or(|own| deadline < now + own) => {
+                let left = deadline.saturating_duration_since(now);
+                (Some(left), Some(left))
+            }
+            (own, _) => (own, None),
+        };
         let mut state = self.shared.conversation();
         if state.slot.is_busy() {
             return Err(busy);
@@ -168,12 +216,13 @@ impl Agent {
         let transcript = state.view.messages.clone();
         let (messages, prompts, skip_initial_steering) = input(&mut state, transcript)?;
         let limits = RunLimits {
-            signal: CancellationToken::new(),
-            deadline: time_limit.map(|limit| tokio::time::Instant::now() + limit),
+            signal: inherited.signal,
+            deadline: time_limit.map(|limit| now + limit),
             context,
             run_key: None,
             nested_failures: Some(Arc::default()),
             lane: Lane::default(),
+            time_limit: inherited_limit,
         };
         state.slot.claim(limits.clone());
         state.view.error_message = None;
@@ -201,9 +250,11 @@ impl Agent {
     ) -> Option<RunState> {
         let Prompt(prompts) = prompt.into();
         let (limits, mut state) = self
-            .start(AgentError::BusyPrompting, None, |_, messages| {
-                Ok((messages, prompts, false))
-            })
+            .start(
+                AgentError::BusyPrompting,
+                Inherited::default(),
+                |_, messages| Ok((messages, prompts, false)),
+            )
             .ok()?;
         let _guard = RunGuard(&self.shared);
         match run::run(&self.shared, limits, &mut state, Some(pause)).await {
@@ -225,6 +276,7 @@ impl Agent {
         let span = telemetry::run_span(&*config.model);
         let signal = limits.signal.clone();
         let deadline = limits.deadline;
+        let time_limit = limits.time_limit.or(config.time_limit);
         let mut timed_out = false;
         let messages = {
             let mut run = pin!(run::run(&self.shared, limits, &mut state, None).instrument(span));
@@ -244,17 +296,20 @@ impl Agent {
         };
         // Without a pause hook the run ends, or pauses for approval.
         let messages = messages.unwrap_or_else(|| state.added().to_vec());
-        outcome(state, messages, timed_out, &config)
+        outcome(
+            state,
+            messages,
+            timed_out.then_some(time_limit.unwrap_or_default()),
+        )
     }
 }
 
 /// How a run that stopped driving ended: paused for approval, or its end, with an abort by
-/// the time limit reported as such.
+/// the time limit (`timed_out`, with the limit) reported as such.
 pub(crate) fn outcome(
     state: RunState,
     messages: Vec<Message>,
-    timed_out: bool,
-    config: &Config,
+    timed_out: Option<Duration>,
 ) -> RunOutcome {
     if state.is_paused() {
         let end = state.end().cloned().unwrap_or(RunEnd::Aborted);
@@ -265,12 +320,10 @@ pub(crate) fn outcome(
             paused: Some(Box::new(state)),
         };
     }
-    let end = match state.end() {
-        Some(RunEnd::Aborted) | None if timed_out => RunEnd::TimeLimit {
-            limit: config.time_limit.unwrap_or_default(),
-        },
-        Some(end) => end.clone(),
-        None => RunEnd::Aborted,
+    let end = match (state.end(), timed_out) {
+        (Some(RunEnd::Aborted) | None, Some(limit)) => RunEnd::TimeLimit { limit },
+        (Some(end), _) => end.clone(),
+        (None, _) => RunEnd::Aborted,
     };
     RunOutcome {
         messages,

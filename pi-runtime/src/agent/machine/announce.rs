@@ -20,4 +20,6 @@ pub(super) enum Announce {
     ToolUpdate(usize),
     /// `tool_execution_end` of the batch's call at this index.
     ToolEnd(usize),
+    /// The next event of `nested`: a running call's sub-agent reported it.
+    Nested,
 }

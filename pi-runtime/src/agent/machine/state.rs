@@ -84,6 +84,8 @@ pub struct RunState {
     ended_turn: Option<(Arc<AssistantMessage>, Vec<Arc<ToolResultMessage>>)>,
     /// The partial results of the `tool_execution_update`s in the outbox, in order.
     updates: VecDeque<ToolResult>,
+    /// The sub-agents' events in the outbox, in order.
+    nested: VecDeque<AgentEvent>,
 }
 
 /// How a [`RunState`] serializes, field by field (serde's remote derive): the functions it
@@ -121,6 +123,8 @@ struct Saved {
     ended_turn: Option<(Arc<AssistantMessage>, Vec<Arc<ToolResultMessage>>)>,
     #[serde(skip)]
     updates: VecDeque<ToolResult>,
+    #[serde(skip)]
+    nested: VecDeque<AgentEvent>,
 }
 
 /// Where the loop stands.
@@ -244,6 +248,7 @@ impl RunState {
             outbox: VecDeque::new(),
             ended_turn: None,
             updates: VecDeque::new(),
+            nested: VecDeque::new(),
         }
     }
 
@@ -606,6 +611,19 @@ impl RunState {
         }
     }
 
+    /// The batch's running call `index` runs a sub-agent, which reported `event` (already
+    /// [`Nested`](AgentEvent::Nested) under the call's path): deliver it as it is. An event
+    /// of a call that is not running any more (its tool left a task running that still
+    /// reports) is dropped.
+    pub fn nested(&mut self, index: usize, event: AgentEvent) {
+        if let Phase::Batch(batch) = &self.phase
+            && batch.updated(index)
+        {
+            self.nested.push_back(event);
+            self.outbox.push_back(Announce::Nested);
+        }
+    }
+
     /// The batch's running call `index` ended (see [`Effect::Execute`]): deliver the
     /// `tool_execution_end` it queues.
     pub fn executed(&mut self, index: usize, outcome: CallOutcome) {
@@ -869,6 +887,8 @@ impl RunState {
                     partial_result,
                 }
             }
+            Announce::Nested => (self.nested.pop_front())
+                .unwrap_or_else(|| unreachable!("each nested note has its event")),
             Announce::ToolEnd(index) => {
                 let batch = self.batch();
                 let call = batch.call(index);

@@ -58,6 +58,7 @@ impl McpServer {
             run_key: None,
             nested_failures: None,
             lane: inner.lane.clone(),
+            time_limit: None,
         };
         let dispatcher = Dispatcher::new(
             Arc::clone(&inner.tools),
