@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 use crate::aborted::REQUEST_ABORTED;
 use crate::json::PartialJsonParser;
 use crate::message::{
-    AssistantMessage, ContentBlock, StopReason, ThinkingContent, ToolCall, now_ms,
+    AssistantMessage, ContentBlock, StopReason, ThinkingContent, ToolCall, Usage, now_ms,
 };
 use crate::stream::{
     AssistantEventStream, AssistantMessageEvent, Context, LanguageModel, MessageWriter,
@@ -52,6 +52,7 @@ pub struct FauxResponse {
     content: Vec<ContentBlock>,
     stop_reason: Option<StopReason>,
     error_message: Option<String>,
+    usage: Usage,
 }
 
 impl FauxResponse {
@@ -62,6 +63,7 @@ impl FauxResponse {
             content,
             stop_reason: None,
             error_message: None,
+            usage: Usage::default(),
         }
     }
 
@@ -124,6 +126,13 @@ impl FauxResponse {
     pub fn with_error(mut self, reason: StopReason, message: impl Into<String>) -> Self {
         self.stop_reason = Some(reason);
         self.error_message = Some(message.into());
+        self
+    }
+
+    /// Report this usage for the response (none by default).
+    #[must_use]
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = usage;
         self
     }
 
@@ -354,7 +363,7 @@ enum Beat {
     FinishToolCall(usize, Value, Option<String>),
     /// A block that streams no events.
     Silent(ContentBlock),
-    End(StopReason, Option<String>),
+    End(StopReason, Option<String>, Usage),
 }
 
 /// Every step of one scripted response, in order.
@@ -395,7 +404,11 @@ fn script_beats(response: FauxResponse) -> VecDeque<Beat> {
             image @ ContentBlock::Image(_) => steps.push_back(Beat::Silent(image)),
         }
     }
-    steps.push_back(Beat::End(stop_reason, response.error_message));
+    steps.push_back(Beat::End(
+        stop_reason,
+        response.error_message,
+        response.usage,
+    ));
     steps
 }
 
@@ -515,12 +528,17 @@ impl Replay {
             Beat::Silent(block) => {
                 writer.push_silent_block(block);
             }
-            Beat::End(reason, error) if reason.is_failure() => {
+            Beat::End(reason, error, usage) if reason.is_failure() => {
                 let error = error.unwrap_or_else(|| "the scripted response failed".to_owned());
+                writer.message_mut().usage = usage;
                 writer.fail(reason, error);
             }
-            Beat::End(reason, error) => {
-                writer.message_mut().error_message = error;
+            Beat::End(reason, error, usage) => {
+                {
+                    let mut message = writer.message_mut();
+                    message.error_message = error;
+                    message.usage = usage;
+                }
                 writer.done(reason);
             }
         }

@@ -320,3 +320,44 @@ fn nested_calls_of_a_script_sit_under_the_codemode_span() {
         ]
     );
 }
+
+#[test]
+fn a_sub_agents_run_span_sits_under_the_call_that_runs_it() {
+    let capture = Capture::default();
+    traced(&capture, async {
+        let child = Agent::builder()
+            .model(FauxModel::new().respond(FauxResponse::text("child")))
+            .build_definition()
+            .unwrap();
+        let parent = Agent::builder()
+            .model(
+                FauxModel::new()
+                    .respond(FauxResponse::tool_call("c1", "child", json!({"task": "t"})))
+                    .respond(FauxResponse::text("done")),
+            )
+            .tools(child.as_tool("child", "A child."))
+            .build()
+            .unwrap();
+        parent.prompt("go").await.unwrap();
+    });
+    let spans = capture.spans.lock().unwrap().clone();
+    let runs = by_name(&spans, "invoke_agent");
+    assert_eq!(runs.len(), 2, "{spans:#?}");
+    let (parent_run, parent_span) = runs[0];
+    assert_eq!(parent_span.parent, None);
+    let call = by_name(&spans, "execute_tool child");
+    assert_eq!(call.len(), 1);
+    let (call, call_span) = call[0];
+    assert_eq!(call_span.parent, Some(parent_run));
+    let (child_run, child_span) = runs[1];
+    assert_eq!(
+        child_span.parent,
+        Some(call),
+        "invoke_agent under execute_tool"
+    );
+    let chats: Vec<_> = by_name(&spans, "chat faux-1")
+        .into_iter()
+        .map(|(_, chat)| chat.parent)
+        .collect();
+    assert_eq!(chats, [Some(parent_run), Some(child_run), Some(parent_run)]);
+}
