@@ -215,7 +215,9 @@ fn take_progress(state: &mut RunState, report: JobReport) -> bool {
     match report {
         JobReport::Update(index, partial) => state.updated(index, partial),
         JobReport::Nested(index, event) => state.nested(index, event),
-        JobReport::Done(..) => return false,
+        // A journal step's record holds no sub-agent's state: the call's own result (its
+        // sub-agent cannot wait for approval here) stands, and nothing it held runs.
+        JobReport::Paused(..) | JobReport::Done(..) => return false,
     }
     true
 }

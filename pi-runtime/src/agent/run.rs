@@ -270,6 +270,7 @@ impl<'a> Driver<'a> {
             match report {
                 JobReport::Update(index, partial) => state.updated(index, partial),
                 JobReport::Nested(index, event) => state.nested(index, event),
+                JobReport::Paused(index, child) => state.sub_agent_paused(index, *child),
                 JobReport::Done(index, outcome) => {
                     self.report_nested(state);
                     state.executed(index, outcome);

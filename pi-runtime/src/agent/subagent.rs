@@ -51,7 +51,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::AgentDefinition;
-use super::dispatch::EventSink;
+use super::dispatch::RunLink;
 use super::end::RunEnd;
 use super::handle::runs::Inherited;
 use super::outcome::RunOutcome;
@@ -167,29 +167,47 @@ impl SubAgent {
         self
     }
 
-    /// Run the sub-agent for the call `call_id` on `task`.
-    async fn run(&self, call_id: &str, task: Prompt, ctx: &ToolContext) -> ToolResult {
+    /// Run the sub-agent for the call `call_id` on the task in `params`, or go on from its
+    /// pause when the call resumes after one.
+    async fn run(
+        &self,
+        call_id: &str,
+        params: Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        let link = RunLink::of(ctx);
         let child = self.definition.conversation();
-        if let Some(sink) = EventSink::of(ctx).cloned() {
+        if let Some(link) = link.cloned() {
             let (call_id, agent) = (call_id.to_owned(), self.declaration.name.clone());
-            child.on_event(move |event| sink.forward(&call_id, &agent, event.clone()));
+            child.on_event(move |event| link.forward(&call_id, &agent, event.clone()));
         }
         let inherited = Inherited {
             signal: ctx.signal().child_token(),
             deadline: ctx.deadline(),
             context: ctx.run_context().cloned(),
         };
-        match child.prompt_under(task, inherited).await {
-            Ok(outcome) => self.answer(&outcome),
-            Err(error) => ToolResult::error(format!(
-                "The {} agent could not start: {error}",
-                self.declaration.name
-            )),
-        }
+        let name = &self.declaration.name;
+        let ran = match link.and_then(RunLink::take_resume) {
+            Some(resume) => (child
+                .resume_under(*resume.state, resume.decisions, inherited)
+                .await)
+                .map_err(|error| format!("The {name} agent could not go on: {error}")),
+            None => {
+                let task = (self.render)(params)?;
+                (child.prompt_under(task, inherited).await)
+                    .map_err(|error| format!("The {name} agent could not start: {error}"))
+            }
+        };
+        Ok(match ran {
+            Ok(outcome) => self.answer(outcome, link),
+            Err(text) => ToolResult::error(text),
+        })
     }
 
     /// The call's result from the sub-agent's outcome: its final text, or why it has none.
-    fn answer(&self, outcome: &RunOutcome) -> ToolResult {
+    /// A sub-agent paused for approval hands its state to the run above through `link`;
+    /// where that cannot wait, the call fails closed and nothing the sub-agent held runs.
+    fn answer(&self, outcome: RunOutcome, link: Option<&RunLink>) -> ToolResult {
         let name = &self.declaration.name;
         let result = match &outcome.end {
             RunEnd::Completed | RunEnd::Terminated | RunEnd::EndedByHook => {
@@ -211,10 +229,20 @@ impl SubAgent {
             RunEnd::RetriesExhausted { tool, retries } => ToolResult::error(format!(
                 "The {name} agent gave up: its tool {tool} failed {retries} times in a row"
             )),
-            RunEnd::AwaitingApproval { pending } => ToolResult::error(format!(
-                "The {name} agent stopped: {} of its calls need approval, which a sub-agent cannot ask for yet",
-                pending.len()
-            )),
+            RunEnd::AwaitingApproval { pending } => {
+                let held = pending.len();
+                let usage = outcome.usage();
+                if let Some(state) = outcome.into_paused_state()
+                    && link.is_some_and(|link| link.pause(state))
+                {
+                    // The run above takes the pause: this result is not the call's.
+                    return ToolResult::error(format!("The {name} agent paused for approval"));
+                }
+                return ToolResult::error(format!(
+                    "The {name} agent paused: {held} of its calls need approval, which this call cannot wait for"
+                ))
+                .with_usage(usage);
+            }
         };
         result.with_usage(outcome.usage())
     }
@@ -231,10 +259,7 @@ impl AgentTool for SubAgent {
         params: Value,
         ctx: ToolContext,
     ) -> BoxFuture<'_, Result<ToolResult, ToolError>> {
-        Box::pin(async move {
-            let task = (self.render)(params)?;
-            Ok(self.run(&call_id, task, &ctx).await)
-        })
+        Box::pin(async move { self.run(&call_id, params, &ctx).await })
     }
 }
 

@@ -57,9 +57,9 @@ pub(crate) trait ToolCaller: Send + Sync {
     /// context: naming it here would make the context depend on everything above it.
     fn tools(&self) -> Option<&(dyn Any + Send + Sync)>;
 
-    /// Where a sub-agent the call runs reports its events, when the call runs in a run's
-    /// batch: the agent's `EventSink`, erased for the same reason.
-    fn events(&self) -> Option<&(dyn Any + Send + Sync)>;
+    /// The call's link to its run, when the call runs in a run's batch: where a sub-agent
+    /// the call runs reports to, the agent's `RunLink`, erased for the same reason.
+    fn link(&self) -> Option<&(dyn Any + Send + Sync)>;
 }
 
 /// Where a context's progress updates go.

@@ -139,6 +139,7 @@ mod run_machine;
 mod schema_tool;
 #[cfg(feature = "codemode")]
 mod sequential_lane;
+mod subagent_approvals;
 mod subagents;
 mod tool_changes;
 mod tool_policy;

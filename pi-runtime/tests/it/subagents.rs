@@ -399,20 +399,23 @@ async fn a_sub_agent_that_outlives_its_parents_time_ends_with_the_remainder() {
         }
     });
     let run = parent.prompt("go").await.unwrap();
-    assert_eq!(
-        run.end,
-        RunEnd::TimeLimit {
-            limit: Duration::from_millis(300)
-        }
+    // Both limits end at the same instant: the parent may see its own fire, or finish its
+    // last (instant) request first.
+    assert!(
+        matches!(run.end, RunEnd::TimeLimit { limit } if limit == Duration::from_millis(300))
+            || run.end == RunEnd::Completed,
+        "{:?}",
+        run.end
     );
     let ends = ends.lock().unwrap();
     assert_eq!(ends.len(), 1);
-    assert!(
-        ends[0].starts_with("The child agent ran out of time (")
-            || ends[0] == "The child agent was stopped before it answered",
-        "{}",
-        ends[0]
-    );
+    // The child's own limit fired (the remainder of the parent's 300 ms), or the parent's
+    // signal stopped it first.
+    let stopped = ends[0] == "The child agent was stopped before it answered";
+    let limit = (ends[0].strip_prefix("The child agent ran out of time ("))
+        .and_then(|rest| rest.strip_suffix(" ms) before it answered"))
+        .and_then(|ms| ms.parse::<u64>().ok());
+    assert!(stopped || limit.is_some_and(|ms| ms <= 300), "{}", ends[0]);
 }
 
 #[tokio::test]

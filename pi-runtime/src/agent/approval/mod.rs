@@ -242,6 +242,10 @@ pub struct PendingCall {
     pub args: Value,
     /// Why approval is needed (the policy's reason).
     pub reason: String,
+    /// For a call of a sub-agent, the ids of the calls from the paused run down to it (see
+    /// [`path`](Self::path)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
 }
 
 impl PendingCall {
@@ -251,7 +255,24 @@ impl PendingCall {
             tool: call.name.clone(),
             args,
             reason,
+            path: None,
         }
+    }
+
+    /// Where the call sits in the tree of runs, which its decision names: its id for a call
+    /// of the paused run itself; for a call of a sub-agent (see
+    /// [`subagent`](crate::agent::subagent)), the ids of the calls from the paused run down
+    /// to it, joined with `/` (`c1/w1` for the call `w1` of the sub-agent that call `c1`
+    /// runs).
+    pub fn path(&self) -> &str {
+        self.path.as_deref().unwrap_or(&self.id)
+    }
+
+    /// This call as the run above sees it: under its call `call_id`, which runs the
+    /// sub-agent that holds it.
+    pub(crate) fn nested_under(mut self, call_id: &str) -> Self {
+        self.path = Some(format!("{call_id}/{}", self.path()));
+        self
     }
 }
 
@@ -328,6 +349,13 @@ impl ApprovalDecision {
 
     pub(crate) fn into_parts(self) -> (String, Decision) {
         (self.call_id, self.decision)
+    }
+
+    /// For a decision about a call further down (`c1/w1`), the id of the call of this run it
+    /// sits under (`c1`) and the decision as the sub-agent that call runs takes it (`w1`).
+    pub(crate) fn split_path(&self) -> Option<(&str, ApprovalDecision)> {
+        let (head, rest) = self.call_id.split_once('/')?;
+        Some((head, ApprovalDecision::new(rest, self.decision.clone())))
     }
 }
 

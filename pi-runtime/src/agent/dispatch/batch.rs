@@ -16,11 +16,11 @@ use tokio::task::JoinSet;
 use tracing::{Instrument, Span};
 
 use super::call::{self, CallScope, Preflight, Ready};
-use super::forward::EventSink;
+use super::link::RunLink;
 use super::policy::acquire;
 use crate::agent::AgentEvent;
 use crate::agent::failure::{self, CallFailure};
-use crate::agent::machine::{CallOutcome, Preflighted, ReadyCall};
+use crate::agent::machine::{CallOutcome, Preflighted, ReadyCall, RunState};
 use crate::message::ToolCall;
 use crate::tool::ToolResult;
 
@@ -38,6 +38,8 @@ pub(crate) enum JobReport {
     Update(usize, ToolResult),
     /// An event of the call's sub-agent, already tagged with its path.
     Nested(usize, AgentEvent),
+    /// The call's sub-agent paused for approval as this state; the call's end follows.
+    Paused(usize, Box<RunState>),
     Done(usize, CallOutcome),
 }
 
@@ -69,7 +71,7 @@ impl BatchCalls {
         let scope = Arc::clone(&self.scope);
         let permits = self.permits.clone();
         Box::pin(async move {
-            let ReadyCall { call, args } = call;
+            let ReadyCall { call, args, resume } = call;
             let index = call.index();
             let tool_call = call.call();
             let Some(registration) = scope.tools.get(&tool_call.name) else {
@@ -86,8 +88,8 @@ impl BatchCalls {
                 Some(permits) => acquire(permits, scope.signal()).await.ok(),
                 None => None,
             };
-            let events = EventSink::new(index, updates.clone());
-            call::execute(ready, tool_call, &scope, Some(events), |update| {
+            let link = RunLink::new(index, &updates, resume);
+            call::execute(ready, tool_call, &scope, Some(link), |update| {
                 // The driver is gone only if the run was dropped; nothing to report then.
                 let _ = updates.send(JobReport::Update(index, update));
                 std::future::ready(())

@@ -18,8 +18,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::forward::EventSink;
 use super::lane::{Entered, Hold, Lane};
+use super::link::RunLink;
 use super::policy::{self, NestedFailures, Policies};
 use super::worker;
 use crate::agent::approval::{self, Approval};
@@ -88,8 +88,8 @@ pub(super) struct CallScope {
 struct NestedCaller {
     scope: Arc<CallScope>,
     hold: Arc<Hold>,
-    /// Where a sub-agent the call runs reports its events, in a run's batch.
-    events: Option<EventSink>,
+    /// The call's link to its run, in a run's batch.
+    link: Option<RunLink>,
 }
 
 impl ToolCaller for NestedCaller {
@@ -102,8 +102,8 @@ impl ToolCaller for NestedCaller {
                 Preflight::Immediate(outcome) => outcome,
                 Preflight::Held(held) => held.refused(&call),
                 Preflight::Ready(ready) => {
-                    let events = self.events.as_ref().map(|sink| sink.nested(&call.id));
-                    execute_in(ready, &call, scope, Some(&self.hold), events, |_| {
+                    let link = self.link.as_ref().map(|link| link.nested(&call.id));
+                    execute_in(ready, &call, scope, Some(&self.hold), link, |_| {
                         std::future::ready(())
                     })
                     .await
@@ -121,9 +121,9 @@ impl ToolCaller for NestedCaller {
         Some(tools)
     }
 
-    fn events(&self) -> Option<&(dyn Any + Send + Sync)> {
-        let sink = self.events.as_ref()?;
-        Some(sink)
+    fn link(&self) -> Option<&(dyn Any + Send + Sync)> {
+        let link = self.link.as_ref()?;
+        Some(link)
     }
 }
 
@@ -310,20 +310,20 @@ fn validate_prepared(
 ///
 /// Each progress update the tool sends while it runs is handed to `on_update` and awaited
 /// before the next; updates still queued when `execute` settles are delivered too, and the
-/// channel is closed right after, so later updates are dropped silently. A sub-agent the
-/// tool runs reports its events to `events`, if the call has a run to report to.
+/// channel is closed right after, so later updates are dropped silently. The call's `link`
+/// to its run, if it has one, is where a sub-agent the tool runs reports to.
 pub(super) async fn execute<U, UF>(
     ready: Ready,
     call: &ToolCall,
     scope: &Arc<CallScope>,
-    events: Option<EventSink>,
+    link: Option<RunLink>,
     on_update: U,
 ) -> CallOutcome
 where
     U: FnMut(ToolResult) -> UF,
     UF: Future<Output = ()>,
 {
-    execute_in(ready, call, scope, None, events, on_update).await
+    execute_in(ready, call, scope, None, link, on_update).await
 }
 
 /// [`execute`] a call, nested in the call that holds `parent` if it is a nested one. The
@@ -334,7 +334,7 @@ async fn execute_in<U, UF>(
     call: &ToolCall,
     scope: &Arc<CallScope>,
     parent: Option<&Arc<Hold>>,
-    events: Option<EventSink>,
+    link: Option<RunLink>,
     on_update: U,
 ) -> CallOutcome
 where
@@ -358,13 +358,13 @@ where
     match entered {
         Entered::Held(hold) => {
             let hold = Arc::new(hold);
-            let outcome = run_held(ready, call, scope, &hold, events, on_update).await;
+            let outcome = run_held(ready, call, scope, &hold, link, on_update).await;
             // A tool that keeps its context (a task it left running) keeps no hold.
             hold.release();
             outcome
         }
         Entered::Borrowed(borrowed) => {
-            let outcome = run_held(ready, call, scope, borrowed.hold(), events, on_update).await;
+            let outcome = run_held(ready, call, scope, borrowed.hold(), link, on_update).await;
             borrowed.give_back().await;
             outcome
         }
@@ -377,7 +377,7 @@ async fn run_held<U, UF>(
     call: &ToolCall,
     scope: &Arc<CallScope>,
     hold: &Arc<Hold>,
-    events: Option<EventSink>,
+    link: Option<RunLink>,
     mut on_update: U,
 ) -> CallOutcome
 where
@@ -406,7 +406,7 @@ where
         Arc::new(NestedCaller {
             scope: Arc::clone(scope),
             hold: Arc::clone(hold),
-            events,
+            link,
         }) as Arc<dyn ToolCaller>,
         scope.limits.context.clone(),
     )

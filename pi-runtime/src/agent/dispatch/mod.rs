@@ -10,8 +10,8 @@
 mod batch;
 mod call;
 mod edits;
-mod forward;
 mod lane;
+mod link;
 mod policy;
 mod worker;
 
@@ -21,7 +21,7 @@ use std::sync::Arc;
 pub(crate) use batch::{BatchCalls, JobReport};
 pub(crate) use call::RunLimits;
 pub use call::validate_tool_call;
-pub(crate) use forward::EventSink;
+pub(crate) use link::RunLink;
 pub(crate) use policy::Policies;
 pub use policy::ToolPolicies;
 

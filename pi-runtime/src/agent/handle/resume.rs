@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
+use tokio::time::Instant;
 
 use crate::agent::approval::{ApprovalDecision, ApprovalError, PauseLedger};
 use crate::agent::config::{Config, check_context};
@@ -14,6 +14,7 @@ use crate::agent::machine::{RunState, instant_at};
 use crate::agent::outcome::RunOutcome;
 use crate::tool::ToolDefinition;
 
+use super::runs::Inherited;
 use super::{Agent, RunGuard};
 
 impl Agent {
@@ -51,8 +52,22 @@ impl Agent {
     /// ([`ApprovalError::Claim`](crate::agent::approval::ApprovalError::Claim)). Nothing ran then.
     pub async fn resume_with(
         &self,
-        mut state: RunState,
+        state: RunState,
         decisions: impl IntoIterator<Item = ApprovalDecision>,
+    ) -> Result<RunOutcome, AgentError> {
+        let decisions = decisions.into_iter().collect();
+        self.resume_under(state, decisions, Inherited::default())
+            .await
+    }
+
+    /// [`resume_with`](Self::resume_with) as the sub-agent of a running call: the run stops
+    /// when the call's signal fires, its time limit ends with the call's at the latest, and
+    /// it runs with the call's context (see [`prompt_under`](Self::prompt_under)).
+    pub(crate) async fn resume_under(
+        &self,
+        mut state: RunState,
+        decisions: Vec<ApprovalDecision>,
+        inherited: Inherited,
     ) -> Result<RunOutcome, AgentError> {
         state
             .check_version()
@@ -63,11 +78,11 @@ impl Agent {
             if slot.slot.is_busy() {
                 return Err(AgentError::BusyContinuing);
             }
-            let decided = state.decided(decisions.into_iter().collect(), &tool_lookup(&config))?;
-            let context = self.shared.context();
+            let decided = state.decided(decisions, &tool_lookup(&config))?;
+            let context = inherited.context.or_else(|| self.shared.context());
             check_context(config.tools.registry(), context.as_ref())?;
             let limits = RunLimits {
-                signal: CancellationToken::new(),
+                signal: inherited.signal,
                 deadline: None,
                 context,
                 run_key: None,
@@ -84,8 +99,15 @@ impl Agent {
         if let Some(decided) = decided {
             go_on(&config, &limits, &mut state, decided, Some(&*config.ledger)).await?;
         }
-        // The time limit counts again from now (it stopped while the run was paused).
+        // The time limit counts again from now (it stopped while the run was paused), and
+        // ends with the parent's at the latest.
         limits.deadline = state.deadline_ms().map(instant_at);
+        if let Some(deadline) = inherited.deadline
+            && limits.deadline.is_none_or(|own| deadline < own)
+        {
+            limits.deadline = Some(deadline);
+            limits.time_limit = Some(deadline.saturating_duration_since(Instant::now()));
+        }
         {
             let mut slot = self.shared.conversation();
             slot.awaiting_approval = false;

@@ -13,16 +13,18 @@
 //! The batch only decides: the driver prepares and executes the calls it asks for
 //! ([`Effect::Preflight`], [`Effect::Execute`]) and hands the answers back.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::Effect;
 use super::announce::Announce;
-use super::call::{BatchPlan, CallOutcome, CallRecord, CallRef, Preflighted, ReadyCall};
+use super::call::{
+    BatchPlan, CallOutcome, CallRecord, CallRef, NestedPause, NestedResume, Preflighted, ReadyCall,
+};
 use super::held::HeldCall;
-use crate::agent::approval::PendingCall;
+use crate::agent::approval::{ApprovalDecision, ApprovalError, PendingCall};
 use crate::agent::failure::{self, CallFailure};
 use crate::message::{AssistantMessage, Message, StopReason, ToolCall, ToolResultMessage};
 
@@ -48,6 +50,11 @@ enum Slot {
     Running,
     /// Ended: its `tool_execution_end` is delivered or queued.
     Ended { outcome: CallOutcome },
+    /// Its sub-agent paused for approval: the call waits, and the batch pauses once nothing
+    /// else can go on.
+    Suspended { pause: NestedPause },
+    /// Its sub-agent's pending calls are decided: it runs again from its pause.
+    Resuming { resume: NestedResume },
     /// Its result message is in the transcript.
     Answered,
 }
@@ -82,6 +89,12 @@ pub(super) struct Batch {
     /// The denied calls of a resumed batch have ended.
     #[serde(default)]
     denied_ended: bool,
+    /// Calls whose sub-agent paused.
+    #[serde(default)]
+    suspended: usize,
+    /// Pauses of running calls' sub-agents, reported before their calls' ends.
+    #[serde(skip)]
+    staged: Vec<(usize, NestedPause)>,
 }
 
 /// What the batch needs next.
@@ -92,6 +105,9 @@ pub(super) enum Step {
     Emit,
     /// A call needs approval: the batch holds, as these calls.
     Hold(Vec<HeldCall>),
+    /// Calls' sub-agents paused for approval, and nothing else can go on: the run pauses
+    /// inside the batch.
+    Suspend,
     /// Every call is answered.
     Finished(Finished),
 }
@@ -135,6 +151,8 @@ impl Batch {
             pending: 0,
             running: 0,
             denied_ended: false,
+            suspended: 0,
+            staged: Vec::new(),
         }
     }
 
@@ -254,8 +272,11 @@ impl Batch {
         match &mut self.slots[index] {
             Slot::Waiting => self.start(index, outbox),
             Slot::Preflighting => Step::Effect(Effect::Preflight(self.call_ref(index))),
-            Slot::Ready { .. } => Step::Effect(Effect::Execute(vec![self.run(index)])),
+            Slot::Ready { .. } | Slot::Resuming { .. } => {
+                Step::Effect(Effect::Execute(vec![self.run(index)]))
+            }
             Slot::Running => Step::Effect(Effect::Wait),
+            Slot::Suspended { .. } => Step::Suspend,
             Slot::Ended { .. } => {
                 self.answer(index, messages, outbox);
                 Step::Emit
@@ -313,7 +334,10 @@ impl Batch {
         while self.execute_cursor < self.slots.len() {
             let index = self.execute_cursor;
             self.execute_cursor += 1;
-            if matches!(self.slots[index], Slot::Ready { .. }) {
+            if matches!(
+                self.slots[index],
+                Slot::Ready { .. } | Slot::Resuming { .. }
+            ) {
                 calls.push(self.run(index));
                 if sequential {
                     break;
@@ -325,6 +349,9 @@ impl Batch {
         }
         if self.running > 0 {
             return Step::Effect(Effect::Wait);
+        }
+        if self.suspended > 0 {
+            return Step::Suspend;
         }
         // Every call ended: the result messages, in source order.
         for index in 0..self.slots.len() {
@@ -342,15 +369,22 @@ impl Batch {
         Step::Emit
     }
 
-    /// Hand a ready call to the driver.
+    /// Hand a ready call (or one resuming its sub-agent) to the driver.
     fn run(&mut self, index: usize) -> ReadyCall {
-        let Slot::Ready { args } = std::mem::replace(&mut self.slots[index], Slot::Running) else {
-            unreachable!("only ready calls run")
+        let (args, resume) = match std::mem::replace(&mut self.slots[index], Slot::Running) {
+            Slot::Ready { args } => (args, None),
+            // The call goes on from its sub-agent's pause; its tool takes the arguments the
+            // model sent, and the sub-agent ignores them.
+            Slot::Resuming { resume } => {
+                (self.call(index).arguments.clone(), Some(Box::new(resume)))
+            }
+            _ => unreachable!("only ready calls run"),
         };
         self.running += 1;
         ReadyCall {
             call: self.call_ref(index),
             args,
+            resume,
         }
     }
 
@@ -414,8 +448,13 @@ impl Batch {
                 Slot::Denied { reason } => HeldCall::Denied {
                     reason: reason.clone(),
                 },
-                Slot::Waiting | Slot::Preflighting | Slot::Running | Slot::Answered => {
-                    unreachable!("a batch holds only after every preflight")
+                Slot::Waiting
+                | Slot::Preflighting
+                | Slot::Running
+                | Slot::Answered
+                | Slot::Suspended { .. }
+                | Slot::Resuming { .. } => {
+                    unreachable!("a batch holds only after every preflight, before executing")
                 }
             })
             .collect()
@@ -471,7 +510,99 @@ impl Batch {
             return;
         }
         self.running -= 1;
+        // A call whose sub-agent paused has not ended: it waits with the batch, and the
+        // result its tool returned meanwhile is not the call's.
+        if let Some(at) = self.staged.iter().position(|(staged, _)| *staged == index) {
+            let (_, pause) = self.staged.swap_remove(at);
+            self.slots[index] = Slot::Suspended { pause };
+            self.suspended += 1;
+            return;
+        }
         self.end(index, outcome, outbox);
+    }
+
+    /// The running call `index`'s sub-agent paused with `pause`: its call's end, which
+    /// follows, suspends it. `false` if the call is not running.
+    pub(super) fn paused(&mut self, index: usize, pause: NestedPause) -> bool {
+        if !matches!(self.slots.get(index), Some(Slot::Running)) {
+            return false;
+        }
+        self.staged.push((index, pause));
+        true
+    }
+
+    /// The pending calls of the suspended calls' sub-agents, in source order.
+    pub(super) fn nested_pending(&self) -> impl Iterator<Item = &PendingCall> {
+        self.slots.iter().flat_map(|slot| match slot {
+            Slot::Suspended { pause } => pause.pending.as_slice(),
+            _ => &[],
+        })
+    }
+
+    /// Check the decisions about the suspended calls' pending calls (one per pending call,
+    /// each naming its path) and sort them by call: for each suspended call, its index and
+    /// the decisions as its sub-agent takes them.
+    ///
+    /// # Errors
+    /// A decision names no pending call, or names one twice, or a pending call has none.
+    pub(super) fn decide_nested(
+        &self,
+        decisions: Vec<ApprovalDecision>,
+    ) -> Result<Vec<(usize, Vec<ApprovalDecision>)>, ApprovalError> {
+        let mut seen: HashSet<&str> = HashSet::with_capacity(decisions.len());
+        let mut by_call: Vec<(usize, Vec<ApprovalDecision>)> = Vec::new();
+        for decision in &decisions {
+            let path = decision.call_id();
+            if !self.nested_pending().any(|pending| pending.path() == path) {
+                return Err(ApprovalError::UnknownCall {
+                    id: path.to_owned(),
+                });
+            }
+            if !seen.insert(path) {
+                return Err(ApprovalError::DuplicateDecision {
+                    id: path.to_owned(),
+                });
+            }
+        }
+        if let Some(missing) = self.nested_pending().find(|p| !seen.contains(p.path())) {
+            return Err(ApprovalError::MissingDecision {
+                id: missing.path().to_owned(),
+            });
+        }
+        for (index, slot) in self.slots.iter().enumerate() {
+            if matches!(slot, Slot::Suspended { .. }) {
+                let id = &self.call(index).id;
+                let below = (decisions.iter())
+                    .filter_map(ApprovalDecision::split_path)
+                    .filter(|(head, _)| head == id)
+                    .map(|(_, decision)| decision)
+                    .collect();
+                by_call.push((index, below));
+            }
+        }
+        Ok(by_call)
+    }
+
+    /// Go on after the pause with the decisions [`decide_nested`](Self::decide_nested)
+    /// sorted: each suspended call resumes its sub-agent with them.
+    pub(super) fn resume_nested(&mut self, decided: Vec<(usize, Vec<ApprovalDecision>)>) {
+        for (index, decisions) in decided {
+            let slot = std::mem::replace(&mut self.slots[index], Slot::Running);
+            let Slot::Suspended { pause } = slot else {
+                self.slots[index] = slot;
+                debug_assert!(false, "call {index} is not suspended");
+                continue;
+            };
+            self.suspended -= 1;
+            self.slots[index] = Slot::Resuming {
+                resume: NestedResume {
+                    state: pause.state,
+                    decisions,
+                },
+            };
+        }
+        // The resuming calls sit before the cursor: look at every call again.
+        self.execute_cursor = 0;
     }
 
     /// The calls handed out to execute that have not ended.

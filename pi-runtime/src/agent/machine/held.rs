@@ -69,6 +69,20 @@ fn args_hash(args: &Value) -> String {
 pub(crate) struct Decided {
     pub(crate) calls: Vec<HeldCall>,
     pub(crate) edited: Vec<(usize, Value)>,
+    /// For a run paused inside its batch: each suspended call's index, and the decisions
+    /// its sub-agent resumes with.
+    pub(crate) nested: Vec<(usize, Vec<ApprovalDecision>)>,
+}
+
+impl Decided {
+    /// The decisions of a run paused inside its batch, sorted by the calls they resume.
+    pub(crate) fn nested(nested: Vec<(usize, Vec<ApprovalDecision>)>) -> Self {
+        Decided {
+            calls: Vec::new(),
+            edited: Vec::new(),
+            nested,
+        }
+    }
 }
 
 /// Apply one decision per pending call of `calls` (the batch of `response`): approved and
@@ -154,5 +168,6 @@ pub(crate) fn decide(
     Ok(Decided {
         calls: resolved,
         edited,
+        nested: Vec::new(),
     })
 }

@@ -71,6 +71,7 @@ pub(crate) mod held;
 pub(crate) mod state;
 
 pub(crate) use batch::ToolNote;
+pub(crate) use call::NestedResume;
 pub use call::{BatchPlan, CallOutcome, CallRef, Preflighted, ReadyCall};
 pub(crate) use state::{RunState, StateLimits, deadline_after, instant_at};
 

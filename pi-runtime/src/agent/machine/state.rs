@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::Effect;
 use super::announce::Announce;
 use super::batch::{Batch, Finished, Step, ToolNote};
-use super::call::{BatchPlan, CallOutcome, CallRecord, CallRef, Preflighted};
+use super::call::{BatchPlan, CallOutcome, CallRecord, CallRef, NestedPause, Preflighted};
 use super::held::{self, Decided, HeldCall};
 use crate::agent::AgentEvent;
 use crate::agent::approval::{ApprovalDecision, ApprovalError, PendingCall, new_pause_id};
@@ -127,6 +127,27 @@ struct Saved {
     nested: VecDeque<AgentEvent>,
 }
 
+/// A sub-agent's state inside the state of the run above it, which signs both
+/// (`#[serde(with = "boxed")]`).
+pub(super) mod boxed {
+    use serde::{Deserializer, Serializer};
+
+    use super::{RunState, Saved};
+
+    pub(in crate::agent::machine) fn serialize<S: Serializer>(
+        state: &RunState,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        Saved::serialize(state, serializer)
+    }
+
+    pub(in crate::agent::machine) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Box<RunState>, D::Error> {
+        Saved::deserialize(deserializer).map(Box::new)
+    }
+}
+
 /// Where the loop stands.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(
@@ -161,6 +182,9 @@ enum Phase {
         calls: Vec<HeldCall>,
         pause_id: String,
     },
+    /// Calls of the batch run sub-agents that paused for approval, and nothing else in the
+    /// batch can go on: the run paused here. A resume claims `pause_id`.
+    Suspended { batch: Batch, pause_id: String },
     /// Waiting for the `finish_turn` hook.
     FinishTurn {
         response: Arc<AssistantMessage>,
@@ -359,7 +383,7 @@ impl RunState {
 
     /// The run paused for approval.
     pub fn is_paused(&self) -> bool {
-        matches!(self.phase, Phase::Approval { .. })
+        matches!(self.phase, Phase::Approval { .. } | Phase::Suspended { .. })
     }
 
     /// The id of this pause, while the run is paused for approval: random, signed with the
@@ -367,18 +391,21 @@ impl RunState {
     /// that the pause resumes once.
     pub fn pause_id(&self) -> Option<&str> {
         match &self.phase {
-            Phase::Approval { pause_id, .. } => Some(pause_id),
+            Phase::Approval { pause_id, .. } | Phase::Suspended { pause_id, .. } => Some(pause_id),
             _ => None,
         }
     }
 
-    /// The calls a paused run waits to have decided, in source order.
+    /// The calls a paused run waits to have decided, in source order: its own, or those of
+    /// the sub-agents its calls run (each with its [`path`](PendingCall::path)).
     pub fn pending_approvals(&self) -> impl Iterator<Item = &PendingCall> {
-        let calls = match &self.phase {
-            Phase::Approval { calls, .. } => calls.as_slice(),
-            _ => &[],
+        let (calls, suspended) = match &self.phase {
+            Phase::Approval { calls, .. } => (calls.as_slice(), None),
+            Phase::Suspended { batch, .. } => (&[][..], Some(batch)),
+            _ => (&[][..], None),
         };
-        calls.iter().filter_map(HeldCall::as_pending)
+        let own = calls.iter().filter_map(HeldCall::as_pending);
+        own.chain(suspended.into_iter().flat_map(Batch::nested_pending))
     }
 
     /// A batch just finished: its results are in the transcript, and the turn is about to
@@ -472,12 +499,16 @@ impl RunState {
                     self.hold(calls);
                     self.next()
                 }
+                Step::Suspend => {
+                    self.suspend();
+                    self.next()
+                }
                 Step::Finished(finished) => {
                     self.finish_batch(finished);
                     self.next()
                 }
             },
-            Phase::Approval { .. } => Effect::Pause,
+            Phase::Approval { .. } | Phase::Suspended { .. } => Effect::Pause,
             Phase::FinishTurn { .. } => Effect::FinishTurn,
             Phase::FollowUps => Effect::PollFollowUps,
             // The run is over: its messages move out of the state.
@@ -624,6 +655,24 @@ impl RunState {
         }
     }
 
+    /// The batch's running call `index` runs a sub-agent, which paused for approval as
+    /// `child`: the call's end, which follows, does not end it. It waits with the batch,
+    /// and the run pauses once nothing else can go on; a resume with decisions about the
+    /// sub-agent's pending calls (named by their paths, `<call id>/...`) resumes `child`.
+    pub(crate) fn sub_agent_paused(&mut self, index: usize, child: RunState) {
+        if let Phase::Batch(batch) = &mut self.phase {
+            let id = batch.call(index).id.clone();
+            let pending = (child.pending_approvals().cloned())
+                .map(|pending| pending.nested_under(&id))
+                .collect();
+            let pause = NestedPause {
+                pending,
+                state: Box::new(child),
+            };
+            batch.paused(index, pause);
+        }
+    }
+
     /// The batch's running call `index` ended (see [`Effect::Execute`]): deliver the
     /// `tool_execution_end` it queues.
     pub fn executed(&mut self, index: usize, outcome: CallOutcome) {
@@ -723,18 +772,34 @@ impl RunState {
         };
         let response = Arc::clone(batch.response());
         let pending = calls.iter().filter_map(HeldCall::as_pending).cloned();
-        self.end = Some(RunEnd::AwaitingApproval {
-            pending: pending.collect(),
-        });
-        self.time_left_ms = self
-            .deadline_ms
-            .map(|deadline| deadline.saturating_sub(now_ms()));
-        self.outbox.push_back(Announce::ApprovalRequested);
+        self.pause(pending.collect());
         self.phase = Phase::Approval {
             response,
             calls,
             pause_id: new_pause_id(),
         };
+    }
+
+    /// Calls of the batch wait for their sub-agents' pending calls, and nothing else in it
+    /// can go on: the run pauses inside the batch, as [`hold`](Self::hold) does before it.
+    fn suspend(&mut self) {
+        let Phase::Batch(batch) = std::mem::replace(&mut self.phase, Phase::TurnCheck) else {
+            unreachable!("only a batch suspends")
+        };
+        self.pause(batch.nested_pending().cloned().collect());
+        self.phase = Phase::Suspended {
+            batch,
+            pause_id: new_pause_id(),
+        };
+    }
+
+    /// The run pauses for `pending`: announced, and its time limit stops counting.
+    fn pause(&mut self, pending: Vec<PendingCall>) {
+        self.end = Some(RunEnd::AwaitingApproval { pending });
+        self.time_left_ms = self
+            .deadline_ms
+            .map(|deadline| deadline.saturating_sub(now_ms()));
+        self.outbox.push_back(Announce::ApprovalRequested);
     }
 
     /// Check one decision per pending call (see [`held::decide`]) without changing the
@@ -748,6 +813,10 @@ impl RunState {
         decisions: Vec<ApprovalDecision>,
         tools: &dyn Fn(&str) -> Option<Arc<dyn ToolDefinition>>,
     ) -> Result<Option<Decided>, ApprovalError> {
+        if let Phase::Suspended { batch, .. } = &self.phase {
+            let nested = batch.decide_nested(decisions)?;
+            return Ok(Some(Decided::nested(nested)));
+        }
         let Phase::Approval {
             response, calls, ..
         } = &self.phase
@@ -774,12 +843,20 @@ impl RunState {
     /// edits through their preflight, its pause claimed). The time limit counts again from
     /// now.
     pub(crate) fn go_on(&mut self, decided: Decided) {
-        let Phase::Approval { response, .. } = std::mem::replace(&mut self.phase, Phase::TurnCheck)
-        else {
-            debug_assert!(false, "the run was not paused");
-            return;
+        self.phase = match std::mem::replace(&mut self.phase, Phase::TurnCheck) {
+            Phase::Approval { response, .. } => {
+                Phase::Batch(Batch::resumed(response, decided.calls))
+            }
+            Phase::Suspended { mut batch, .. } => {
+                batch.resume_nested(decided.nested);
+                Phase::Batch(batch)
+            }
+            phase => {
+                self.phase = phase;
+                debug_assert!(false, "the run was not paused");
+                return;
+            }
         };
-        self.phase = Phase::Batch(Batch::resumed(response, decided.calls));
         self.end = None;
         if let Some(left) = self.time_left_ms.take() {
             self.deadline_ms = Some(now_ms().saturating_add(left));

@@ -1,0 +1,103 @@
+//! A running call's link to the run whose batch runs it: where a sub-agent the call runs
+//! reports its events and its pause, and what the call resumes its sub-agent with.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::mpsc;
+
+use super::batch::JobReport;
+use crate::agent::AgentEvent;
+use crate::agent::machine::{NestedResume, RunState};
+use crate::tool::ToolContext;
+
+/// One running call's link to its run, reached from the call's context
+/// ([`RunLink::of`]). A call nested in it (a script's call) gets a link of its own, under
+/// the call's path, which reports events but cannot pause: a script cannot wait.
+#[derive(Clone)]
+pub(crate) struct RunLink {
+    /// The batch call the reports are delivered under.
+    index: usize,
+    /// The path of the call that holds this link's parent, when it is a nested call; `None`
+    /// for a call of the batch itself, whose path is its id (no copy made per call).
+    above: Option<Arc<str>>,
+    /// Weak: a context the tool keeps after its call ended (in a task it left running) must
+    /// not keep the batch's reports open, or the batch would wait for them forever.
+    reports: mpsc::WeakUnboundedSender<JobReport>,
+    /// For a call going on from its sub-agent's pause: the sub-agent's state and the
+    /// decisions, taken once.
+    resume: Option<Arc<Mutex<Option<NestedResume>>>>,
+}
+
+impl RunLink {
+    /// The link of the call `context` belongs to, when a run's batch runs it (directly or
+    /// nested in one of its calls): elsewhere (a server's call, `run_tool_call`) there is
+    /// no run to report to.
+    pub(crate) fn of(context: &ToolContext) -> Option<&RunLink> {
+        context.caller()?.link()?.downcast_ref()
+    }
+
+    /// The link of the batch's call `index`, resuming its sub-agent with `resume` if given.
+    pub(crate) fn new(
+        index: usize,
+        reports: &mpsc::UnboundedSender<JobReport>,
+        resume: Option<Box<NestedResume>>,
+    ) -> Self {
+        RunLink {
+            index,
+            above: None,
+            reports: reports.downgrade(),
+            resume: resume.map(|resume| Arc::new(Mutex::new(Some(*resume)))),
+        }
+    }
+
+    /// The link of a call nested in this link's call `call_id`.
+    pub(crate) fn nested(&self, call_id: &str) -> Self {
+        RunLink {
+            index: self.index,
+            above: Some(Arc::from(self.path(call_id))),
+            reports: self.reports.clone(),
+            resume: None,
+        }
+    }
+
+    fn path(&self, call_id: &str) -> String {
+        match &self.above {
+            Some(above) => format!("{above}/{call_id}"),
+            None => call_id.to_owned(),
+        }
+    }
+
+    /// Report `event` of the sub-agent that the tool `agent` runs in the call `call_id`.
+    pub(crate) fn forward(&self, call_id: &str, agent: &str, event: AgentEvent) {
+        self.report(JobReport::Nested(
+            self.index,
+            event.nested_under(&self.path(call_id), agent),
+        ));
+    }
+
+    /// Send `report` to the driver while the call runs; `false` once it ended (or the run
+    /// was dropped), when nothing is listening.
+    fn report(&self, report: JobReport) -> bool {
+        match self.reports.upgrade() {
+            Some(reports) => reports.send(report).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Report that the call's sub-agent paused for approval as `child`, before the call
+    /// returns: the call then waits with its batch, and the run pauses. `false` if the call
+    /// cannot wait (it is nested in another call), and the call must fail closed.
+    pub(crate) fn pause(&self, child: RunState) -> bool {
+        if self.above.is_some() {
+            return false;
+        }
+        self.report(JobReport::Paused(self.index, Box::new(child)))
+    }
+
+    /// The sub-agent's paused state and the decisions to resume it with, once, for a call
+    /// going on from its sub-agent's pause.
+    pub(crate) fn take_resume(&self) -> Option<NestedResume> {
+        let resume = self.resume.as_ref()?;
+        resume.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
