@@ -10,6 +10,7 @@ use super::approval::{self, Approval, ApprovalRequest, PauseLedger};
 use super::config::{AgentDefinition, Config, Opening};
 use super::dispatch::Policies;
 use super::error::BuildError;
+use super::guardrail::{Guardrails, InputGuardrail, OutputGuardrail};
 use super::handle::Agent;
 use super::hooks::{
     AfterToolCall, BeforeToolCall, FinishedTurn, Hooks, RequestPlan, ToolCallDecision,
@@ -51,6 +52,7 @@ pub struct AgentBuilder {
     policies: Policies,
     context_type: Option<ContextType>,
     ledger: Option<Arc<dyn PauseLedger>>,
+    guardrails: Guardrails,
 }
 
 impl Default for AgentBuilder {
@@ -77,6 +79,7 @@ impl Default for AgentBuilder {
             policies: Policies::default(),
             context_type: None,
             ledger: None,
+            guardrails: Guardrails::default(),
         }
     }
 }
@@ -232,6 +235,25 @@ impl AgentBuilder {
         F: Fn(&ApprovalRequest<'_>) -> Approval + Send + Sync + 'static,
     {
         self.hooks = self.hooks.approval(policy);
+        self
+    }
+
+    /// Check the messages each run starts with, before its first model request (or beside
+    /// it, for a [`concurrent`](InputGuardrail::concurrent) one); a trip ends the run with
+    /// [`RunEnd::GuardrailTripped`](super::RunEnd::GuardrailTripped). See
+    /// [`guardrail`](super::guardrail).
+    #[must_use]
+    pub fn input_guardrail(mut self, guardrail: InputGuardrail) -> Self {
+        self.guardrails.input.push(guardrail);
+        self
+    }
+
+    /// Check each answer (a response without tool calls); a trip ends the run after that
+    /// turn with [`RunEnd::GuardrailTripped`](super::RunEnd::GuardrailTripped). See
+    /// [`guardrail`](super::guardrail).
+    #[must_use]
+    pub fn output_guardrail(mut self, guardrail: OutputGuardrail) -> Self {
+        self.guardrails.output.push(guardrail);
         self
     }
 
@@ -541,6 +563,7 @@ impl AgentBuilder {
                 .unwrap_or_else(telemetry::capture_content_from_env),
             policies: Arc::new(self.policies),
             ledger: self.ledger.unwrap_or_else(approval::process_ledger),
+            guardrails: Arc::new(self.guardrails),
         });
         let opening = Arc::new(Opening {
             messages: self.messages,

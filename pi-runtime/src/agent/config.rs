@@ -8,6 +8,7 @@ use super::AgentEvent;
 use super::approval::PauseLedger;
 use super::dispatch::Policies;
 use super::error::AgentError;
+use super::guardrail::Guardrails;
 use super::hooks::Hooks;
 use super::sink::{Bus, lock};
 use super::state::{Conversation, QueueMode};
@@ -48,6 +49,8 @@ pub(crate) struct Config {
     pub(crate) policies: Arc<Policies>,
     /// Where resumes claim their pause, so that each pause resumes once.
     pub(crate) ledger: Arc<dyn PauseLedger>,
+    /// The checks of the run's input and answers.
+    pub(crate) guardrails: Arc<Guardrails>,
 }
 
 impl Config {

@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::approval::PendingCall;
+use super::guardrail::GuardrailStage;
 
 /// Why a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,6 +51,17 @@ pub enum RunEnd {
     AwaitingApproval {
         /// The calls waiting for a decision, in source order.
         pending: Vec<PendingCall>,
+    },
+    /// A guardrail tripped (see [`guardrail`](super::guardrail)): an input guardrail before
+    /// (or beside) the first model request, whose tool calls then never ran; or an output
+    /// guardrail, after the answer it checked.
+    GuardrailTripped {
+        /// The guardrail's name.
+        guardrail: String,
+        /// Whether it checked the input or an answer.
+        stage: GuardrailStage,
+        /// Why it tripped.
+        reason: String,
     },
 }
 

@@ -95,6 +95,18 @@ async fn run(
     loop {
         match state.next() {
             Effect::Request => {
+                // Input guardrails run before the request here, those meant to run beside it
+                // too: a journal step records a whole response.
+                if let Some((guardrails, input)) = driver.input_checks(state) {
+                    let end = match guardrails.check_input(false, input.clone()).await {
+                        Some(end) => Some(end),
+                        None => guardrails.check_input(true, input).await,
+                    };
+                    if let Some(end) = end {
+                        state.trip(end, true);
+                        continue;
+                    }
+                }
                 let response = respond(&mut driver, state, journal).await;
                 driver.responded(&response).await;
                 state.responded(response);

@@ -64,6 +64,7 @@ mod end;
 mod error;
 mod events;
 pub(crate) mod failure;
+pub mod guardrail;
 mod handle;
 pub(crate) mod hooks;
 pub(crate) mod journal;

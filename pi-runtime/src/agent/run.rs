@@ -5,6 +5,7 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::pin;
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
@@ -13,7 +14,9 @@ use tracing::{Instrument, Span};
 use super::AgentEvent;
 use super::config::{Config, Shared};
 use super::dispatch::{BatchCalls, Dispatcher, JobReport, RunLimits};
+use super::end::RunEnd;
 use super::failure::{CallFailure, REQUEST_ABORTED};
+use super::guardrail::{GuardrailInput, GuardrailOutput, Guardrails};
 use super::hooks::{FinishedTurn, RequestPlan, TurnControl};
 use super::machine::{CallOutcome, Effect, ReadyCall, RunState, ToolNote};
 use super::panics::{guarded, panic_message};
@@ -42,8 +45,9 @@ pub(crate) async fn run(
         }
         match state.next() {
             Effect::Request => {
-                let response = driver.respond(state).await;
-                state.responded(response);
+                if let Some(response) = driver.guarded_respond(state).await {
+                    state.responded(response);
+                }
             }
             Effect::Execute(calls) => driver.execute(state, calls).await,
             Effect::Pause => {
@@ -150,6 +154,9 @@ impl<'a> Driver<'a> {
             }
             Effect::FinishTurn => {
                 self.batch = None;
+                if let Some(end) = self.check_output(state).await {
+                    state.trip(end, false);
+                }
                 let control = self.finish_turn(state).await;
                 state.turn_finished(control);
             }
@@ -343,6 +350,77 @@ impl<'a> Driver<'a> {
             .conversation()
             .slot
             .set_turn_tools(Arc::clone(tools));
+    }
+
+    /// The input guardrails to run now, with what they check: those of the run's first
+    /// request, when the run starts with messages.
+    pub(crate) fn input_checks(
+        &mut self,
+        state: &RunState,
+    ) -> Option<(Arc<Guardrails>, GuardrailInput)> {
+        let guardrails = Arc::clone(&self.turn().config.guardrails);
+        if guardrails.input.is_empty() || state.turns() > 0 || state.input().is_empty() {
+            return None;
+        }
+        let input = GuardrailInput {
+            messages: state.input().to_vec(),
+            context: self.limits.context.clone(),
+        };
+        Some((guardrails, input))
+    }
+
+    /// [`respond`](Self::respond), with the input guardrails of the run's first request:
+    /// those that run before it first (if one trips, the run ends without the request:
+    /// `None`), then those that run beside it. If one of those trips, the request is
+    /// cancelled, and the run ends after its response, none of whose calls run.
+    async fn guarded_respond(&mut self, state: &mut RunState) -> Option<Arc<AssistantMessage>> {
+        let Some((guardrails, input)) = self.input_checks(state) else {
+            return Some(self.respond(state).await);
+        };
+        if guardrails.checks_input(false)
+            && let Some(end) = guardrails.check_input(false, input.clone()).await
+        {
+            state.trip(end, true);
+            return None;
+        }
+        if !guardrails.checks_input(true) {
+            return Some(self.respond(state).await);
+        }
+        let mut checks = pin!(guardrails.check_input(true, input));
+        let signal = self.limits.signal.clone();
+        let (response, trip) = {
+            let mut respond = pin!(self.respond(state));
+            tokio::select! {
+                response = &mut respond => (response, checks.await),
+                trip = &mut checks => {
+                    if trip.is_some() {
+                        // The run ends here: nothing after this request may happen.
+                        signal.cancel();
+                    }
+                    (respond.await, trip)
+                }
+            }
+        };
+        if let Some(end) = trip {
+            state.trip(end, false);
+        }
+        Some(response)
+    }
+
+    /// The output guardrails' verdict on the turn that is finishing, if its response is an
+    /// answer (no tool calls, not failed): the run's end if one trips.
+    async fn check_output(&mut self, state: &RunState) -> Option<RunEnd> {
+        let guardrails = Arc::clone(&self.turn().config.guardrails);
+        let (response, _) = state.finishing_turn()?;
+        let answer = !response.stop_reason.is_failure() && response.tool_calls().next().is_none();
+        if guardrails.output.is_empty() || !answer {
+            return None;
+        }
+        let output = GuardrailOutput {
+            message: Arc::clone(response),
+            context: self.limits.context.clone(),
+        };
+        guardrails.check_output(output).await
     }
 
     /// Ask the model and stream its response into events, `message_end` included.

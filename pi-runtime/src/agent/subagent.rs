@@ -229,6 +229,11 @@ impl SubAgent {
             RunEnd::RetriesExhausted { tool, retries } => ToolResult::error(format!(
                 "The {name} agent gave up: its tool {tool} failed {retries} times in a row"
             )),
+            RunEnd::GuardrailTripped {
+                guardrail, reason, ..
+            } => ToolResult::error(format!(
+                "The {name} agent stopped: its guardrail {guardrail} tripped: {reason}"
+            )),
             RunEnd::AwaitingApproval { pending } => {
                 let held = pending.len();
                 let usage = outcome.usage();

@@ -379,3 +379,36 @@ async fn a_sub_agent_that_cannot_pause_fails_closed() {
     );
     assert_eq!(deletes.load(Ordering::SeqCst), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_nested_pause_resumed_twice_at_once_runs_its_call_once() {
+    let (deletes, counts) = (Arc::default(), Arc::default());
+    let first = lead(
+        lead_model(),
+        cleaner(cleaner_model(), &deletes, true),
+        &counts,
+    );
+    let paused = first.prompt("clean up").await.unwrap();
+    let saved = paused.paused_state().unwrap().to_signed_json(&key());
+    let resume = || {
+        let agent = lead(
+            FauxModel::new().respond(FauxResponse::text("all clean")),
+            cleaner(
+                FauxModel::new().respond(FauxResponse::text("gone")),
+                &deletes,
+                true,
+            ),
+            &counts,
+        );
+        let state = RunState::from_signed_json(&saved, &key()).unwrap();
+        async move {
+            agent
+                .resume_with(state, [ApprovalDecision::approve("c1/d1")])
+                .await
+        }
+    };
+    let (a, b) = tokio::join!(resume(), resume());
+    let oks = [&a, &b].iter().filter(|r| r.is_ok()).count();
+    assert_eq!(oks, 1, "{a:?} {b:?}");
+    assert_eq!(deletes.load(Ordering::SeqCst), 1);
+}

@@ -62,6 +62,9 @@ pub struct RunState {
     end: Option<RunEnd>,
     /// How the run ends once the current turn is over (a tool's retry budget ran out).
     end_after_turn: Option<RunEnd>,
+    /// A guardrail tripped while a response was on its way: the run ends so after this
+    /// turn, whatever the response, and none of its calls run.
+    tripped: Option<RunEnd>,
     /// The thinking level a `prepare_request` hook chose for the rest of the run.
     thinking_level: Option<ThinkingLevel>,
     /// When the run's time limit ends it, in milliseconds since the Unix epoch.
@@ -109,6 +112,8 @@ struct Saved {
     terminated: bool,
     end: Option<RunEnd>,
     end_after_turn: Option<RunEnd>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tripped: Option<RunEnd>,
     thinking_level: Option<ThinkingLevel>,
     deadline_ms: Option<u64>,
     time_left_ms: Option<u64>,
@@ -263,6 +268,7 @@ impl RunState {
             terminated: false,
             end: None,
             end_after_turn: None,
+            tripped: None,
             thinking_level: None,
             deadline_ms: limits.deadline_ms,
             time_left_ms: None,
@@ -601,9 +607,12 @@ impl RunState {
         self.turns += 1;
         self.more_tool_calls = false;
         self.terminated = false;
-        self.phase = if response.stop_reason.is_failure() || response.tool_calls().next().is_none()
+        self.phase = if response.stop_reason.is_failure()
+            || response.tool_calls().next().is_none()
+            || self.tripped.is_some()
         {
-            // Calls in a failed response never run: its content may be cut off anywhere.
+            // Calls in a failed response never run: its content may be cut off anywhere;
+            // nor do those of a response a guardrail stopped.
             Phase::FinishTurn {
                 response,
                 results: Vec::new(),
@@ -881,7 +890,8 @@ impl RunState {
         };
         self.ended_turn = Some((response, results));
         self.outbox.push_back(Announce::TurnEnd);
-        if let Some(end) = failed.or_else(|| self.end_after_turn.take()) {
+        let end = (self.tripped.take().or(failed)).or_else(|| self.end_after_turn.take());
+        if let Some(end) = end {
             return self.finish(end);
         }
         match control {
@@ -892,6 +902,28 @@ impl RunState {
         self.phase = Phase::Steering {
             then: AfterSteering::TurnEnded,
         };
+    }
+
+    /// A guardrail tripped with `end` (see [`guardrail`](crate::agent::guardrail)). Before
+    /// the request [`Effect::Request`] asks for is made (`before_request`), the run ends now,
+    /// without it; otherwise it ends after the current turn, whatever its response says, and
+    /// none of the response's calls run.
+    pub(crate) fn trip(&mut self, end: RunEnd, before_request: bool) {
+        if before_request && matches!(self.phase, Phase::Request) {
+            self.finish(end);
+        } else {
+            self.tripped.get_or_insert(end);
+        }
+    }
+
+    /// The messages this run started with (what an input guardrail checks): those it added
+    /// before its first response.
+    pub(crate) fn input(&self) -> &[Message] {
+        let added = self.added();
+        let first_response = (added.iter())
+            .position(|message| matches!(message, Message::Assistant(_)))
+            .unwrap_or(added.len());
+        &added[..first_response]
     }
 
     /// Declare the tools, add the pending messages and ask the model.
