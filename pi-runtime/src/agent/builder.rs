@@ -53,6 +53,7 @@ pub struct AgentBuilder {
     context_type: Option<ContextType>,
     ledger: Option<Arc<dyn PauseLedger>>,
     guardrails: Guardrails,
+    name: Option<String>,
 }
 
 impl Default for AgentBuilder {
@@ -80,6 +81,7 @@ impl Default for AgentBuilder {
             context_type: None,
             ledger: None,
             guardrails: Guardrails::default(),
+            name: None,
         }
     }
 }
@@ -235,6 +237,15 @@ impl AgentBuilder {
         F: Fn(&ApprovalRequest<'_>) -> Approval + Send + Sync + 'static,
     {
         self.hooks = self.hooks.approval(policy);
+        self
+    }
+
+    /// Name the agent: a run's outcome names the agent that answered
+    /// ([`RunOutcome::agent`](super::RunOutcome::agent)), which a
+    /// [handoff](super::handoff) changes.
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
         self
     }
 
@@ -564,6 +575,8 @@ impl AgentBuilder {
             policies: Arc::new(self.policies),
             ledger: self.ledger.unwrap_or_else(approval::process_ledger),
             guardrails: Arc::new(self.guardrails),
+            name: self.name,
+            history: None,
         });
         let opening = Arc::new(Opening {
             messages: self.messages,

@@ -9,6 +9,7 @@ use super::approval::PauseLedger;
 use super::dispatch::Policies;
 use super::error::AgentError;
 use super::guardrail::Guardrails;
+use super::handoff::HistoryFilter;
 use super::hooks::Hooks;
 use super::sink::{Bus, lock};
 use super::state::{Conversation, QueueMode};
@@ -51,6 +52,10 @@ pub(crate) struct Config {
     pub(crate) ledger: Arc<dyn PauseLedger>,
     /// The checks of the run's input and answers.
     pub(crate) guardrails: Arc<Guardrails>,
+    /// The agent's name, which a run's outcome gives for the agent that answered.
+    pub(crate) name: Option<String>,
+    /// What each request shows of the transcript, when a handoff says.
+    pub(crate) history: Option<HistoryFilter>,
 }
 
 impl Config {
@@ -112,6 +117,18 @@ pub struct AgentDefinition {
     pub(crate) opening: Arc<Opening>,
 }
 
+impl AgentDefinition {
+    /// This definition, showing each request `filter(transcript)`.
+    pub(crate) fn with_history(&self, filter: HistoryFilter) -> AgentDefinition {
+        let mut config = Config::clone(&self.config);
+        config.history = Some(filter);
+        AgentDefinition {
+            config: Arc::new(config),
+            opening: Arc::clone(&self.opening),
+        }
+    }
+}
+
 /// What one conversation's handle and its running loop share: the conversation's state, the
 /// event bus, and its configuration (the definition's, until the conversation changes it for
 /// itself).
@@ -163,6 +180,13 @@ impl Shared {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Hand the conversation to `definition`'s configuration (a handoff): its next request
+    /// uses it.
+    pub(crate) fn hand_to(&self, definition: &AgentDefinition) {
+        *self.config.write().unwrap_or_else(PoisonError::into_inner) =
+            Arc::clone(&definition.config);
     }
 
     pub(crate) fn update_config(&self, change: impl FnOnce(&mut Config)) {

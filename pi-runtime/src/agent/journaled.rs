@@ -79,6 +79,7 @@ impl Agent {
             state,
             messages,
             timed_out.then_some(config.time_limit.unwrap_or_default()),
+            config.name.as_deref(),
         ))
     }
 }
@@ -202,7 +203,7 @@ async fn execute(
             tokio::select! {
                 biased;
                 Some(report) = reports.recv() => {
-                    if take_progress(state, report) {
+                    if take_progress(driver, state, report) {
                         driver.deliver(state).await;
                     }
                 }
@@ -212,7 +213,7 @@ async fn execute(
     };
     // Updates sent just before their call's step ended come before its end.
     while let Ok(report) = reports.try_recv() {
-        take_progress(state, report);
+        take_progress(driver, state, report);
     }
     for (index, value) in indices.into_iter().zip(values) {
         driver.report_nested(state);
@@ -221,12 +222,13 @@ async fn execute(
     }
 }
 
-/// Hand the state a running call's update or sub-agent event; `false` for an end, which
-/// comes from the call's journal step instead.
-fn take_progress(state: &mut RunState, report: JobReport) -> bool {
+/// Hand the state a running call's update or sub-agent event, or hand the conversation
+/// over; `false` for an end, which comes from the call's journal step instead.
+fn take_progress(driver: &mut Driver<'_>, state: &mut RunState, report: JobReport) -> bool {
     match report {
         JobReport::Update(index, partial) => state.updated(index, partial),
         JobReport::Nested(index, event) => state.nested(index, event),
+        JobReport::HandOff(_, to) => driver.hand_off(state, &to),
         // A journal step's record holds no sub-agent's state: the call's own result (its
         // sub-agent cannot wait for approval here) stands, and nothing it held runs.
         JobReport::Paused(..) | JobReport::Done(..) => return false,

@@ -66,6 +66,7 @@ mod events;
 pub(crate) mod failure;
 pub mod guardrail;
 mod handle;
+pub mod handoff;
 pub(crate) mod hooks;
 pub(crate) mod journal;
 #[cfg(any(test, feature = "restate"))]
@@ -92,6 +93,7 @@ pub use end::RunEnd;
 pub use error::{AgentError, BuildError};
 pub use events::AgentEvent;
 pub use handle::Agent;
+pub use handoff::Handoff;
 pub use hooks::{
     AfterToolCall, BeforeToolCall, FinishedTurn, Hooks, RequestPlan, ToolCallDecision,
     ToolResultPatch, TurnControl,

@@ -31,6 +31,10 @@ pub struct RunOutcome {
     pub turns: usize,
     /// Why the run ended.
     pub end: RunEnd,
+    /// The name of the agent that answered ([`AgentBuilder::name`](super::AgentBuilder::name)):
+    /// the one the run started with, or the one a [handoff](super::handoff) handed the
+    /// conversation to. `None` for an agent without a name.
+    pub agent: Option<String>,
     /// The state of a run that paused for approval.
     pub(crate) paused: Option<Box<RunState>>,
 }

@@ -12,7 +12,7 @@ use futures::{FutureExt, StreamExt};
 use tracing::{Instrument, Span};
 
 use super::AgentEvent;
-use super::config::{Config, Shared};
+use super::config::{AgentDefinition, Config, Shared};
 use super::dispatch::{BatchCalls, Dispatcher, JobReport, RunLimits};
 use super::end::RunEnd;
 use super::failure::{CallFailure, REQUEST_ABORTED};
@@ -278,6 +278,7 @@ impl<'a> Driver<'a> {
                 JobReport::Update(index, partial) => state.updated(index, partial),
                 JobReport::Nested(index, event) => state.nested(index, event),
                 JobReport::Paused(index, child) => state.sub_agent_paused(index, *child),
+                JobReport::HandOff(_, to) => self.hand_off(state, &to),
                 JobReport::Done(index, outcome) => {
                     self.report_nested(state);
                     state.executed(index, outcome);
@@ -305,6 +306,15 @@ impl<'a> Driver<'a> {
         let span = self.span(state, &response, call.index());
         let job = self.batch(state, &response).calls.job(call, updates);
         (span, job)
+    }
+
+    /// Hand the conversation to `to` (a [handoff](super::handoff)): the next request is
+    /// its, and so is the conversation after the run.
+    pub(crate) fn hand_off(&mut self, state: &mut RunState, to: &AgentDefinition) {
+        self.shared.hand_to(to);
+        // A model a `prepare_request` hook chose was the previous agent's choice.
+        self.model = None;
+        state.handed_to(to.config.name.clone());
     }
 
     /// Hand the state the failures of nested calls counted since the last report, with
@@ -476,9 +486,13 @@ impl<'a> Driver<'a> {
         let turn = self.turn();
         let tools = Arc::clone(&turn.tools);
         let system_prompt = config.system_prompt(&tools);
+        let messages = match &config.history {
+            Some(filter) => filter.shown(state.transcript()),
+            None => state.transcript().to_vec(),
+        };
         let context = Context {
             system_prompt,
-            messages: state.transcript().to_vec(),
+            messages,
             tools: tools.definitions(),
         };
         let thinking_level = state.thinking_level().unwrap_or(config.thinking_level);

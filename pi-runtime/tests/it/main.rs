@@ -45,6 +45,7 @@ mod e2e_parallel_edits;
 #[cfg(all(feature = "openai", feature = "anthropic", feature = "google"))]
 mod e2e_self_correction;
 mod guardrails;
+mod handoffs;
 mod macro_extractors;
 mod macro_lints;
 mod macro_params;

@@ -18,9 +18,9 @@ use tracing::{Instrument, Span};
 use super::call::{self, CallScope, Preflight, Ready};
 use super::link::RunLink;
 use super::policy::acquire;
-use crate::agent::AgentEvent;
 use crate::agent::failure::{self, CallFailure};
 use crate::agent::machine::{CallOutcome, Preflighted, ReadyCall, RunState};
+use crate::agent::{AgentDefinition, AgentEvent};
 use crate::message::ToolCall;
 use crate::tool::ToolResult;
 
@@ -40,6 +40,8 @@ pub(crate) enum JobReport {
     Nested(usize, AgentEvent),
     /// The call's sub-agent paused for approval as this state; the call's end follows.
     Paused(usize, Box<RunState>),
+    /// The call hands the conversation to this agent.
+    HandOff(usize, Box<AgentDefinition>),
     Done(usize, CallOutcome),
 }
 

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::mpsc;
 
 use super::batch::JobReport;
-use crate::agent::AgentEvent;
 use crate::agent::machine::{NestedResume, RunState};
+use crate::agent::{AgentDefinition, AgentEvent};
 use crate::tool::ToolContext;
 
 /// One running call's link to its run, reached from the call's context
@@ -92,6 +92,16 @@ impl RunLink {
             return false;
         }
         self.report(JobReport::Paused(self.index, Box::new(child)))
+    }
+
+    /// Hand the conversation to `to` once the call's batch ends (a
+    /// [handoff](crate::agent::handoff)). `false` if the call cannot (it is nested in
+    /// another call), and the call must fail.
+    pub(crate) fn hand_off(&self, to: AgentDefinition) -> bool {
+        if self.above.is_some() {
+            return false;
+        }
+        self.report(JobReport::HandOff(self.index, Box::new(to)))
     }
 
     /// The sub-agent's paused state and the decisions to resume it with, once, for a call

@@ -296,27 +296,31 @@ impl Agent {
         };
         // Without a pause hook the run ends, or pauses for approval.
         let messages = messages.unwrap_or_else(|| state.added().to_vec());
-        outcome(
-            state,
-            messages,
-            timed_out.then_some(time_limit.unwrap_or_default()),
-        )
+        let timed_out = timed_out.then_some(time_limit.unwrap_or_default());
+        outcome(state, messages, timed_out, config.name.as_deref())
     }
 }
 
 /// How a run that stopped driving ended: paused for approval, or its end, with an abort by
-/// the time limit (`timed_out`, with the limit) reported as such.
+/// the time limit (`timed_out`, with the limit) reported as such. `started_as` names the
+/// agent the run started with; a handoff in the run names another.
 pub(crate) fn outcome(
     state: RunState,
     messages: Vec<Message>,
     timed_out: Option<Duration>,
+    started_as: Option<&str>,
 ) -> RunOutcome {
+    let agent = state
+        .handed_to_agent()
+        .unwrap_or(started_as)
+        .map(str::to_owned);
     if state.is_paused() {
         let end = state.end().cloned().unwrap_or(RunEnd::Aborted);
         return RunOutcome {
             messages,
             turns: state.turns(),
             end,
+            agent,
             paused: Some(Box::new(state)),
         };
     }
@@ -329,6 +333,7 @@ pub(crate) fn outcome(
         messages,
         turns: state.turns(),
         end,
+        agent,
         paused: None,
     }
 }

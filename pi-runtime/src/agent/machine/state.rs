@@ -65,6 +65,9 @@ pub struct RunState {
     /// A guardrail tripped while a response was on its way: the run ends so after this
     /// turn, whatever the response, and none of its calls run.
     tripped: Option<RunEnd>,
+    /// The agent the conversation was last handed to in this run, by its name (`Some(None)`
+    /// for one without a name).
+    handed_to: Option<Option<String>>,
     /// The thinking level a `prepare_request` hook chose for the rest of the run.
     thinking_level: Option<ThinkingLevel>,
     /// When the run's time limit ends it, in milliseconds since the Unix epoch.
@@ -114,6 +117,8 @@ struct Saved {
     end_after_turn: Option<RunEnd>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     tripped: Option<RunEnd>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    handed_to: Option<Option<String>>,
     thinking_level: Option<ThinkingLevel>,
     deadline_ms: Option<u64>,
     time_left_ms: Option<u64>,
@@ -269,6 +274,7 @@ impl RunState {
             end: None,
             end_after_turn: None,
             tripped: None,
+            handed_to: None,
             thinking_level: None,
             deadline_ms: limits.deadline_ms,
             time_left_ms: None,
@@ -914,6 +920,18 @@ impl RunState {
         } else {
             self.tripped.get_or_insert(end);
         }
+    }
+
+    /// A call of the batch handed the conversation to the agent named `agent` (see
+    /// [`handoff`](crate::agent::handoff)).
+    pub(crate) fn handed_to(&mut self, agent: Option<String>) {
+        self.handed_to = Some(agent);
+    }
+
+    /// The name of the agent the conversation was last handed to in this run: `None` if it
+    /// was not, `Some(None)` if that agent has no name.
+    pub(crate) fn handed_to_agent(&self) -> Option<Option<&str>> {
+        self.handed_to.as_ref().map(Option::as_deref)
     }
 
     /// The messages this run started with (what an input guardrail checks): those it added
