@@ -43,7 +43,10 @@ use crate::tool::{AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolR
 
 /// What an agent is shown of the transcript, given all of it.
 #[derive(Clone)]
-pub(crate) struct HistoryFilter(Arc<dyn Fn(&[Message]) -> Vec<Message> + Send + Sync>);
+pub(crate) struct HistoryFilter(Arc<Shown>);
+
+/// The filter's function.
+type Shown = dyn Fn(&[Message]) -> Vec<Message> + Send + Sync;
 
 impl HistoryFilter {
     /// What the agent is shown of `transcript`.

@@ -228,7 +228,7 @@ fn take_progress(driver: &mut Driver<'_>, state: &mut RunState, report: JobRepor
     match report {
         JobReport::Update(index, partial) => state.updated(index, partial),
         JobReport::Nested(index, event) => state.nested(index, event),
-        JobReport::HandOff(_, to) => driver.hand_off(state, &to),
+        JobReport::HandOff(to) => driver.hand_off(state, &to),
         // A journal step's record holds no sub-agent's state: the call's own result (its
         // sub-agent cannot wait for approval here) stands, and nothing it held runs.
         JobReport::Paused(..) | JobReport::Done(..) => return false,

@@ -278,7 +278,7 @@ impl<'a> Driver<'a> {
                 JobReport::Update(index, partial) => state.updated(index, partial),
                 JobReport::Nested(index, event) => state.nested(index, event),
                 JobReport::Paused(index, child) => state.sub_agent_paused(index, *child),
-                JobReport::HandOff(_, to) => self.hand_off(state, &to),
+                JobReport::HandOff(to) => self.hand_off(state, &to),
                 JobReport::Done(index, outcome) => {
                     self.report_nested(state);
                     state.executed(index, outcome);

@@ -41,7 +41,7 @@ pub(crate) enum JobReport {
     /// The call's sub-agent paused for approval as this state; the call's end follows.
     Paused(usize, Box<RunState>),
     /// The call hands the conversation to this agent.
-    HandOff(usize, Box<AgentDefinition>),
+    HandOff(Box<AgentDefinition>),
     Done(usize, CallOutcome),
 }
 

@@ -101,7 +101,7 @@ impl RunLink {
         if self.above.is_some() {
             return false;
         }
-        self.report(JobReport::HandOff(self.index, Box::new(to)))
+        self.report(JobReport::HandOff(Box::new(to)))
     }
 
     /// The sub-agent's paused state and the decisions to resume it with, once, for a call
