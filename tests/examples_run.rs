@@ -636,3 +636,22 @@ fn server_serves_each_tenant_its_own_notes_from_one_definition() {
          globex \"list\" -> 200 globex has no notes\n"
     );
 }
+
+#[test]
+fn agents_use_agents_hand_over_pause_in_a_sub_agent_and_trip_guardrails() {
+    let output = run("agents", &["--demo"]);
+    let out = stdout(&output);
+    assert!(output.status.success(), "{out}{}", stderr(&output));
+    assert_eq!(
+        out,
+        "sub-agent: the researcher answered \"In short: Rust is fast and memory-safe.\"; its listener saw \
+         c1:agent_start c1:turn_start c1:message_start c1:message_end c1:message_start c1:message_end \
+         c1:turn_end c1:agent_end\n\
+         handoff: \"Invoice 7 was paid on 2 May.\" answered by billing\n\
+         approval: the run paused for c1/d1 (delete_file); delete_file ran 0 times\n\
+         approval: resumed with approve c1/d1, delete_file ran 1 time, \"The old log is gone.\"\n\
+         approval: a second resume of the same state was refused; delete_file ran 1 time\n\
+         guardrail: GuardrailTripped { guardrail: \"no_card_numbers\", stage: Input, reason: \
+         \"the message holds a card number\" }; model requests: 0\n"
+    );
+}

@@ -281,6 +281,10 @@
 //! - **Approvals**: calls a person approves before they run; the run pauses, its signed
 //!   state goes to storage, and a resume in any process runs the approved calls
 //!   ([`agent::approval`]).
+//! - **Agents as tools**: an agent definition is a tool whose calls run it as a sub-agent,
+//!   its events nested in the parent's, approvals anywhere in the tree pausing the whole run
+//!   ([`agent::subagent`]); handoffs to another agent ([`agent::handoff`]); input and output
+//!   guardrails ([`agent::guardrail`]).
 //! - **Durable runs**: a run as a Restate workflow whose every model response and tool
 //!   execution is a journal step, so a crash resumes it without repeating a finished call
 //!   (`pi_runtime::durable`, feature `restate`).

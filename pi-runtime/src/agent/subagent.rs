@@ -5,7 +5,7 @@
 //! the sub-agent's model stream and tools), what is left of its time, its run context
 //! (`Ctx<T>`), and its tracing span (the sub-agent's `invoke_agent` sits under the call's
 //! `execute_tool`). Its events reach the parent's listeners as
-//! [`AgentEvent::Nested`], tagged with the call's path, while the call runs. Its usage is
+//! [`AgentEvent::Nested`](super::AgentEvent::Nested), tagged with the call's path, while the call runs. Its usage is
 //! the call's result's usage, so [`RunOutcome::usage`] adds it up.
 //!
 //! ```
@@ -237,11 +237,10 @@ impl SubAgent {
             RunEnd::AwaitingApproval { pending } => {
                 let held = pending.len();
                 let usage = outcome.usage();
-                if let Some(state) = outcome.into_paused_state()
-                    && link.is_some_and(|link| link.pause(state))
-                {
-                    // The run above takes the pause: this result is not the call's.
-                    return ToolResult::error(format!("The {name} agent paused for approval"));
+                // The run above takes the pause if it can (its driver then discards this
+                // result); where it cannot, the call fails closed, and nothing held runs.
+                if let (Some(state), Some(link)) = (outcome.into_paused_state(), link) {
+                    link.pause(state);
                 }
                 return ToolResult::error(format!(
                     "The {name} agent paused: {held} of its calls need approval, which this call cannot wait for"

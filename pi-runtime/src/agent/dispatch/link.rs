@@ -85,13 +85,13 @@ impl RunLink {
     }
 
     /// Report that the call's sub-agent paused for approval as `child`, before the call
-    /// returns: the call then waits with its batch, and the run pauses. `false` if the call
-    /// cannot wait (it is nested in another call), and the call must fail closed.
-    pub(crate) fn pause(&self, child: RunState) -> bool {
-        if self.above.is_some() {
-            return false;
+    /// returns: the call then waits with its batch, and the run pauses. A call nested in
+    /// another cannot wait (nothing is reported), nor can a call whose driver keeps no
+    /// sub-agent's state (a durable run's): its result, which says so, stands.
+    pub(crate) fn pause(&self, child: RunState) {
+        if self.above.is_none() {
+            self.report(JobReport::Paused(self.index, Box::new(child)));
         }
-        self.report(JobReport::Paused(self.index, Box::new(child)))
     }
 
     /// Hand the conversation to `to` once the call's batch ends (a
