@@ -103,4 +103,4 @@ pub use outcome::RunOutcome;
 pub use prompt::Prompt;
 pub use sink::{EVENT_STREAM_BACKLOG, EventStream, SubscriptionId};
 pub use state::{AgentState, QueueMode};
-pub use subagent::SubAgent;
+pub use subagent::{Extraction, SubAgent};

@@ -15,6 +15,8 @@ pub(crate) struct TurnTools {
     offered: Vec<usize>,
     /// `callable[i]`: registry entry `i` is offered (a constant-time lookup per call).
     callable: Vec<bool>,
+    /// An offered tool reads the run's transcript.
+    reads_transcript: bool,
 }
 
 impl TurnTools {
@@ -44,11 +46,19 @@ impl TurnTools {
         for &index in &offered {
             callable[index] = true;
         }
+        let reads_transcript =
+            (offered.iter()).any(|&index| registry.at(index).settings().reads_transcript);
         TurnTools {
             registry,
             offered,
             callable,
+            reads_transcript,
         }
+    }
+
+    /// Whether an offered tool reads the run's transcript, so a batch must keep it.
+    pub(crate) fn reads_transcript(&self) -> bool {
+        self.reads_transcript
     }
 
     /// Every registered tool, offered or not.

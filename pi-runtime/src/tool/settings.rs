@@ -53,6 +53,10 @@ pub struct ToolSettings {
     /// `Ctx<T>`'s `T`). A run whose context is missing or of another type does not start;
     /// see [`Ctx`](super::Ctx).
     pub context_type: Option<ContextType>,
+    /// The tool reads the transcript of the run that calls it (a sub-agent that starts
+    /// from a copy of its parent's history): each batch it is offered in keeps a snapshot
+    /// for it.
+    pub reads_transcript: bool,
 }
 
 impl ToolSettings {
@@ -65,6 +69,7 @@ impl ToolSettings {
             hints: ToolHints::new(),
             policy: ToolPolicy::new(),
             context_type: None,
+            reads_transcript: false,
         }
     }
 

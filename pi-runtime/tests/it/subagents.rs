@@ -522,3 +522,140 @@ async fn aborting_the_parent_stops_a_tool_of_the_sub_agent() {
     assert_eq!(run.end, RunEnd::Aborted);
     assert!(*stopped.lock().unwrap(), "the child's tool saw the signal");
 }
+
+/// A city and its country.
+#[tool_args]
+#[derive(serde::Serialize)]
+struct Place {
+    /// The city.
+    city: String,
+    /// The country.
+    country: String,
+}
+
+fn locate(script: FauxModel) -> pi_runtime::agent::Extraction<Place> {
+    pi_runtime::agent::Extraction::new("locate", "Find where a landmark is.", move || {
+        Agent::builder()
+            .model(script.clone())
+            .extract::<Place>()
+            .build()
+    })
+}
+
+#[tokio::test]
+async fn an_extraction_answers_with_its_typed_value_and_its_events_reach_the_parent() {
+    let script = FauxModel::new()
+        .respond(FauxResponse::tool_call(
+            "s1",
+            "submit_result",
+            json!({"city": "Paris"}),
+        ))
+        .respond(FauxResponse::tool_call(
+            "s2",
+            "submit_result",
+            json!({"city": "Paris", "country": "France"}),
+        ));
+    let parent = Agent::builder()
+        .model(
+            FauxModel::new()
+                .respond(FauxResponse::tool_call(
+                    "c1",
+                    "locate",
+                    json!({"task": "Eiffel Tower"}),
+                ))
+                .respond(FauxResponse::text("Paris, France.")),
+        )
+        .tools(locate(script))
+        .build()
+        .unwrap();
+    let seen = record(&parent, false);
+    let run = parent.prompt("Where is it?").await.unwrap();
+    let result = run[2].as_tool_result().unwrap();
+    assert!(!result.is_error, "{}", result.text());
+    assert_eq!(result.text(), r#"{"city":"Paris","country":"France"}"#);
+    assert_eq!(
+        result.details, None,
+        "the value is the text and the structured content"
+    );
+    let seen = seen.lock().unwrap();
+    let nested_ends = seen
+        .iter()
+        .filter(|kind| *kind == "c1:tool_execution_end")
+        .count();
+    assert_eq!(
+        nested_ends, 2,
+        "the rejected and the accepted submission: {seen:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_extraction_without_a_result_is_the_calls_error() {
+    let script = FauxModel::new().respond(FauxResponse::text("I do not know."));
+    let parent = Agent::builder()
+        .model(
+            FauxModel::new()
+                .respond(FauxResponse::tool_call(
+                    "c1",
+                    "locate",
+                    json!({"task": "Atlantis"}),
+                ))
+                .respond(FauxResponse::text("Unknown.")),
+        )
+        .tools(locate(script))
+        .build()
+        .unwrap();
+    let run = parent.prompt("Where is Atlantis?").await.unwrap();
+    let result = run[2].as_tool_result().unwrap();
+    assert!(result.is_error);
+    assert!(
+        result
+            .text()
+            .starts_with("The locate agent gave no result: no result was accepted"),
+        "{}",
+        result.text()
+    );
+}
+
+#[tokio::test]
+async fn a_sub_agent_can_start_from_a_filtered_copy_of_the_parents_history() {
+    let child_model = FauxModel::new().respond(FauxResponse::text("reviewed"));
+    let reviewer = definition(child_model.clone())
+        .as_tool("review", "Review.")
+        .history(|messages| {
+            (messages.iter())
+                .filter(|m| m.role() == "user")
+                .cloned()
+                .collect()
+        });
+    let parent = Agent::builder()
+        .model(
+            FauxModel::new()
+                .respond(FauxResponse::tool_call(
+                    "c1",
+                    "review",
+                    json!({"task": "Review it."}),
+                ))
+                .respond(FauxResponse::text("done")),
+        )
+        .tools(reviewer)
+        .build()
+        .unwrap();
+    parent.prompt("My essay: ...").await.unwrap();
+    let shown: Vec<_> = child_model.requests()[0]
+        .messages
+        .iter()
+        .map(|m| (m.role(), m.text_content()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("user", "My essay: ...".to_owned()),
+            ("user", "Review it.".to_owned())
+        ]
+    );
+    assert_eq!(
+        parent.messages().len(),
+        4,
+        "the parent's transcript is its own"
+    );
+}

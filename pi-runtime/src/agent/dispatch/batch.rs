@@ -90,7 +90,7 @@ impl BatchCalls {
                 Some(permits) => acquire(permits, scope.signal()).await.ok(),
                 None => None,
             };
-            let link = RunLink::new(index, &updates, resume);
+            let link = RunLink::new(index, &updates, &scope.messages, resume);
             call::execute(ready, tool_call, &scope, Some(link), |update| {
                 // The driver is gone only if the run was dropped; nothing to report then.
                 let _ = updates.send(JobReport::Update(index, update));

@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 use super::batch::JobReport;
 use crate::agent::machine::{NestedResume, RunState};
 use crate::agent::{AgentDefinition, AgentEvent};
+use crate::message::Message;
 use crate::tool::ToolContext;
 
 /// One running call's link to its run, reached from the call's context
@@ -23,6 +24,9 @@ pub(crate) struct RunLink {
     /// Weak: a context the tool keeps after its call ended (in a task it left running) must
     /// not keep the batch's reports open, or the batch would wait for them forever.
     reports: mpsc::WeakUnboundedSender<JobReport>,
+    /// The transcript before the response whose call this is (what a sub-agent may start
+    /// from).
+    transcript: Arc<[Message]>,
     /// For a call going on from its sub-agent's pause: the sub-agent's state and the
     /// decisions, taken once.
     resume: Option<Arc<Mutex<Option<NestedResume>>>>,
@@ -40,12 +44,14 @@ impl RunLink {
     pub(crate) fn new(
         index: usize,
         reports: &mpsc::UnboundedSender<JobReport>,
+        transcript: &Arc<[Message]>,
         resume: Option<Box<NestedResume>>,
     ) -> Self {
         RunLink {
             index,
             above: None,
             reports: reports.downgrade(),
+            transcript: Arc::clone(transcript),
             resume: resume.map(|resume| Arc::new(Mutex::new(Some(*resume)))),
         }
     }
@@ -56,6 +62,7 @@ impl RunLink {
             index: self.index,
             above: Some(Arc::from(self.path(call_id))),
             reports: self.reports.clone(),
+            transcript: Arc::clone(&self.transcript),
             resume: None,
         }
     }
@@ -73,6 +80,11 @@ impl RunLink {
             self.index,
             event.nested_under(&self.path(call_id), agent),
         ));
+    }
+
+    /// The transcript before the response whose call this is.
+    pub(crate) fn transcript(&self) -> &[Message] {
+        &self.transcript
     }
 
     /// Send `report` to the driver while the call runs; `false` once it ended (or the run

@@ -99,9 +99,10 @@ impl Dispatcher {
         })
     }
 
-    /// The transcript the tool hooks see, snapshotted only when one is set.
+    /// The transcript the tool hooks (and tools that read it) see, snapshotted only when
+    /// one is set (or offered).
     pub(crate) fn hook_transcript(&self, messages: &[Message]) -> Arc<[Message]> {
-        if self.hooks.wants_transcript() {
+        if self.hooks.wants_transcript() || self.tools.reads_transcript() {
             Arc::from(messages)
         } else {
             Arc::from(Vec::new())

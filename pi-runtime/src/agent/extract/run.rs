@@ -14,8 +14,9 @@ use super::outcome::{ExtractError, Extracted};
 use super::partial::read_partial;
 use super::submit::Slot;
 use crate::agent::failure::OPERATION_ABORTED;
+use crate::agent::handle::runs::Inherited;
 use crate::agent::hooks::FinishedTurn;
-use crate::agent::{Agent, AgentError, AgentEvent, Prompt, SubscriptionId};
+use crate::agent::{Agent, AgentError, AgentEvent, Prompt, RunOutcome, SubscriptionId};
 use crate::message::{AssistantMessage, Message, StopReason, Usage, UserMessage};
 
 /// What the turn hook saw during the current extraction.
@@ -165,6 +166,24 @@ impl<T> Extractor<T> {
     /// ([`TimeLimit`](ExtractError::TimeLimit), [`Aborted`](ExtractError::Aborted),
     /// [`Model`](ExtractError::Model), also after an accepted submission), or a busy agent.
     pub async fn extract(&self, prompt: impl Into<Prompt>) -> Result<Extracted<T>, ExtractError> {
+        self.extract_in(prompt.into(), None).await
+    }
+
+    /// [`extract`](Self::extract) as the sub-agent of a running call: each of its runs
+    /// inherits the call's signal, time and context (see [`Agent::prompt_under`]).
+    pub(crate) async fn extract_under(
+        &self,
+        prompt: Prompt,
+        parent: Inherited,
+    ) -> Result<Extracted<T>, ExtractError> {
+        self.extract_in(prompt, Some(parent)).await
+    }
+
+    async fn extract_in(
+        &self,
+        prompt: Prompt,
+        parent: Option<Inherited>,
+    ) -> Result<Extracted<T>, ExtractError> {
         if self.running.swap(true, Ordering::SeqCst) {
             return Err(AgentError::BusyPrompting.into());
         }
@@ -179,7 +198,7 @@ impl<T> Extractor<T> {
         }
 
         let timed_out = AtomicBool::new(false);
-        let mut runs = pin!(self.runs(prompt.into(), &timed_out));
+        let mut runs = pin!(self.runs(prompt, parent.as_ref(), &timed_out));
         let messages = match self.options.time_limit {
             None => runs.await,
             Some(limit) => {
@@ -204,15 +223,34 @@ impl<T> Extractor<T> {
     async fn runs(
         &self,
         prompt: Prompt,
+        parent: Option<&Inherited>,
         timed_out: &AtomicBool,
     ) -> Result<Vec<Message>, AgentError> {
-        let mut messages = self.agent.prompt(prompt).await?.into_messages();
+        let mut messages = self.run(prompt, parent).await?.into_messages();
         while !timed_out.load(Ordering::SeqCst)
             && let Some(reminder) = self.reminder_due(&messages)
         {
-            messages.extend(self.agent.prompt(UserMessage::text(reminder)).await?);
+            messages.extend(self.run(UserMessage::text(reminder).into(), parent).await?);
         }
         Ok(messages)
+    }
+
+    /// One run of the extraction's agent, under `parent` if it is a sub-agent's.
+    async fn run(
+        &self,
+        prompt: Prompt,
+        parent: Option<&Inherited>,
+    ) -> Result<RunOutcome, AgentError> {
+        match parent {
+            Some(parent) => {
+                let inherited = Inherited {
+                    signal: parent.signal.child_token(),
+                    ..parent.clone()
+                };
+                self.agent.prompt_under(prompt, inherited).await
+            }
+            None => self.agent.prompt(prompt).await,
+        }
     }
 
     /// The reminder, if the model just answered in text with nothing accepted and turns

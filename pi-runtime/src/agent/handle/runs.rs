@@ -27,7 +27,7 @@ use super::{Agent, RunGuard};
 
 /// What a run inherits from where it starts: for a sub-agent's run, from the call that runs
 /// it; for any other, only the context it is given.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Inherited {
     /// The run's signal: for a sub-agent's run, a child of the call's, so that it stops
     /// when the call is stopped.

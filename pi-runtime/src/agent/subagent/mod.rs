@@ -42,47 +42,53 @@
 //! # Ok(()) }
 //! ```
 
+mod extraction;
+mod task;
+
 use std::fmt;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use self::task::{Task, inherited};
 use super::AgentDefinition;
 use super::dispatch::RunLink;
 use super::end::RunEnd;
-use super::handle::runs::Inherited;
 use super::outcome::RunOutcome;
-use super::prompt::Prompt;
-use crate::__private::parameters_schema;
-use crate::args::deserialize_arguments;
-use crate::tool::{AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
+use crate::message::Message;
+use crate::tool::{
+    AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSettings,
+};
 
-/// Turns a call's arguments into the sub-agent's task.
-type Render = Arc<dyn Fn(Value) -> Result<Prompt, ToolError> + Send + Sync>;
+pub use self::extraction::Extraction;
+
+/// What a sub-agent starts with, given the parent's transcript.
+type History = Arc<dyn Fn(&[Message]) -> Vec<Message> + Send + Sync>;
 
 /// A tool that runs an agent: made by [`AgentDefinition::as_tool`] (see the
 /// [module docs](self)).
 ///
 /// By default the model passes the task as text, `{"task": "..."}`; [`input`](Self::input)
 /// takes a typed input instead. The call's result is the sub-agent's final text. A run
-/// that does not complete (a model error, its time or turn limit, an abort) is the call's
-/// error, with the reason.
+/// that does not complete (a model error, its time or turn limit, an abort, a guardrail) is
+/// the call's error, with the reason. For a typed result, see [`Extraction`].
 #[derive(Clone)]
 pub struct SubAgent {
     definition: AgentDefinition,
-    declaration: Tool,
-    snippet: Option<String>,
-    render: Render,
+    task: Task,
+    history: Option<History>,
+    settings: ToolSettings,
 }
 
 impl fmt::Debug for SubAgent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SubAgent")
-            .field("declaration", &self.declaration)
-            .field("snippet", &self.snippet)
+            .field("declaration", &self.task.declaration)
+            .field("snippet", &self.task.snippet)
+            .field("history", &self.history.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -92,27 +98,11 @@ impl AgentDefinition {
     /// call runs a fresh conversation of this definition on the task the model gives, and
     /// answers with its final text. See [`SubAgent`].
     pub fn as_tool(&self, name: impl Into<String>, description: impl Into<String>) -> SubAgent {
-        let name = name.into();
-        let parameters = json!({
-            "type": "object",
-            "properties": {
-                "task": {
-                    "type": "string",
-                    "description": "The task, with everything needed to do it: the agent does not see this conversation."
-                }
-            },
-            "required": ["task"],
-            "additionalProperties": false
-        });
-        let render: Render = Arc::new(|args: Value| match args.get("task") {
-            Some(Value::String(task)) => Ok(Prompt::from(task.as_str())),
-            _ => Err(ToolError::invalid_arguments("`task` must be a string")),
-        });
         SubAgent {
             definition: self.clone(),
-            declaration: Tool::new(name, description, parameters),
-            snippet: None,
-            render,
+            task: Task::text(name.into(), description.into()),
+            history: None,
+            settings: ToolSettings::new(),
         }
     }
 }
@@ -150,20 +140,40 @@ impl SubAgent {
         T: DeserializeOwned + JsonSchema,
         F: Fn(T) -> String + Send + Sync + 'static,
     {
-        self.declaration.parameters = parameters_schema::<T>(true);
-        let name = self.declaration.name.clone();
-        self.render = Arc::new(move |args: Value| {
-            let input = deserialize_arguments::<T>(&name, args)
-                .map_err(|error| ToolError::invalid_arguments(error.message()))?;
-            Ok(Prompt::from(task(input)))
-        });
+        self.task.typed(task);
+        self
+    }
+
+    /// Start each sub-agent's conversation with `filter(parent's transcript)` (the
+    /// transcript before the response whose call runs it) instead of an empty one; the task
+    /// follows it. Only a call of a run's batch has a transcript to copy.
+    ///
+    /// ```
+    /// use pi_runtime::agent::Agent;
+    /// use pi_runtime::provider::faux::FauxModel;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let reviewer = Agent::builder().model(FauxModel::new()).build_definition()?;
+    /// // What the user said, without the tool traffic.
+    /// let tool = reviewer
+    ///     .as_tool("review", "Review the conversation so far.")
+    ///     .history(|messages| messages.iter().filter(|m| m.role() == "user").cloned().collect());
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn history<F>(mut self, filter: F) -> Self
+    where
+        F: Fn(&[Message]) -> Vec<Message> + Send + Sync + 'static,
+    {
+        self.history = Some(Arc::new(filter));
+        self.settings.reads_transcript = true;
         self
     }
 
     /// List the tool in the system prompt's `Available tools:` with this line.
     #[must_use]
     pub fn snippet(mut self, snippet: impl Into<String>) -> Self {
-        self.snippet = Some(snippet.into());
+        self.task.snippet = Some(snippet.into());
         self
     }
 
@@ -177,24 +187,18 @@ impl SubAgent {
     ) -> Result<ToolResult, ToolError> {
         let link = RunLink::of(ctx);
         let child = self.definition.conversation();
-        if let Some(link) = link.cloned() {
-            let (call_id, agent) = (call_id.to_owned(), self.declaration.name.clone());
-            child.on_event(move |event| link.forward(&call_id, &agent, event.clone()));
-        }
-        let inherited = Inherited {
-            signal: ctx.signal().child_token(),
-            deadline: ctx.deadline(),
-            context: ctx.run_context().cloned(),
-        };
-        let name = &self.declaration.name;
+        self.task.forward_events(&child, call_id, ctx);
+        let name = self.task.name();
         let ran = match link.and_then(RunLink::take_resume) {
-            Some(resume) => (child
-                .resume_under(*resume.state, resume.decisions, inherited)
-                .await)
+            Some(resume) => (child.resume_under(*resume.state, resume.decisions, inherited(ctx)))
+                .await
                 .map_err(|error| format!("The {name} agent could not go on: {error}")),
             None => {
-                let task = (self.render)(params)?;
-                (child.prompt_under(task, inherited).await)
+                let task = self.task.prompt(params)?;
+                if let (Some(filter), Some(link)) = (&self.history, link) {
+                    child.set_messages(filter(link.transcript()));
+                }
+                (child.prompt_under(task, inherited(ctx)).await)
                     .map_err(|error| format!("The {name} agent could not start: {error}"))
             }
         };
@@ -208,32 +212,11 @@ impl SubAgent {
     /// A sub-agent paused for approval hands its state to the run above through `link`;
     /// where that cannot wait, the call fails closed and nothing the sub-agent held runs.
     fn answer(&self, outcome: RunOutcome, link: Option<&RunLink>) -> ToolResult {
-        let name = &self.declaration.name;
+        let name = self.task.name();
         let result = match &outcome.end {
             RunEnd::Completed | RunEnd::Terminated | RunEnd::EndedByHook => {
                 ToolResult::text(outcome.final_text().unwrap_or_default())
             }
-            RunEnd::ModelError { message } => {
-                ToolResult::error(format!("The {name} agent failed: {message}"))
-            }
-            RunEnd::TimeLimit { limit } => ToolResult::error(format!(
-                "The {name} agent ran out of time ({} ms) before it answered",
-                limit.as_millis()
-            )),
-            RunEnd::TurnLimit { max_turns } => ToolResult::error(format!(
-                "The {name} agent reached its limit of {max_turns} model requests before it answered"
-            )),
-            RunEnd::Aborted => {
-                ToolResult::error(format!("The {name} agent was stopped before it answered"))
-            }
-            RunEnd::RetriesExhausted { tool, retries } => ToolResult::error(format!(
-                "The {name} agent gave up: its tool {tool} failed {retries} times in a row"
-            )),
-            RunEnd::GuardrailTripped {
-                guardrail, reason, ..
-            } => ToolResult::error(format!(
-                "The {name} agent stopped: its guardrail {guardrail} tripped: {reason}"
-            )),
             RunEnd::AwaitingApproval { pending } => {
                 let held = pending.len();
                 let usage = outcome.usage();
@@ -247,14 +230,36 @@ impl SubAgent {
                 ))
                 .with_usage(usage);
             }
+            end => ToolResult::error(unfinished(name, end)),
         };
         result.with_usage(outcome.usage())
     }
 }
 
+/// Why the sub-agent `name` gave no answer, ending with `end`.
+fn unfinished(name: &str, end: &RunEnd) -> String {
+    match end {
+        RunEnd::ModelError { message } => format!("The {name} agent failed: {message}"),
+        RunEnd::TimeLimit { limit } => format!(
+            "The {name} agent ran out of time ({} ms) before it answered",
+            limit.as_millis()
+        ),
+        RunEnd::TurnLimit { max_turns } => format!(
+            "The {name} agent reached its limit of {max_turns} model requests before it answered"
+        ),
+        RunEnd::RetriesExhausted { tool, retries } => {
+            format!("The {name} agent gave up: its tool {tool} failed {retries} times in a row")
+        }
+        RunEnd::GuardrailTripped {
+            guardrail, reason, ..
+        } => format!("The {name} agent stopped: its guardrail {guardrail} tripped: {reason}"),
+        _ => format!("The {name} agent was stopped before it answered"),
+    }
+}
+
 impl AgentTool for SubAgent {
     fn definition(&self) -> &Tool {
-        &self.declaration
+        &self.task.declaration
     }
 
     fn execute(
@@ -269,6 +274,10 @@ impl AgentTool for SubAgent {
 
 impl ToolDefinition for SubAgent {
     fn prompt_snippet(&self) -> Option<std::borrow::Cow<'_, str>> {
-        self.snippet.as_deref().map(Into::into)
+        self.task.snippet.as_deref().map(Into::into)
+    }
+
+    fn settings(&self) -> &ToolSettings {
+        &self.settings
     }
 }
