@@ -412,3 +412,40 @@ async fn the_same_nested_pause_resumed_twice_at_once_runs_its_call_once() {
     assert_eq!(oks, 1, "{a:?} {b:?}");
     assert_eq!(deletes.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn an_edit_of_a_sub_agents_call_is_checked_and_run_by_the_sub_agent() {
+    let (deletes, counts) = (Arc::default(), Arc::default());
+    let first = lead(
+        lead_model(),
+        cleaner(cleaner_model(), &deletes, true),
+        &counts,
+    );
+    let state = first
+        .prompt("clean up")
+        .await
+        .unwrap()
+        .into_paused_state()
+        .unwrap();
+    let child_model = FauxModel::new().respond(FauxResponse::text("b.txt is gone"));
+    let second = lead(
+        FauxModel::new().respond(FauxResponse::text("all clean")),
+        cleaner(child_model.clone(), &deletes, true),
+        &counts,
+    );
+    let resumed = second
+        .resume_with(
+            state,
+            [ApprovalDecision::edit("c1/d1", json!({"path": "b.txt"}))],
+        )
+        .await
+        .unwrap();
+    assert_eq!(resumed.end, RunEnd::Completed);
+    assert_eq!(deletes.load(Ordering::SeqCst), 1);
+    let child_saw = child_model.requests()[0]
+        .messages
+        .last()
+        .unwrap()
+        .text_content();
+    assert_eq!(child_saw, "deleted \"b.txt\"");
+}

@@ -101,6 +101,19 @@
 //! [`ApprovalError`], and nothing runs. The run's time limit stops counting while it is
 //! paused.
 //!
+//! # Inside sub-agents
+//!
+//! A call that needs approval inside a sub-agent (an agent called as a tool, see
+//! [`subagent`](super::subagent)), at any depth, pauses the whole run: the sub-agent pauses,
+//! the call that runs it waits, the rest of its batch finishes, and the run pauses with
+//! every held call listed with its [`path`](PendingCall::path) (`c1/d1`: call `d1` of the
+//! sub-agent that call `c1` runs). One signed state holds the tree. A decision names a held
+//! call by its path; the resume checks that every path has exactly one, claims the pause,
+//! and the waiting call resumes its sub-agent, which applies the decisions as its own (an
+//! edit is checked there, by the sub-agent's tools). Nothing that finished before the pause
+//! runs again. A sub-agent that cannot wait (one a script or `run_tool_call` runs, or under
+//! a durable run's journal) fails closed, and its held call never runs.
+//!
 //! # A pause is single-use
 //!
 //! Each pause gets a random id ([`RunState::pause_id`](super::RunState::pause_id)) inside
@@ -313,7 +326,7 @@ pub enum Decision {
 }
 
 impl ApprovalDecision {
-    /// Approve the call `call_id`.
+    /// Approve the call `call_id` (for a call of a sub-agent, its [`path`](PendingCall::path)).
     pub fn approve(call_id: impl Into<String>) -> Self {
         Self::new(call_id, Decision::Approve)
     }

@@ -5,8 +5,11 @@
 //! the sub-agent's model stream and tools), what is left of its time, its run context
 //! (`Ctx<T>`), and its tracing span (the sub-agent's `invoke_agent` sits under the call's
 //! `execute_tool`). Its events reach the parent's listeners as
-//! [`AgentEvent::Nested`](super::AgentEvent::Nested), tagged with the call's path, while the call runs. Its usage is
-//! the call's result's usage, so [`RunOutcome::usage`] adds it up.
+//! [`AgentEvent::Nested`](super::AgentEvent::Nested), tagged with the call's path, while the
+//! call runs. Its usage is the call's result's usage, so [`RunOutcome::usage`] adds it up.
+//! A call that needs approval inside it pauses the whole run (see
+//! [`approval`](super::approval)): the pending call's [`path`](super::approval::PendingCall::path)
+//! names it, and the decision resumes the sub-agent where it paused.
 //!
 //! ```
 //! use std::sync::{Arc, Mutex};
