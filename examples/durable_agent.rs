@@ -9,7 +9,9 @@
 //! one) goes the same way: three calls of `slow_step`, one after the other (300 ms each),
 //! then `publish`, which needs a person's approval, then a final answer that lists the
 //! results. The prompt `"parallel"` instead makes one batch of ten `slow_step` calls at once,
-//! and `"steps N"` makes N calls one after the other, with no approval.
+//! `"steps N"` makes N calls one after the other, with no approval, and `"delegate N"` hands
+//! `"steps N"` to the `worker` sub-agent (see `pi_runtime::agent::subagent`), whose model
+//! responses and tool calls are steps of the same workflow.
 //! Each tool execution appends the line `<run key> <tool call id>` to the effects file.
 //!
 //! Handlers: `run` (keyed by the run key) takes the prompt as a JSON string and returns the
@@ -113,6 +115,16 @@ fn script(request: &Context) -> FauxResponse {
             done => FauxResponse::text(format!("Ran {done} steps.")),
         };
     }
+    if let Some(steps) = prompt.strip_prefix("delegate ") {
+        return match results.first() {
+            None => FauxResponse::tool_call(
+                "call-1",
+                "worker",
+                json!({"task": format!("steps {steps}")}),
+            ),
+            Some(result) => FauxResponse::text(format!("Delegated: {result}")),
+        };
+    }
     if prompt == "parallel" {
         return match results.len() {
             0 => (2..=10).fold(
@@ -153,10 +165,21 @@ fn agent(
     } else {
         model.with_chunk_delay(chunk_delay)
     };
+    // The worker runs the same script, with `slow_step` only.
+    let worker = Agent::builder()
+        .model(model.clone())
+        .system_prompt("Run the script.")
+        .tools(SlowStep(effects.clone()))
+        .max_turns(20)
+        .build_definition()?;
     Agent::builder()
         .model(model)
         .system_prompt("Run the script.")
-        .tools((SlowStep(effects.clone()), Publish(effects)))
+        .tools((
+            SlowStep(effects.clone()),
+            Publish(effects),
+            worker.as_tool("worker", "Runs the steps it is given."),
+        ))
         .max_turns(20)
         .build_definition()
 }

@@ -314,6 +314,12 @@ fn check_effects(effects: &Path, runs: &[String], calls: &[&str]) -> usize {
     twice
 }
 
+/// The effects file's lines, kill markers included.
+fn effect_lines(effects: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(effects).unwrap_or_default();
+    text.lines().map(str::to_owned).collect()
+}
+
 /// A small deterministic generator: the kills land at varied moments, the same in every
 /// run of the test.
 struct Moments(u64);
@@ -374,6 +380,85 @@ async fn runs_survive_ten_kills_with_each_completed_call_made_once() {
     let _ = writeln!(
         std::io::stderr(),
         "10 kills over 10 runs: {twice} of 44 tool calls took effect twice (in flight at a kill)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs restate-server: set PI_RESTATE_SERVER (.ci/run)"]
+async fn a_sub_agent_survives_kills_in_its_tools_and_no_completed_call_runs_again() {
+    let Some(binary) = server() else { return };
+    let restate = Restate::start(binary).await;
+    let effects = restate.dir.path().join("effects.txt");
+    // Steps of 600 ms: a kill meant for a step lands in it even on a busy machine.
+    let mut service = Service::with_args(free_port(), &effects, vec!["--step-ms", "600"]);
+    restate.register(&service.uri()).await;
+
+    restate.start_run("reference", "delegate 4").await;
+    let delegated = json!("Delegated: Ran 4 steps.");
+    assert_eq!(restate.answer("reference").await, delegated);
+    let reference = restate.transcript("reference").await;
+    // The prompt, the call of `worker`, its result, the answer.
+    assert_eq!(reference.as_array().map(Vec::len), Some(4), "{reference}");
+
+    // The kills land in the worker's tools, in its responses and between its steps.
+    let runs: Vec<String> = (0..5).map(|i| format!("nested-{i}")).collect();
+    let mut moments = Moments(11);
+    for run in &runs {
+        restate.start_run(run, "delegate 4").await;
+        tokio::time::sleep(Duration::from_millis(moments.next_ms(50..250))).await;
+    }
+    for kill in 1..=6 {
+        tokio::time::sleep(Duration::from_millis(moments.next_ms(300..1_000))).await;
+        service.kill(&format!("kill {kill}"));
+        service.restart();
+    }
+    for run in &runs {
+        assert_eq!(restate.answer(run).await, delegated, "{run}");
+        assert_eq!(restate.transcript(run).await, reference, "{run}");
+    }
+
+    // A kill while the worker's third call runs, its first two done and recorded: they do
+    // not run again, the third runs once (it never finished), and the run ends as the
+    // reference did.
+    restate.start_run("inside", "delegate 4").await;
+    let started = Instant::now();
+    while !effect_lines(&effects).contains(&"inside/call-1 call-2".to_owned()) {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the worker never made its second call"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The third call takes 600 ms from its start, after a response of a few chunks.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    service.kill("kill inside the worker's third call");
+    service.restart();
+    assert_eq!(restate.answer("inside").await, delegated);
+    assert_eq!(restate.transcript("inside").await, reference);
+    let lines = effect_lines(&effects);
+    let at = |line: &str| lines.iter().position(|seen| seen == line);
+    let kill = at("# kill inside the worker's third call");
+    assert!(
+        at("inside/call-1 call-2") < kill && kill < at("inside/call-1 call-3"),
+        "the kill came between the second call's effect and the third's:\n{lines:#?}"
+    );
+    for call in CALLS {
+        let line = format!("inside/call-1 {call}");
+        let made = lines.iter().filter(|seen| **seen == line).count();
+        assert_eq!(made, 1, "{line} took effect {made} times");
+    }
+
+    // The worker's calls are keyed `<run>/call-1/<call>`: each took effect once, or twice
+    // only across a kill.
+    let all = runs
+        .iter()
+        .cloned()
+        .chain(["reference".to_owned(), "inside".to_owned()]);
+    let workers: Vec<String> = all.map(|run| format!("{run}/call-1")).collect();
+    let twice = check_effects(&effects, &workers, &CALLS);
+    let _ = writeln!(
+        std::io::stderr(),
+        "7 kills over 6 runs: {twice} of 28 worker calls took effect twice (in flight at a kill)"
     );
 }
 

@@ -7,6 +7,14 @@
 //!   the process died runs again after the restart; its tool gets the same
 //!   [`ToolContext::idempotency_key`](crate::ToolContext::idempotency_key)
 //!   (`<run key>/<call id>`) both times, to pass on to the systems it changes.
+//! - **Sub-agents** (an agent called as a tool, see [`subagent`](crate::agent::subagent))
+//!   keep no step of their own: each of the sub-agent's model responses and tool executions
+//!   is a step of the workflow, named by the call's path (`<call id>/turn 1: model
+//!   response`, `<call id>/tool call <id>`), and its tools' idempotency keys are
+//!   `<run key>/<call id>/<id>`. A crash anywhere inside a sub-agent, at any depth, replays
+//!   what it recorded and runs only the rest. A batch holding a sub-agent's call records its
+//!   calls one after the other, in source order, and so does the sub-agent's own batch. A
+//!   sub-agent's call that needs approval fails closed here (it cannot wait).
 //! - **Approvals** wait on a durable promise per held call, keyed by its call id. A person's
 //!   decision goes to the workflow's shared handler ([`decide`], [`decide_each`]) over
 //!   Restate's ingress, hours later, whether or not a service process runs at that moment.
@@ -80,6 +88,7 @@ use serde_json::Value;
 use crate::agent::approval::{ApprovalDecision, Decision, PendingCall};
 use crate::agent::dispatch::RunLimits;
 use crate::agent::journal::{self, AbortOnDrop, Journal, JournalError, Recorded, TimeLimit, Work};
+use crate::agent::nested_journal::{StepRequest, serve_with};
 use crate::agent::{AgentDefinition, Prompt, RunOutcome};
 use crate::message::{Message, now_ms};
 
@@ -370,6 +379,24 @@ impl Journal for RestateJournal<'_, '_> {
             }
             Ok(values)
         })
+    }
+
+    fn serve<'b>(&'b self, request: StepRequest) -> BoxFuture<'b, ()> {
+        Box::pin(serve_with(request, move |name, work| async move {
+            let recorded = self
+                .ctx
+                .run(|| async move {
+                    match work.await {
+                        Ok(recorded) => Ok(Json(recorded)),
+                        Err(error) => Err(TerminalError::new(error.0).into()),
+                    }
+                })
+                .name(name)
+                .await;
+            recorded
+                .map(|Json(recorded)| recorded)
+                .map_err(|error| JournalError(error.to_string()))
+        }))
     }
 
     fn decisions<'b>(

@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 
 use super::approval::{ApprovalDecision, PendingCall};
 use super::dispatch::RunLimits;
+use super::nested_journal::StepRequest;
 
 /// A step that cannot be recorded or replayed: the run cannot go on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,6 +69,10 @@ pub(crate) trait Journal: Sync {
         pause: usize,
         pending: Vec<PendingCall>,
     ) -> BoxFuture<'a, Result<Vec<ApprovalDecision>, JournalError>>;
+
+    /// Make a sub-agent's step (see [`nested_journal`](super::nested_journal)) a step of
+    /// this journal, named as the request says.
+    fn serve<'a>(&'a self, request: StepRequest) -> BoxFuture<'a, ()>;
 }
 
 /// `work`'s value as a step records it, with the run's state at its end: whether the signal
@@ -151,6 +156,7 @@ mod tests {
 
     use super::*;
     use crate::agent::approval::Decision;
+    use crate::agent::nested_journal::serve_with;
     use crate::agent::test_support::timeless;
     use crate::agent::{Agent, AgentDefinition, RunEnd, RunOutcome};
     use crate::message::now_ms;
@@ -265,6 +271,17 @@ mod tests {
                 .map(|call| ApprovalDecision::new(call.id.clone(), self.decision.clone()))
                 .collect();
             Box::pin(std::future::ready(Ok(decisions)))
+        }
+
+        fn serve<'a>(&'a self, request: StepRequest) -> BoxFuture<'a, ()> {
+            Box::pin(serve_with(request, move |name, work| async move {
+                if let Some(recorded) = self.next_replayed(&name) {
+                    return Ok(recorded);
+                }
+                let recorded = work.await?;
+                self.keep(name, &recorded);
+                Ok(recorded)
+            }))
         }
     }
 
@@ -506,5 +523,76 @@ mod tests {
         assert_eq!(replayed.ran(), Vec::<String>::new());
         assert_eq!(again.end, exhausted);
         assert_eq!(timeless(&again.messages), timeless(&live.messages));
+    }
+
+    #[tokio::test]
+    async fn a_sub_agents_steps_are_the_runs_and_a_crash_inside_it_runs_only_the_rest() {
+        let executions = Arc::new(AtomicUsize::new(0));
+        let (worker, _) = agent(&executions, 1);
+        let lead_model = FauxModel::new().respond_always(|request: &Context| {
+            let results = (request.messages.iter())
+                .filter(|message| message.as_tool_result().is_some())
+                .count();
+            match results {
+                0 => FauxResponse::tool_call("w0", "worker", json!({"task": "work"})),
+                _ => FauxResponse::text("(lead done)"),
+            }
+        });
+        let lead = Agent::builder()
+            .model(lead_model)
+            .tools(worker.as_tool("worker", "Works."))
+            .build_definition()
+            .expect("an agent");
+        let first = MemoryJournal::new(Vec::new());
+        let started = now_ms();
+        let (live, _) = run(&lead, &first, started).await;
+        assert_eq!(live.end, RunEnd::Completed);
+        assert_eq!(live[2].text_content(), "(done)", "the worker's answer");
+        let names: Vec<String> = (first.record_of().into_iter())
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "turn 1: model response",
+                "w0/turn 1: model response",
+                "w0/tool call c0",
+                "w0/turn 2: model response",
+                "w0/tool call c1",
+                "w0/turn 3: model response",
+                "w0/tool call c2",
+                "w0/turn 4: model response",
+                "turn 2: model response",
+            ]
+        );
+        assert_eq!(executions.load(Ordering::SeqCst), 3);
+
+        // The process died inside the worker, after its second call's step was recorded.
+        let mut record = first.record_of();
+        record.truncate(5);
+        let resumed = MemoryJournal::new(record);
+        let (again, _) = run(&lead, &resumed, started).await;
+        assert_eq!(
+            resumed.ran(),
+            [
+                "w0/turn 3: model response",
+                "w0/tool call c2",
+                "w0/turn 4: model response",
+                "turn 2: model response",
+            ]
+        );
+        assert_eq!(
+            executions.load(Ordering::SeqCst),
+            4,
+            "only the call in flight ran again"
+        );
+        assert_eq!(timeless(&again.messages), timeless(&live.messages));
+
+        // A whole replay runs nothing.
+        let replayed = MemoryJournal::new(first.record_of());
+        let (whole, _) = run(&lead, &replayed, started).await;
+        assert_eq!(replayed.ran(), Vec::<String>::new());
+        assert_eq!(executions.load(Ordering::SeqCst), 4);
+        assert_eq!(timeless(&whole.messages), timeless(&live.messages));
     }
 }

@@ -7,6 +7,8 @@
 use std::pin::pin;
 use std::sync::Arc;
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tracing::Instrument;
@@ -20,6 +22,7 @@ use super::handle::runs::{Inherited, outcome};
 use super::handle::{Agent, RunGuard};
 use super::journal::{Journal, JournalError, Work};
 use super::machine::{CallOutcome, Effect, ReadyCall, RunState, instant_at};
+use super::nested_journal::JournalLink;
 use super::outcome::RunOutcome;
 use super::prompt::Prompt;
 use super::run::{Driver, failed_message};
@@ -39,12 +42,26 @@ impl Agent {
         run_key: Arc<str>,
         started_ms: u64,
     ) -> Result<RunOutcome, AgentError> {
+        (self.prompt_journaled_under(prompt, journal, run_key, started_ms, Inherited::default()))
+            .await
+    }
+
+    /// [`prompt_journaled`](Self::prompt_journaled) as the sub-agent of a running call,
+    /// inheriting its signal, time and context (see [`Agent::prompt_under`]).
+    pub(crate) async fn prompt_journaled_under(
+        &self,
+        prompt: Prompt,
+        journal: &dyn Journal,
+        run_key: Arc<str>,
+        started_ms: u64,
+        inherited: Inherited,
+    ) -> Result<RunOutcome, AgentError> {
         let Prompt(prompts) = prompt;
-        let (mut limits, mut state) = self.start(
-            AgentError::BusyPrompting,
-            Inherited::default(),
-            |_, messages| Ok((messages, prompts, false)),
-        )?;
+        let parent_deadline = inherited.deadline;
+        let (mut limits, mut state) =
+            self.start(AgentError::BusyPrompting, inherited, |_, messages| {
+                Ok((messages, prompts, false))
+            })?;
         let shared = self.shared();
         let _guard = RunGuard(shared);
         let config = shared.config();
@@ -53,6 +70,11 @@ impl Agent {
         });
         state.set_deadline_ms(deadline_ms);
         limits.deadline = deadline_ms.map(instant_at);
+        if let Some(deadline) = parent_deadline
+            && limits.deadline.is_none_or(|own| deadline < own)
+        {
+            limits.deadline = Some(deadline);
+        }
         limits.run_key = Some(run_key);
         let signal = limits.signal.clone();
         let span = telemetry::run_span(&*config.model);
@@ -172,13 +194,25 @@ async fn execute(
     journal: &dyn Journal,
     calls: Vec<ReadyCall>,
 ) {
+    // A sub-agent's steps are steps of this journal: the batch then runs one call after
+    // the other, so the journal records the same steps in the same order on every replay.
+    if calls.iter().any(|call| driver.journals_itself(state, call)) {
+        for call in calls {
+            if driver.journals_itself(state, &call) {
+                run_sub_agent(driver, state, journal, call).await;
+            } else {
+                Box::pin(execute(driver, state, journal, vec![call])).await;
+            }
+        }
+        return;
+    }
     let (updates, mut reports) = mpsc::unbounded_channel();
     let mut indices = Vec::with_capacity(calls.len());
     let mut steps: Vec<(String, Work<'static>)> = Vec::with_capacity(calls.len());
     for call in calls {
         let index = call.index();
         let name = format!("tool call {}", call.call().call().id);
-        let (span, job) = driver.job(state, call, updates.clone());
+        let (span, job) = driver.job(state, call, updates.clone(), None);
         let work = async move { serde_json::to_value(job.await).unwrap_or(Value::Null) };
         indices.push(index);
         steps.push((name, Box::pin(work.instrument(span))));
@@ -220,6 +254,43 @@ async fn execute(
         state.executed(index, replayed(value, &limits));
         driver.deliver(state).await;
     }
+}
+
+/// Execute `call`, whose tool runs a sub-agent, outside any step: the sub-agent's own steps
+/// are steps of `journal` (named `<call id>/...`), served here while it runs, and its events
+/// are delivered as they come.
+async fn run_sub_agent(
+    driver: &mut Driver<'_>,
+    state: &mut RunState,
+    journal: &dyn Journal,
+    call: ReadyCall,
+) {
+    let index = call.index();
+    let (updates, mut reports) = mpsc::unbounded_channel();
+    let (requests, mut asked) = mpsc::unbounded_channel();
+    let run_key = (driver.limits.run_key.clone()).unwrap_or_else(|| Arc::from("run"));
+    let link = JournalLink { requests, run_key };
+    let (span, job) = driver.job(state, call, updates, Some(link));
+    let mut job = pin!(job.instrument(span));
+    let mut serving = FuturesUnordered::new();
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut job => break outcome,
+            Some(request) = asked.recv() => serving.push(journal.serve(request)),
+            Some(()) = serving.next(), if !serving.is_empty() => {}
+            Some(report) = reports.recv() => {
+                if take_progress(driver, state, report) {
+                    driver.deliver(state).await;
+                }
+            }
+        }
+    };
+    while let Ok(report) = reports.try_recv() {
+        take_progress(driver, state, report);
+    }
+    driver.report_nested(state);
+    state.executed(index, outcome);
+    driver.deliver(state).await;
 }
 
 /// Hand the state a running call's update or sub-agent event, or hand the conversation

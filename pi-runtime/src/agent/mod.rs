@@ -72,6 +72,7 @@ pub(crate) mod journal;
 #[cfg(any(test, feature = "restate"))]
 mod journaled;
 pub mod machine;
+pub(crate) mod nested_journal;
 mod outcome;
 pub(crate) mod panics;
 mod prompt;

@@ -19,6 +19,8 @@ use super::failure::{CallFailure, REQUEST_ABORTED};
 use super::guardrail::{GuardrailInput, GuardrailOutput, Guardrails};
 use super::hooks::{FinishedTurn, RequestPlan, TurnControl};
 use super::machine::{CallOutcome, Effect, ReadyCall, RunState, ToolNote};
+#[cfg(any(test, feature = "restate"))]
+use super::nested_journal::JournalLink;
 use super::panics::{guarded, panic_message};
 use super::telemetry;
 use super::turn_tools::TurnTools;
@@ -301,11 +303,24 @@ impl<'a> Driver<'a> {
         state: &RunState,
         call: ReadyCall,
         updates: tokio::sync::mpsc::UnboundedSender<JobReport>,
+        journal: Option<JournalLink>,
     ) -> (Span, futures::future::BoxFuture<'static, CallOutcome>) {
         let response = Arc::clone(call.call().response());
         let span = self.span(state, &response, call.index());
-        let job = self.batch(state, &response).calls.job(call, updates);
+        let job = self
+            .batch(state, &response)
+            .calls
+            .job(call, updates, journal);
         (span, job)
+    }
+
+    /// Whether `call`'s tool keeps a journal of its own (a sub-agent, whose steps are
+    /// steps of the run's journal), so that its execution must not be one step.
+    #[cfg(any(test, feature = "restate"))]
+    pub(crate) fn journals_itself(&mut self, state: &RunState, call: &ReadyCall) -> bool {
+        let response = Arc::clone(call.call().response());
+        let batch = self.batch(state, &response);
+        batch.calls.journals_itself(&call.call().call().name)
     }
 
     /// Hand the conversation to `to` (a [handoff](super::handoff)): the next request is

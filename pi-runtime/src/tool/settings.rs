@@ -57,6 +57,10 @@ pub struct ToolSettings {
     /// from a copy of its parent's history): each batch it is offered in keeps a snapshot
     /// for it.
     pub reads_transcript: bool,
+    /// The tool keeps a journal of its own in a durable run (a sub-agent, whose steps are
+    /// steps of the run's journal): its execution is not one step.
+    #[cfg_attr(not(feature = "restate"), allow(dead_code))]
+    pub(crate) journals_itself: bool,
 }
 
 impl ToolSettings {
@@ -70,6 +74,7 @@ impl ToolSettings {
             policy: ToolPolicy::new(),
             context_type: None,
             reads_transcript: false,
+            journals_itself: false,
         }
     }
 

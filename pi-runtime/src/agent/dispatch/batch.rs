@@ -20,6 +20,7 @@ use super::link::RunLink;
 use super::policy::acquire;
 use crate::agent::failure::{self, CallFailure};
 use crate::agent::machine::{CallOutcome, Preflighted, ReadyCall, RunState};
+use crate::agent::nested_journal::JournalLink;
 use crate::agent::{AgentDefinition, AgentEvent};
 use crate::message::ToolCall;
 use crate::tool::ToolResult;
@@ -69,6 +70,7 @@ impl BatchCalls {
         &self,
         call: ReadyCall,
         updates: mpsc::UnboundedSender<JobReport>,
+        journal: Option<JournalLink>,
     ) -> BoxFuture<'static, CallOutcome> {
         let scope = Arc::clone(&self.scope);
         let permits = self.permits.clone();
@@ -90,7 +92,7 @@ impl BatchCalls {
                 Some(permits) => acquire(permits, scope.signal()).await.ok(),
                 None => None,
             };
-            let link = RunLink::new(index, &updates, &scope.messages, resume);
+            let link = RunLink::new(index, &updates, &scope.messages, resume, journal);
             call::execute(ready, tool_call, &scope, Some(link), |update| {
                 // The driver is gone only if the run was dropped; nothing to report then.
                 let _ = updates.send(JobReport::Update(index, update));
@@ -98,6 +100,13 @@ impl BatchCalls {
             })
             .await
         })
+    }
+
+    /// Whether the offered tool `name` keeps a journal of its own (see
+    /// [`ToolSettings::journals_itself`](crate::tool::ToolSettings)).
+    #[cfg(any(test, feature = "restate"))]
+    pub(crate) fn journals_itself(&self, name: &str) -> bool {
+        (self.scope.tools.get(name)).is_some_and(|tool| tool.settings().journals_itself)
     }
 
     /// Start executing `calls`, each in its span, and report their updates and ends as
@@ -125,7 +134,7 @@ impl BatchCalls {
             let tx = tx.clone();
             let (started, next_may_start) = oneshot::channel();
             let may_start = previous_started.replace(next_may_start);
-            let execution = self.job(call, tx.clone());
+            let execution = self.job(call, tx.clone(), None);
             let job = async move {
                 if let Some(mut may_start) = may_start
                     && may_start.try_recv() == Err(oneshot::error::TryRecvError::Empty)

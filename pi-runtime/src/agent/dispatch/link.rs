@@ -7,6 +7,7 @@ use tokio::sync::mpsc;
 
 use super::batch::JobReport;
 use crate::agent::machine::{NestedResume, RunState};
+use crate::agent::nested_journal::JournalLink;
 use crate::agent::{AgentDefinition, AgentEvent};
 use crate::message::Message;
 use crate::tool::ToolContext;
@@ -30,6 +31,8 @@ pub(crate) struct RunLink {
     /// For a call going on from its sub-agent's pause: the sub-agent's state and the
     /// decisions, taken once.
     resume: Option<Arc<Mutex<Option<NestedResume>>>>,
+    /// In a durable run: where a sub-agent the call runs asks for its journal's steps.
+    journal: Option<JournalLink>,
 }
 
 impl RunLink {
@@ -46,6 +49,7 @@ impl RunLink {
         reports: &mpsc::UnboundedSender<JobReport>,
         transcript: &Arc<[Message]>,
         resume: Option<Box<NestedResume>>,
+        journal: Option<JournalLink>,
     ) -> Self {
         RunLink {
             index,
@@ -53,6 +57,7 @@ impl RunLink {
             reports: reports.downgrade(),
             transcript: Arc::clone(transcript),
             resume: resume.map(|resume| Arc::new(Mutex::new(Some(*resume)))),
+            journal,
         }
     }
 
@@ -64,6 +69,8 @@ impl RunLink {
             reports: self.reports.clone(),
             transcript: Arc::clone(&self.transcript),
             resume: None,
+            // A script's call is inside its parent's step: it cannot have steps of its own.
+            journal: None,
         }
     }
 
@@ -80,6 +87,11 @@ impl RunLink {
             self.index,
             event.nested_under(&self.path(call_id), agent),
         ));
+    }
+
+    /// In a durable run, where a sub-agent the call runs asks for its journal's steps.
+    pub(crate) fn journal(&self) -> Option<&JournalLink> {
+        self.journal.as_ref()
     }
 
     /// The transcript before the response whose call this is.

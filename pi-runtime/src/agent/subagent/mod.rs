@@ -57,11 +57,16 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use self::task::{Task, inherited};
-use super::AgentDefinition;
 use super::dispatch::RunLink;
 use super::end::RunEnd;
+use super::nested_journal::JournalLink;
+#[cfg(any(test, feature = "restate"))]
+use super::nested_journal::NestedJournal;
 use super::outcome::RunOutcome;
+use super::{Agent, AgentDefinition, AgentError, Prompt};
 use crate::message::Message;
+#[cfg(any(test, feature = "restate"))]
+use crate::message::now_ms;
 use crate::tool::{
     AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSettings,
 };
@@ -105,7 +110,10 @@ impl AgentDefinition {
             definition: self.clone(),
             task: Task::text(name.into(), description.into()),
             history: None,
-            settings: ToolSettings::new(),
+            settings: ToolSettings {
+                journals_itself: true,
+                ..ToolSettings::new()
+            },
         }
     }
 }
@@ -201,8 +209,11 @@ impl SubAgent {
                 if let (Some(filter), Some(link)) = (&self.history, link) {
                     child.set_messages(filter(link.transcript()));
                 }
-                (child.prompt_under(task, inherited(ctx)).await)
-                    .map_err(|error| format!("The {name} agent could not start: {error}"))
+                let started = match link.and_then(RunLink::journal) {
+                    Some(journal) => journaled(&child, task, call_id, journal, ctx).await,
+                    None => child.prompt_under(task, inherited(ctx)).await,
+                };
+                started.map_err(|error| format!("The {name} agent could not run: {error}"))
             }
         };
         Ok(match ran {
@@ -237,6 +248,35 @@ impl SubAgent {
         };
         result.with_usage(outcome.usage())
     }
+}
+
+/// Run `child` on `task` under the durable run the call `call_id` belongs to: each of its
+/// steps is a step of that run's journal, named `<call id>/...`.
+#[cfg(any(test, feature = "restate"))]
+async fn journaled(
+    child: &Agent,
+    task: Prompt,
+    call_id: &str,
+    journal: &JournalLink,
+    ctx: &ToolContext,
+) -> Result<RunOutcome, AgentError> {
+    let steps = NestedJournal::new(format!("{call_id}/"), journal.requests.clone());
+    let run_key: Arc<str> = Arc::from(format!("{}/{call_id}", journal.run_key));
+    child
+        .prompt_journaled_under(task, &steps, run_key, now_ms(), inherited(ctx))
+        .await
+}
+
+/// Without durable runs no call has a journal link; this is never reached.
+#[cfg(not(any(test, feature = "restate")))]
+async fn journaled(
+    child: &Agent,
+    task: Prompt,
+    _call_id: &str,
+    _journal: &JournalLink,
+    ctx: &ToolContext,
+) -> Result<RunOutcome, AgentError> {
+    child.prompt_under(task, inherited(ctx)).await
 }
 
 /// Why the sub-agent `name` gave no answer, ending with `end`.
