@@ -15,6 +15,10 @@
 //! the final transcript (JSON), which is the same whether the run crossed a process
 //! boundary or not.
 //!
+//! `--depth N` puts `append_line` N sub-agents down (an agent calling a helper agent as a
+//! tool, which calls the next): the whole run pauses all the same, and the pending call is
+//! named by its path (`d2/d1/call_1`).
+//!
 //! A pause resumes once: `resume` claims the pause in a ledger directory (`pause-ledger`
 //! beside the state file, or `--ledger DIR`), so a second `resume` of the same state, after
 //! the first or at the same moment, fails and runs nothing. Every process that may resume
@@ -62,6 +66,11 @@ struct Cli {
     /// Where to write the final transcript (JSON), if anywhere.
     #[arg(long, global = true)]
     transcript: Option<PathBuf>,
+    /// How many sub-agents deep `append_line` sits (see `pi_runtime::agent::subagent`): 0
+    /// gives the agent the tool; 2 has it call a helper that calls a helper that has it.
+    /// The pending call is then named by its path (`d2/d1/call_1`).
+    #[arg(long, global = true, default_value_t = 0)]
+    depth: usize,
 }
 
 #[derive(Subcommand)]
@@ -116,15 +125,39 @@ fn model() -> FauxModel {
     FauxModel::new().respond_with(step).respond_with(step)
 }
 
-/// The agent; with `ledger`, its resumes claim their pause there (without, in this process's
-/// memory only).
+/// The scripted model of a helper `depth` levels above `append_line`: it hands the task to
+/// the helper below (`helper_<depth - 1>`, or the tool itself at depth 1 is reached through
+/// `helper_0`), then reports what it said.
+fn delegating(depth: usize) -> FauxModel {
+    let step = move |context: &pi_runtime::Context| match context.messages.last() {
+        Some(Message::ToolResult(result)) => FauxResponse::text(result.text()),
+        _ => FauxResponse::tool_call(
+            format!("d{depth}"),
+            format!("helper_{}", depth - 1),
+            json!({"task": "Append a greeting."}),
+        ),
+    };
+    FauxModel::new().respond_with(step).respond_with(step)
+}
+
+/// The agent, with `append_line` `depth` sub-agents down; with `ledger`, its resumes claim
+/// their pause there (without, in this process's memory only).
 fn agent(
     effects: PathBuf,
     ledger: Option<FileLedger>,
+    depth: usize,
 ) -> Result<Agent, Box<dyn std::error::Error>> {
-    let builder = Agent::builder()
+    let mut builder = Agent::builder()
         .model(model())
         .tools(AppendLine::new(effects));
+    for level in 1..=depth {
+        let below = builder.build_definition()?;
+        let helper = below.as_tool(
+            format!("helper_{}", level - 1),
+            "Does the task it is given.",
+        );
+        builder = Agent::builder().model(delegating(level)).tools(helper);
+    }
     let builder = match ledger {
         Some(ledger) => builder.pause_ledger(ledger),
         None => builder,
@@ -132,14 +165,14 @@ fn agent(
     Ok(builder.build()?)
 }
 
-/// One decision per pending call of `paused`.
+/// One decision per pending call of `paused`, naming each by its path.
 fn decide(paused: &RunState, choice: Choice) -> Vec<ApprovalDecision> {
     (paused.pending_approvals())
         .map(|call| match choice {
-            Choice::Approve => ApprovalDecision::approve(&call.id),
-            Choice::Deny => ApprovalDecision::deny(&call.id, "the operator said no"),
+            Choice::Approve => ApprovalDecision::approve(call.path()),
+            Choice::Deny => ApprovalDecision::deny(call.path(), "the operator said no"),
             Choice::Edit => {
-                ApprovalDecision::edit(&call.id, json!({"line": "edited by the operator"}))
+                ApprovalDecision::edit(call.path(), json!({"line": "edited by the operator"}))
             }
         })
         .collect()
@@ -169,7 +202,7 @@ async fn main_inner(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let key = StateKey::new(&cli.key)?;
     match cli.command {
         Command::Pause { state } => {
-            let run = agent(cli.effects, None)?
+            let run = agent(cli.effects, None, cli.depth)?
                 .prompt("Append a greeting.")
                 .await?;
             let (RunEnd::AwaitingApproval { pending }, Some(paused)) =
@@ -180,7 +213,10 @@ async fn main_inner(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             for call in pending {
                 println!(
                     "pending {} {} {} ({})",
-                    call.id, call.tool, call.args, call.reason
+                    call.path(),
+                    call.tool,
+                    call.args,
+                    call.reason
                 );
             }
             std::fs::write(&state, paused.to_signed_json(&key))?;
@@ -196,12 +232,12 @@ async fn main_inner(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 .map_err(|error| format!("cannot open {}: {error}", state.display()))?;
             let paused = RunState::from_signed_reader(file, &key)?;
             let decisions = decide(&paused, decision);
-            let agent = agent(cli.effects, Some(FileLedger::new(ledger)?))?;
+            let agent = agent(cli.effects, Some(FileLedger::new(ledger)?), cli.depth)?;
             let run = agent.resume_with(paused, decisions).await?;
             finish(&agent, &run, cli.transcript)?;
         }
         Command::Run { decision } => {
-            let agent = agent(cli.effects, None)?;
+            let agent = agent(cli.effects, None, cli.depth)?;
             let mut run = agent.prompt("Append a greeting.").await?;
             while let Some(paused) = run.paused_state().cloned() {
                 let decisions = decide(&paused, decision);

@@ -655,3 +655,92 @@ fn agents_use_agents_hand_over_pause_in_a_sub_agent_and_trip_guardrails() {
          \"the message holds a card number\" }; model requests: 0\n"
     );
 }
+
+/// A grandchild's approval: `append_line` two sub-agents down. The run pauses in one
+/// process with the call's path, resumes in another, runs the call once with the
+/// transcript of the run made in one process, and a second resume is refused.
+#[test]
+fn a_grandchilds_approval_resumes_in_another_process_and_runs_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let (state, effects, key) = (path("run.json"), path("effects.txt"), "k2 of sixteen bytes");
+    let deep = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend([
+            "--depth",
+            "2",
+            "--key",
+            key,
+            "--state",
+            &state,
+            "--effects",
+            &effects,
+        ]);
+        run("approval", &all)
+    };
+    let paused = deep(&["pause"]);
+    assert!(paused.status.success(), "{}", stderr(&paused));
+    assert_eq!(
+        stdout(&paused),
+        format!(
+            "pending d2/d1/call_1 append_line {{\"line\":\"hello from the agent\"}} (`append_line` always needs approval)\nstate written to {state}\n"
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&effects).unwrap_or_default(), "");
+
+    let transcript = path("resumed.json");
+    let resumed = deep(&[
+        "resume",
+        "--decision",
+        "approve",
+        "--transcript",
+        &transcript,
+    ]);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert_eq!(
+        stdout(&resumed),
+        "The tool said: appended \"hello from the agent\"\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&effects).unwrap(),
+        "hello from the agent\n"
+    );
+
+    let again = deep(&["resume", "--decision", "approve"]);
+    assert!(!again.status.success());
+    assert!(
+        stderr(&again).starts_with("error: this pause ("),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&effects).unwrap(),
+        "hello from the agent\n",
+        "the call ran once"
+    );
+
+    // The same run in one process writes the same transcript.
+    let whole_effects = path("whole-effects.txt");
+    let whole = path("whole.json");
+    let one = run(
+        "approval",
+        &[
+            "run",
+            "--decision",
+            "approve",
+            "--depth",
+            "2",
+            "--key",
+            key,
+            "--effects",
+            &whole_effects,
+            "--transcript",
+            &whole,
+        ],
+    );
+    assert!(one.status.success(), "{}", stderr(&one));
+    let read = |name: &str| {
+        timeless(serde_json::from_str(&std::fs::read_to_string(name).unwrap()).unwrap())
+    };
+    assert_eq!(read(&transcript), read(&whole));
+}
