@@ -89,12 +89,6 @@ pub(super) struct Batch {
     /// The denied calls of a resumed batch have ended.
     #[serde(default)]
     denied_ended: bool,
-    /// Calls whose sub-agent paused.
-    #[serde(default)]
-    suspended: usize,
-    /// Pauses of running calls' sub-agents, reported before their calls' ends.
-    #[serde(skip)]
-    staged: Vec<(usize, NestedPause)>,
 }
 
 /// What the batch needs next.
@@ -151,8 +145,6 @@ impl Batch {
             pending: 0,
             running: 0,
             denied_ended: false,
-            suspended: 0,
-            staged: Vec::new(),
         }
     }
 
@@ -350,7 +342,11 @@ impl Batch {
         if self.running > 0 {
             return Step::Effect(Effect::Wait);
         }
-        if self.suspended > 0 {
+        if self
+            .slots
+            .iter()
+            .any(|slot| matches!(slot, Slot::Suspended { .. }))
+        {
             return Step::Suspend;
         }
         // Every call ended: the result messages, in source order.
@@ -510,25 +506,18 @@ impl Batch {
             return;
         }
         self.running -= 1;
-        // A call whose sub-agent paused has not ended: it waits with the batch, and the
-        // result its tool returned meanwhile is not the call's.
-        if let Some(at) = self.staged.iter().position(|(staged, _)| *staged == index) {
-            let (_, pause) = self.staged.swap_remove(at);
-            self.slots[index] = Slot::Suspended { pause };
-            self.suspended += 1;
-            return;
-        }
         self.end(index, outcome, outbox);
     }
 
-    /// The running call `index`'s sub-agent paused with `pause`: its call's end, which
-    /// follows, suspends it. `false` if the call is not running.
-    pub(super) fn paused(&mut self, index: usize, pause: NestedPause) -> bool {
+    /// The running call `index` returned after its sub-agent paused with `pause`: it has
+    /// not ended, it waits with the batch (what its tool returned is not the call's).
+    pub(super) fn suspended(&mut self, index: usize, pause: NestedPause) {
         if !matches!(self.slots.get(index), Some(Slot::Running)) {
-            return false;
+            debug_assert!(false, "call {index} is not running");
+            return;
         }
-        self.staged.push((index, pause));
-        true
+        self.running -= 1;
+        self.slots[index] = Slot::Suspended { pause };
     }
 
     /// The pending calls of the suspended calls' sub-agents, in source order.
@@ -593,7 +582,6 @@ impl Batch {
                 debug_assert!(false, "call {index} is not suspended");
                 continue;
             };
-            self.suspended -= 1;
             self.slots[index] = Slot::Resuming {
                 resume: NestedResume {
                     state: pause.state,

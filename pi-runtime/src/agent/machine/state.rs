@@ -92,6 +92,8 @@ pub struct RunState {
     updates: VecDeque<ToolResult>,
     /// The sub-agents' events in the outbox, in order.
     nested: VecDeque<AgentEvent>,
+    /// Pauses of running calls' sub-agents, reported before their calls' ends.
+    staged: Vec<(usize, NestedPause)>,
 }
 
 /// How a [`RunState`] serializes, field by field (serde's remote derive): the functions it
@@ -135,6 +137,8 @@ struct Saved {
     updates: VecDeque<ToolResult>,
     #[serde(skip)]
     nested: VecDeque<AgentEvent>,
+    #[serde(skip)]
+    staged: Vec<(usize, NestedPause)>,
 }
 
 /// A sub-agent's state inside the state of the run above it, which signs both
@@ -194,7 +198,8 @@ enum Phase {
     },
     /// Calls of the batch run sub-agents that paused for approval, and nothing else in the
     /// batch can go on: the run paused here. A resume claims `pause_id`.
-    Suspended { batch: Batch, pause_id: String },
+    /// (Boxed: a rare phase, kept from making every phase larger.)
+    Suspended { batch: Box<Batch>, pause_id: String },
     /// Waiting for the `finish_turn` hook.
     FinishTurn {
         response: Arc<AssistantMessage>,
@@ -285,6 +290,7 @@ impl RunState {
             ended_turn: None,
             updates: VecDeque::new(),
             nested: VecDeque::new(),
+            staged: Vec::new(),
         }
     }
 
@@ -413,7 +419,7 @@ impl RunState {
     pub fn pending_approvals(&self) -> impl Iterator<Item = &PendingCall> {
         let (calls, suspended) = match &self.phase {
             Phase::Approval { calls, .. } => (calls.as_slice(), None),
-            Phase::Suspended { batch, .. } => (&[][..], Some(batch)),
+            Phase::Suspended { batch, .. } => (&[][..], Some(&**batch)),
             _ => (&[][..], None),
         };
         let own = calls.iter().filter_map(HeldCall::as_pending);
@@ -675,25 +681,32 @@ impl RunState {
     /// and the run pauses once nothing else can go on; a resume with decisions about the
     /// sub-agent's pending calls (named by their paths, `<call id>/...`) resumes `child`.
     pub(crate) fn sub_agent_paused(&mut self, index: usize, child: RunState) {
-        if let Phase::Batch(batch) = &mut self.phase {
-            let id = batch.call(index).id.clone();
+        if let Phase::Batch(batch) = &self.phase
+            && batch.updated(index)
+        {
+            let id = &batch.call(index).id;
             let pending = (child.pending_approvals().cloned())
-                .map(|pending| pending.nested_under(&id))
+                .map(|pending| pending.nested_under(id))
                 .collect();
             let pause = NestedPause {
                 pending,
                 state: Box::new(child),
             };
-            batch.paused(index, pause);
+            self.staged.push((index, pause));
         }
     }
 
     /// The batch's running call `index` ended (see [`Effect::Execute`]): deliver the
     /// `tool_execution_end` it queues.
     pub fn executed(&mut self, index: usize, outcome: CallOutcome) {
-        match &mut self.phase {
-            Phase::Batch(batch) => batch.executed(index, outcome, &mut self.outbox),
-            _ => debug_assert!(false, "no call is running"),
+        let Phase::Batch(batch) = &mut self.phase else {
+            debug_assert!(false, "no call is running");
+            return;
+        };
+        // A call whose sub-agent paused has not ended (see `sub_agent_paused`).
+        match self.staged.iter().position(|(staged, _)| *staged == index) {
+            Some(at) => batch.suspended(index, self.staged.swap_remove(at).1),
+            None => batch.executed(index, outcome, &mut self.outbox),
         }
     }
 
@@ -803,7 +816,7 @@ impl RunState {
         };
         self.pause(batch.nested_pending().cloned().collect());
         self.phase = Phase::Suspended {
-            batch,
+            batch: Box::new(batch),
             pause_id: new_pause_id(),
         };
     }
@@ -864,7 +877,7 @@ impl RunState {
             }
             Phase::Suspended { mut batch, .. } => {
                 batch.resume_nested(decided.nested);
-                Phase::Batch(batch)
+                Phase::Batch(*batch)
             }
             phase => {
                 self.phase = phase;
