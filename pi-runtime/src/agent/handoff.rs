@@ -39,7 +39,9 @@ use serde_json::{Value, json};
 use super::config::AgentDefinition;
 use super::dispatch::RunLink;
 use crate::message::Message;
-use crate::tool::{AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
+use crate::tool::{
+    AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSettings,
+};
 
 /// What an agent is shown of the transcript, given all of it.
 #[derive(Clone)]
@@ -145,4 +147,10 @@ impl AgentTool for Handoff {
     }
 }
 
-impl ToolDefinition for Handoff {}
+impl ToolDefinition for Handoff {
+    fn settings(&self) -> &ToolSettings {
+        // A handoff reports to the run that calls it.
+        static LINKED: ToolSettings = ToolSettings::new().linked_to_run();
+        &LINKED
+    }
+}

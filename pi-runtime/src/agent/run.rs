@@ -47,7 +47,13 @@ pub(crate) async fn run(
         }
         match state.next() {
             Effect::Request => {
-                if let Some(response) = driver.guarded_respond(state).await {
+                // Most requests have no guardrail to run: they skip its larger future.
+                let response = if driver.guards_request(state) {
+                    driver.guarded_respond(state).await
+                } else {
+                    Some(driver.respond(state).await)
+                };
+                if let Some(response) = response {
                     state.responded(response);
                 }
             }
@@ -156,7 +162,9 @@ impl<'a> Driver<'a> {
             }
             Effect::FinishTurn => {
                 self.batch = None;
-                if let Some(end) = self.check_output(state).await {
+                if !self.turn().config.guardrails.output.is_empty()
+                    && let Some(end) = self.check_output(state).await
+                {
                     state.trip(end, false);
                 }
                 let control = self.finish_turn(state).await;
@@ -377,16 +385,24 @@ impl<'a> Driver<'a> {
             .set_turn_tools(Arc::clone(tools));
     }
 
+    /// Whether input guardrails run with this request: the run's first.
+    fn guards_request(&mut self, state: &RunState) -> bool {
+        state.turns() == 0 && !self.turn().config.guardrails.input.is_empty()
+    }
+
     /// The input guardrails to run now, with what they check: those of the run's first
     /// request, when the run starts with messages.
     pub(crate) fn input_checks(
         &mut self,
         state: &RunState,
     ) -> Option<(Arc<Guardrails>, GuardrailInput)> {
-        let guardrails = Arc::clone(&self.turn().config.guardrails);
-        if guardrails.input.is_empty() || state.turns() > 0 || state.input().is_empty() {
+        if state.turns() > 0 || self.turn().config.guardrails.input.is_empty() {
             return None;
         }
+        if state.input().is_empty() {
+            return None;
+        }
+        let guardrails = Arc::clone(&self.turn().config.guardrails);
         let input = GuardrailInput {
             messages: state.input().to_vec(),
             context: self.limits.context.clone(),
@@ -435,10 +451,13 @@ impl<'a> Driver<'a> {
     /// The output guardrails' verdict on the turn that is finishing, if its response is an
     /// answer (no tool calls, not failed): the run's end if one trips.
     async fn check_output(&mut self, state: &RunState) -> Option<RunEnd> {
+        if self.turn().config.guardrails.output.is_empty() {
+            return None;
+        }
         let guardrails = Arc::clone(&self.turn().config.guardrails);
         let (response, _) = state.finishing_turn()?;
         let answer = !response.stop_reason.is_failure() && response.tool_calls().next().is_none();
-        if guardrails.output.is_empty() || !answer {
+        if !answer {
             return None;
         }
         let output = GuardrailOutput {

@@ -57,6 +57,9 @@ pub struct ToolSettings {
     /// from a copy of its parent's history): each batch it is offered in keeps a snapshot
     /// for it.
     pub reads_transcript: bool,
+    /// The tool reports to the run that calls it (a sub-agent's events and pause, a
+    /// handoff): its calls get a link to their run.
+    pub(crate) links_to_run: bool,
     /// The tool keeps a journal of its own in a durable run (a sub-agent, whose steps are
     /// steps of the run's journal): its execution is not one step.
     #[cfg_attr(not(feature = "restate"), allow(dead_code))]
@@ -74,6 +77,7 @@ impl ToolSettings {
             policy: ToolPolicy::new(),
             context_type: None,
             reads_transcript: false,
+            links_to_run: false,
             journals_itself: false,
         }
     }
@@ -107,6 +111,13 @@ impl ToolSettings {
     }
 
     /// The type of the run context the tool reads.
+    /// These settings, for a tool whose calls report to their run (see `links_to_run`).
+    #[must_use]
+    pub(crate) const fn linked_to_run(mut self) -> Self {
+        self.links_to_run = true;
+        self
+    }
+
     #[must_use]
     pub const fn with_context_type(mut self, context_type: ContextType) -> Self {
         self.context_type = Some(context_type);

@@ -82,6 +82,10 @@ impl BatchCalls {
                 let text = failure::not_found(&tool_call.name);
                 return CallOutcome::failed(CallFailure::NotFound, text);
             };
+            // Only a tool that reports to its run (a sub-agent, a handoff) gets a link: the
+            // other calls make none.
+            let link = (registration.settings().links_to_run)
+                .then(|| RunLink::new(index, &updates, &scope.messages, resume, journal));
             let ready = Ready {
                 registration: registration.clone(),
                 args,
@@ -92,8 +96,7 @@ impl BatchCalls {
                 Some(permits) => acquire(permits, scope.signal()).await.ok(),
                 None => None,
             };
-            let link = RunLink::new(index, &updates, &scope.messages, resume, journal);
-            call::execute(ready, tool_call, &scope, Some(link), |update| {
+            call::execute(ready, tool_call, &scope, link, |update| {
                 // The driver is gone only if the run was dropped; nothing to report then.
                 let _ = updates.send(JobReport::Update(index, update));
                 std::future::ready(())

@@ -102,7 +102,10 @@ impl ToolCaller for NestedCaller {
                 Preflight::Immediate(outcome) => outcome,
                 Preflight::Held(held) => held.refused(&call),
                 Preflight::Ready(ready) => {
-                    let link = self.link.as_ref().map(|link| link.nested(&call.id));
+                    let links = ready.registration.settings().links_to_run;
+                    let link = (self.link.as_ref())
+                        .filter(|_| links)
+                        .map(|link| link.nested(&call.id));
                     execute_in(ready, &call, scope, Some(&self.hold), link, |_| {
                         std::future::ready(())
                     })

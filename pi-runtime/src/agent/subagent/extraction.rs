@@ -13,7 +13,9 @@ use serde_json::Value;
 use super::task::{Task, inherited};
 use crate::agent::BuildError;
 use crate::agent::extract::Extractor;
-use crate::tool::{AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
+use crate::tool::{
+    AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSettings,
+};
 
 /// Makes a fresh extractor for each call.
 type Make<T> = Arc<dyn Fn() -> Result<Extractor<T>, BuildError> + Send + Sync>;
@@ -151,4 +153,10 @@ impl<T: Serialize + Send + Sync + 'static> AgentTool for Extraction<T> {
     }
 }
 
-impl<T: Serialize + Send + Sync + 'static> ToolDefinition for Extraction<T> {}
+impl<T: Serialize + Send + Sync + 'static> ToolDefinition for Extraction<T> {
+    fn settings(&self) -> &ToolSettings {
+        // Its events reach the run that calls it; its runs are no journal's steps.
+        static LINKED: ToolSettings = ToolSettings::new().linked_to_run();
+        &LINKED
+    }
+}

@@ -111,6 +111,7 @@ impl AgentDefinition {
             task: Task::text(name.into(), description.into()),
             history: None,
             settings: ToolSettings {
+                links_to_run: true,
                 journals_itself: true,
                 ..ToolSettings::new()
             },
