@@ -574,7 +574,7 @@ impl AgentBuilder {
                 .unwrap_or_else(telemetry::capture_content_from_env),
             policies: Arc::new(self.policies),
             ledger: self.ledger.unwrap_or_else(approval::process_ledger),
-            guardrails: Arc::new(self.guardrails),
+            guardrails: self.guardrails.shared(),
             name: self.name,
             history: None,
         });

@@ -44,7 +44,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use futures::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
@@ -218,6 +218,16 @@ pub(crate) struct Guardrails {
 }
 
 impl Guardrails {
+    /// The agent's guardrails, shared: no allocation for the many agents that have none.
+    pub(crate) fn shared(self) -> Arc<Guardrails> {
+        static NONE: LazyLock<Arc<Guardrails>> = LazyLock::new(Arc::default);
+        if self.input.is_empty() && self.output.is_empty() {
+            Arc::clone(&NONE)
+        } else {
+            Arc::new(self)
+        }
+    }
+
     /// Whether any input guardrail runs (`concurrent`) beside the first request or
     /// (otherwise) before it.
     pub(crate) fn checks_input(&self, concurrent: bool) -> bool {
