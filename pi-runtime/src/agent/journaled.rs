@@ -70,11 +70,7 @@ impl Agent {
         });
         state.set_deadline_ms(deadline_ms);
         limits.deadline = deadline_ms.map(instant_at);
-        if let Some(deadline) = parent_deadline
-            && limits.deadline.is_none_or(|own| deadline < own)
-        {
-            limits.deadline = Some(deadline);
-        }
+        limits.end_by(parent_deadline);
         limits.run_key = Some(run_key);
         let signal = limits.signal.clone();
         let span = telemetry::run_span(&*config.model);

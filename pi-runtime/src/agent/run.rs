@@ -48,10 +48,9 @@ pub(crate) async fn run(
         match state.next() {
             Effect::Request => {
                 // Most requests have no guardrail to run: they skip its larger future.
-                let response = if driver.guards_request(state) {
-                    driver.guarded_respond(state).await
-                } else {
-                    Some(driver.respond(state).await)
+                let response = match driver.input_checks(state) {
+                    Some(checks) => driver.guarded_respond(state, checks).await,
+                    None => Some(driver.respond(state).await),
                 };
                 if let Some(response) = response {
                     state.responded(response);
@@ -162,9 +161,7 @@ impl<'a> Driver<'a> {
             }
             Effect::FinishTurn => {
                 self.batch = None;
-                if !self.turn().config.guardrails.output.is_empty()
-                    && let Some(end) = self.check_output(state).await
-                {
+                if let Some(end) = self.check_output(state).await {
                     state.trip(end, false);
                 }
                 let control = self.finish_turn(state).await;
@@ -385,21 +382,16 @@ impl<'a> Driver<'a> {
             .set_turn_tools(Arc::clone(tools));
     }
 
-    /// Whether input guardrails run with this request: the run's first.
-    fn guards_request(&mut self, state: &RunState) -> bool {
-        state.turns() == 0 && !self.turn().config.guardrails.input.is_empty()
-    }
-
     /// The input guardrails to run now, with what they check: those of the run's first
     /// request, when the run starts with messages.
     pub(crate) fn input_checks(
         &mut self,
         state: &RunState,
     ) -> Option<(Arc<Guardrails>, GuardrailInput)> {
-        if state.turns() > 0 || self.turn().config.guardrails.input.is_empty() {
-            return None;
-        }
-        if state.input().is_empty() {
+        if state.turns() > 0
+            || self.turn().config.guardrails.input.is_empty()
+            || state.input().is_empty()
+        {
             return None;
         }
         let guardrails = Arc::clone(&self.turn().config.guardrails);
@@ -410,14 +402,16 @@ impl<'a> Driver<'a> {
         Some((guardrails, input))
     }
 
-    /// [`respond`](Self::respond), with the input guardrails of the run's first request:
-    /// those that run before it first (if one trips, the run ends without the request:
-    /// `None`), then those that run beside it. If one of those trips, the request is
-    /// cancelled, and the run ends after its response, none of whose calls run.
-    async fn guarded_respond(&mut self, state: &mut RunState) -> Option<Arc<AssistantMessage>> {
-        let Some((guardrails, input)) = self.input_checks(state) else {
-            return Some(self.respond(state).await);
-        };
+    /// [`respond`](Self::respond), with the input guardrails of the run's first request
+    /// ([`input_checks`](Self::input_checks)): those that run before it first (if one
+    /// trips, the run ends without the request: `None`), then those that run beside it. If
+    /// one of those trips, the request is cancelled, and the run ends after its response,
+    /// none of whose calls run.
+    async fn guarded_respond(
+        &mut self,
+        state: &mut RunState,
+        (guardrails, input): (Arc<Guardrails>, GuardrailInput),
+    ) -> Option<Arc<AssistantMessage>> {
         if guardrails.checks_input(false)
             && let Some(end) = guardrails.check_input(false, input.clone()).await
         {

@@ -7,11 +7,20 @@ use std::time::{Duration, Instant};
 
 use pi_runtime::agent::{Agent, AgentDefinition, AgentEvent, RunEnd};
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
+use pi_runtime::tool::ToolSet;
 use pi_runtime::{Ctx, FnTool, ToolContext, ToolError, ToolResult, Usage, tool, tool_args};
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn definition(model: FauxModel) -> AgentDefinition {
     Agent::builder().model(model).build_definition().unwrap()
+}
+
+/// A parent whose model calls `tool` once, as `c1` with `args`, then answers `answer`.
+fn calling(tools: impl ToolSet, tool: &str, args: Value, answer: &str) -> Agent {
+    let model = FauxModel::new()
+        .respond(FauxResponse::tool_call("c1", tool, args))
+        .respond(FauxResponse::text(answer));
+    Agent::builder().model(model).tools(tools).build().unwrap()
 }
 
 /// Every event a listener sees, as `kind` for the agent's own and `path:kind` for a
@@ -75,19 +84,12 @@ async fn a_sub_agent_answers_with_its_final_text_and_its_events_reach_the_parent
         .tools(leaf.as_tool("leaf", "The leaf agent."))
         .build_definition()
         .unwrap();
-    let top = Agent::builder()
-        .model(
-            FauxModel::new()
-                .respond(FauxResponse::tool_call(
-                    "c1",
-                    "middle",
-                    json!({"task": "go down"}),
-                ))
-                .respond(FauxResponse::text("top answer")),
-        )
-        .tools(middle.as_tool("middle", "The middle agent."))
-        .build()
-        .unwrap();
+    let top = calling(
+        middle.as_tool("middle", "The middle agent."),
+        "middle",
+        json!({"task": "go down"}),
+        "top answer",
+    );
     let seen = record(&top, false);
     let agents = Arc::new(Mutex::new(Vec::new()));
     let by_agent = Arc::clone(&agents);
@@ -134,15 +136,12 @@ async fn a_sub_agent_answers_with_its_final_text_and_its_events_reach_the_parent
 #[tokio::test]
 async fn the_parents_state_holds_only_its_own_messages() {
     let child = definition(FauxModel::new().respond(FauxResponse::text("child")));
-    let parent = Agent::builder()
-        .model(
-            FauxModel::new()
-                .respond(FauxResponse::tool_call("c1", "child", json!({"task": "t"})))
-                .respond(FauxResponse::text("parent")),
-        )
-        .tools(child.as_tool("child", "A child."))
-        .build()
-        .unwrap();
+    let parent = calling(
+        child.as_tool("child", "A child."),
+        "child",
+        json!({"task": "t"}),
+        "parent",
+    );
     parent.prompt("go").await.unwrap();
     let roles: Vec<_> = parent.messages().iter().map(|m| m.role()).collect();
     assert_eq!(roles, ["user", "assistant", "toolResult", "assistant"]);
@@ -151,15 +150,12 @@ async fn the_parents_state_holds_only_its_own_messages() {
 #[tokio::test]
 async fn a_sub_agent_that_fails_is_the_calls_error_with_its_reason() {
     let child = definition(FauxModel::new().respond(FauxResponse::error("overloaded")));
-    let parent = Agent::builder()
-        .model(
-            FauxModel::new()
-                .respond(FauxResponse::tool_call("c1", "child", json!({"task": "t"})))
-                .respond(FauxResponse::text("sorry")),
-        )
-        .tools(child.as_tool("child", "A child."))
-        .build()
-        .unwrap();
+    let parent = calling(
+        child.as_tool("child", "A child."),
+        "child",
+        json!({"task": "t"}),
+        "sorry",
+    );
     let run = parent.prompt("go").await.unwrap();
     let result = run[2].as_tool_result().unwrap();
     assert!(result.is_error);
@@ -169,15 +165,12 @@ async fn a_sub_agent_that_fails_is_the_calls_error_with_its_reason() {
 #[tokio::test]
 async fn a_task_that_is_not_text_is_refused_as_invalid_arguments() {
     let child = definition(FauxModel::new());
-    let parent = Agent::builder()
-        .model(
-            FauxModel::new()
-                .respond(FauxResponse::tool_call("c1", "child", json!({"task": 7})))
-                .respond(FauxResponse::text("sorry")),
-        )
-        .tools(child.as_tool("child", "A child."))
-        .build()
-        .unwrap();
+    let parent = calling(
+        child.as_tool("child", "A child."),
+        "child",
+        json!({"task": 7}),
+        "sorry",
+    );
     let run = parent.prompt("go").await.unwrap();
     let result = run[2].as_tool_result().unwrap();
     assert!(result.is_error);
@@ -209,19 +202,12 @@ async fn a_typed_input_is_the_tools_schema_and_becomes_the_sub_agents_prompt() {
         pi_runtime::AgentTool::definition(&translator).parameters["required"],
         json!(["text", "into"])
     );
-    let parent = Agent::builder()
-        .model(
-            FauxModel::new()
-                .respond(FauxResponse::tool_call(
-                    "c1",
-                    "translate",
-                    json!({"text": "Hello", "into": "French"}),
-                ))
-                .respond(FauxResponse::text("done")),
-        )
-        .tools(translator)
-        .build()
-        .unwrap();
+    let parent = calling(
+        translator,
+        "translate",
+        json!({"text": "Hello", "into": "French"}),
+        "done",
+    );
     let run = parent.prompt("go").await.unwrap();
     assert_eq!(run[2].as_tool_result().unwrap().text(), "Bonjour");
     let request = &child_model.requests()[0];
@@ -280,19 +266,12 @@ async fn the_sub_agent_runs_with_the_parents_run_context() {
         .tools(Whoami)
         .build_definition()
         .unwrap();
-    let parent = Agent::builder()
-        .model(
-            FauxModel::new()
-                .respond(FauxResponse::tool_call(
-                    "c1",
-                    "child",
-                    json!({"task": "who?"}),
-                ))
-                .respond(FauxResponse::text("done")),
-        )
-        .tools(child.as_tool("child", "A child."))
-        .build()
-        .unwrap();
+    let parent = calling(
+        child.as_tool("child", "A child."),
+        "child",
+        json!({"task": "who?"}),
+        "done",
+    );
     let results = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&results);
     parent.on_event(move |event| {
@@ -432,15 +411,12 @@ async fn aborting_the_parent_stops_the_sub_agents_stream_and_tools() {
         )
         .build_definition()
         .unwrap();
-    let parent = Agent::builder()
-        .model(
-            FauxModel::new()
-                .respond(FauxResponse::tool_call("c1", "child", json!({"task": "t"})))
-                .respond(FauxResponse::text("never")),
-        )
-        .tools(child.as_tool("child", "A child."))
-        .build()
-        .unwrap();
+    let parent = calling(
+        child.as_tool("child", "A child."),
+        "child",
+        json!({"task": "t"}),
+        "never",
+    );
     let aborter = parent.clone();
     parent.on_event(move |event| {
         if let AgentEvent::Nested { event, .. } = event
@@ -555,19 +531,12 @@ async fn an_extraction_answers_with_its_typed_value_and_its_events_reach_the_par
             "submit_result",
             json!({"city": "Paris", "country": "France"}),
         ));
-    let parent = Agent::builder()
-        .model(
-            FauxModel::new()
-                .respond(FauxResponse::tool_call(
-                    "c1",
-                    "locate",
-                    json!({"task": "Eiffel Tower"}),
-                ))
-                .respond(FauxResponse::text("Paris, France.")),
-        )
-        .tools(locate(script))
-        .build()
-        .unwrap();
+    let parent = calling(
+        locate(script),
+        "locate",
+        json!({"task": "Eiffel Tower"}),
+        "Paris, France.",
+    );
     let seen = record(&parent, false);
     let run = parent.prompt("Where is it?").await.unwrap();
     let result = run[2].as_tool_result().unwrap();
@@ -591,19 +560,12 @@ async fn an_extraction_answers_with_its_typed_value_and_its_events_reach_the_par
 #[tokio::test]
 async fn an_extraction_without_a_result_is_the_calls_error() {
     let script = FauxModel::new().respond(FauxResponse::text("I do not know."));
-    let parent = Agent::builder()
-        .model(
-            FauxModel::new()
-                .respond(FauxResponse::tool_call(
-                    "c1",
-                    "locate",
-                    json!({"task": "Atlantis"}),
-                ))
-                .respond(FauxResponse::text("Unknown.")),
-        )
-        .tools(locate(script))
-        .build()
-        .unwrap();
+    let parent = calling(
+        locate(script),
+        "locate",
+        json!({"task": "Atlantis"}),
+        "Unknown.",
+    );
     let run = parent.prompt("Where is Atlantis?").await.unwrap();
     let result = run[2].as_tool_result().unwrap();
     assert!(result.is_error);
@@ -627,19 +589,7 @@ async fn a_sub_agent_can_start_from_a_filtered_copy_of_the_parents_history() {
                 .cloned()
                 .collect()
         });
-    let parent = Agent::builder()
-        .model(
-            FauxModel::new()
-                .respond(FauxResponse::tool_call(
-                    "c1",
-                    "review",
-                    json!({"task": "Review it."}),
-                ))
-                .respond(FauxResponse::text("done")),
-        )
-        .tools(reviewer)
-        .build()
-        .unwrap();
+    let parent = calling(reviewer, "review", json!({"task": "Review it."}), "done");
     parent.prompt("My essay: ...").await.unwrap();
     let shown: Vec<_> = child_model.requests()[0]
         .messages

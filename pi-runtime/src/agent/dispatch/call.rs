@@ -61,6 +61,20 @@ pub(crate) struct RunLimits {
     pub(crate) lane: Lane,
 }
 
+impl RunLimits {
+    /// End the run by `parent` at the latest (a sub-agent's run, by its call's deadline):
+    /// when that comes first, it is the run's deadline, and what is left of it the time
+    /// limit the run's end reports.
+    pub(crate) fn end_by(&mut self, parent: Option<Instant>) {
+        if let Some(parent) = parent
+            && self.deadline.is_none_or(|own| parent < own)
+        {
+            self.deadline = Some(parent);
+            self.time_limit = Some(parent.saturating_duration_since(Instant::now()));
+        }
+    }
+}
+
 /// What every call of one batch shares, in one `Arc` that each spawned job and each
 /// running tool's context holds. Made only by the [`Dispatcher`](super::Dispatcher).
 pub(super) struct CallScope {

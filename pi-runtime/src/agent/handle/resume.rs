@@ -3,8 +3,6 @@
 
 use std::sync::Arc;
 
-use tokio::time::Instant;
-
 use crate::agent::approval::{ApprovalDecision, ApprovalError, PauseLedger};
 use crate::agent::config::{Config, check_context};
 use crate::agent::dispatch::{Dispatcher, Lane, RunLimits};
@@ -102,12 +100,7 @@ impl Agent {
         // The time limit counts again from now (it stopped while the run was paused), and
         // ends with the parent's at the latest.
         limits.deadline = state.deadline_ms().map(instant_at);
-        if let Some(deadline) = inherited.deadline
-            && limits.deadline.is_none_or(|own| deadline < own)
-        {
-            limits.deadline = Some(deadline);
-            limits.time_limit = Some(deadline.saturating_duration_since(Instant::now()));
-        }
+        limits.end_by(inherited.deadline);
         {
             let mut slot = self.shared.conversation();
             slot.awaiting_approval = false;
