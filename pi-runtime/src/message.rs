@@ -30,6 +30,12 @@ pub enum ContentBlock {
     Thinking(ThinkingContent),
     /// An image, base64-encoded.
     Image(ImageContent),
+    /// A sound clip, base64-encoded: a tool result's, for clients that take one (an MCP
+    /// client). A provider's API that cannot carry it shows the model a note instead.
+    Audio(AudioContent),
+    /// A resource embedded whole, text or binary: a tool result's, as MCP sends one. A
+    /// provider's API shows the model its text, its image, or a note of what was left out.
+    Resource(EmbeddedResource),
     /// A call of a tool by the model.
     ToolCall(ToolCall),
 }
@@ -48,6 +54,40 @@ impl ContentBlock {
         ContentBlock::Image(ImageContent {
             data: data.into(),
             mime_type: mime_type.into(),
+        })
+    }
+
+    /// An audio block from base64 data and its MIME type (`audio/wav`).
+    pub fn audio(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        ContentBlock::Audio(AudioContent {
+            data: data.into(),
+            mime_type: mime_type.into(),
+        })
+    }
+
+    /// An embedded text resource.
+    pub fn resource_text(
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
+        ContentBlock::Resource(EmbeddedResource {
+            uri: uri.into(),
+            mime_type: Some(mime_type.into()),
+            body: ResourceBody::Text(text.into()),
+        })
+    }
+
+    /// An embedded binary resource from base64 data.
+    pub fn resource_blob(
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        blob: impl Into<String>,
+    ) -> Self {
+        ContentBlock::Resource(EmbeddedResource {
+            uri: uri.into(),
+            mime_type: Some(mime_type.into()),
+            body: ResourceBody::Blob(blob.into()),
         })
     }
 
@@ -102,6 +142,40 @@ pub struct ImageContent {
     pub data: String,
     /// For example `image/png`.
     pub mime_type: String,
+}
+
+/// `{"type":"audio","data","mimeType"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AudioContent {
+    /// Base64 data.
+    pub data: String,
+    /// For example `audio/wav`.
+    pub mime_type: String,
+}
+
+/// `{"type":"resource","uri","mimeType","text"|"blob"}`: a resource's contents, embedded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbeddedResource {
+    /// The resource's URI.
+    pub uri: String,
+    /// For example `text/plain`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Its contents.
+    #[serde(flatten)]
+    pub body: ResourceBody,
+}
+
+/// A resource's contents: text, or base64 data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ResourceBody {
+    /// Text.
+    Text(String),
+    /// Base64 data.
+    Blob(String),
 }
 
 /// One tool call of an assistant message.

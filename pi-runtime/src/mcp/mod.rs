@@ -104,7 +104,16 @@ pub use http_server::{
 };
 pub use listing::{DEFAULT_MAX_PAGES, DEFAULT_MAX_TOOL_SIZE, DEFAULT_MAX_TOOLS};
 pub use schema::ListedTool;
-pub use server::McpServer;
+pub use server::{
+    AskError, ClientFeature, ConnectedClient, McpServer, NoConnectedClient, Prompt, PromptResult,
+    ReadResult, Resource, ResourceTemplate, TemplateError,
+};
+
+/// The protocol's own types, as rmcp defines them: what a prompt's messages, a resource's
+/// contents and a question to the client ([`ConnectedClient`]) are made of.
+pub mod model {
+    pub use rmcp::model::*;
+}
 
 /// Everything that can go wrong between us and an MCP peer.
 #[derive(Debug, Error)]
@@ -133,6 +142,9 @@ pub enum McpError {
          HttpServing::allow_unauthenticated"
     )]
     Unprotected(SocketAddr),
+    /// [`McpServer::with_request_state_key`] was given a key too short to sign with.
+    #[error("MCP request-state key unusable: {0}")]
+    RequestStateKey(String),
     /// A [`Cluster`] was given a name or a peer it cannot use.
     #[error("MCP cluster misconfigured: {0}")]
     Cluster(String),

@@ -400,8 +400,12 @@ fn script_beats(response: FauxResponse) -> VecDeque<Beat> {
                     call.arguments_error,
                 ));
             }
-            // Assistants do not send images; keep the block without events.
-            image @ ContentBlock::Image(_) => steps.push_back(Beat::Silent(image)),
+            // Assistants do not send media; keep the block without events.
+            media @ (ContentBlock::Image(_)
+            | ContentBlock::Audio(_)
+            | ContentBlock::Resource(_)) => {
+                steps.push_back(Beat::Silent(media));
+            }
         }
     }
     steps.push_back(Beat::End(

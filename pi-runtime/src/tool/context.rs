@@ -45,6 +45,9 @@ pub struct ToolContext {
     idempotency_key: Option<String>,
     /// When the call is stopped at the latest: the run's time limit, or the tool's own.
     deadline: Option<Instant>,
+    /// What serves the call to a remote caller: an MCP server's `ConnectedClient`, erased
+    /// because the tool layer knows nothing of MCP.
+    served_by: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 /// Runs a tool's calls of other tools through the pipeline that runs the tool itself.
@@ -96,6 +99,7 @@ impl ToolContext {
             run_context: None,
             idempotency_key: None,
             deadline: None,
+            served_by: None,
         }
     }
 
@@ -138,6 +142,19 @@ impl ToolContext {
         self
     }
 
+    /// What serves the call to a remote caller (see the field).
+    #[must_use]
+    pub(crate) fn with_served_by(mut self, served_by: Option<Arc<dyn Any + Send + Sync>>) -> Self {
+        self.served_by = served_by;
+        self
+    }
+
+    /// What serves the call to a remote caller, when something does.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn served_by(&self) -> Option<&(dyn Any + Send + Sync)> {
+        self.served_by.as_deref()
+    }
+
     /// Give the call the key a durable run gives it.
     #[must_use]
     pub(crate) fn with_idempotency_key(mut self, key: Option<String>) -> Self {
@@ -169,6 +186,7 @@ impl ToolContext {
             run_context,
             idempotency_key: None,
             deadline: None,
+            served_by: None,
         }
     }
 

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The official MCP conformance suite (@modelcontextprotocol/conformance, pinned with the Node
-# 22 it needs in this directory's package-lock.json) against examples/mcp_server.rs, served
-# over streamable HTTP on a free loopback port. Installs the suite under
+# 22 it needs in this directory's package-lock.json) against examples/mcp_everything.rs,
+# served over streamable HTTP on a free loopback port. Installs the suite under
 # target/mcp-conformance when the lockfile changed (no install scripts run), builds the
 # example, starts it, runs the suite's `server` command and stops the server. The exit
-# status is the suite's: non-zero when a check fails.
+# status is the suite's: non-zero when a scored check fails.
 #
 # usage: tests/mcp/conformance/run.sh [OPTIONS OF `conformance server`]
-#   no options: --scenario dns-rebinding-protection, for each revision that has it
-#   e.g.        tests/mcp/conformance/run.sh --requirements 2025-11-25   (a revision's set)
+#   no options: --requirements 2025-11-25, then --requirements 2026-07-28 (each revision's
+#               frozen set of scenarios, run at that revision's wire version)
+#   e.g.        tests/mcp/conformance/run.sh --scenario tools-call-sampling --spec-version 2025-11-25
 # Results go to target/mcp-conformance/results/.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -24,8 +25,8 @@ cli="$PWD/$suite/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 "$node" --version >/dev/null
 
 # Built with the workspace's features, as `cargo test --workspace` builds it.
-cargo build --workspace --example mcp_server
-server_bin=target/debug/examples/mcp_server
+cargo build --workspace --example mcp_everything
+server_bin=target/debug/examples/mcp_everything
 
 dir=$(mktemp -d)
 cleanup() {
@@ -38,8 +39,7 @@ cleanup() {
 trap cleanup EXIT
 
 # Port 0: the server picks a free port and says which on its first line.
-mkdir "$dir/work"
-"$server_bin" --http 127.0.0.1:0 --dir "$dir/work" >"$dir/stdout" 2>"$dir/stderr" &
+"$server_bin" --http 127.0.0.1:0 >"$dir/stdout" 2>"$dir/stderr" &
 server=$!
 url=
 for _ in $(seq 100); do
@@ -49,11 +49,11 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 if [ -z "$url" ]; then
-    echo "mcp_server did not start:" >&2
+    echo "mcp_everything did not start:" >&2
     cat "$dir/stderr" >&2
     exit 1
 fi
-echo "mcp_server at $url"
+echo "mcp_everything at $url"
 
 grade() {
     "$node" "$cli" server --url "$url" -o "$suite/results" "$@"
@@ -62,6 +62,6 @@ if [ $# -gt 0 ]; then
     grade "$@"
 else
     for revision in 2025-11-25 2026-07-28; do
-        grade --scenario dns-rebinding-protection --spec-version "$revision"
+        grade --requirements "$revision"
     done
 fi

@@ -59,6 +59,9 @@ pub(crate) struct RunLimits {
     pub(crate) nested_failures: Option<Arc<NestedFailures>>,
     /// Keeps a sequential tool's calls apart from every other call of the run (or server).
     pub(crate) lane: Lane,
+    /// What serves the run's calls to a remote caller (an MCP server's connected client),
+    /// handed to each call's context; `None` in an agent's run.
+    pub(crate) served_by: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl RunLimits {
@@ -434,7 +437,8 @@ where
             .as_ref()
             .map(|key| format!("{key}/{}", call.id)),
     )
-    .with_deadline(call_deadline(scope.limits.deadline, policy.timeout));
+    .with_deadline(call_deadline(scope.limits.deadline, policy.timeout))
+    .with_served_by(scope.limits.served_by.clone());
     // `after_tool_call` needs the arguments too; only then is a copy worth making.
     let kept_args = scope.hooks.after_tool_call.as_ref().map(|_| args.clone());
     let started = Instant::now();

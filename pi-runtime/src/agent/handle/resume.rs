@@ -86,6 +86,7 @@ impl Agent {
                 run_key: None,
                 nested_failures: Some(Arc::default()),
                 lane: Lane::default(),
+                served_by: None,
                 time_limit: None,
             };
             // The slot is this resume's from here: the checks below wait (a hook, the

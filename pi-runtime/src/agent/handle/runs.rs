@@ -222,6 +222,7 @@ impl Agent {
             run_key: None,
             nested_failures: Some(Arc::default()),
             lane: Lane::default(),
+            served_by: None,
             time_limit: inherited_limit,
         };
         state.slot.claim(limits.clone());

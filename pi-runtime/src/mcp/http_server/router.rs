@@ -75,7 +75,7 @@ pub(super) fn router(
         .with_json_response(true);
     let sessions = Sessions::new(options.sessions);
     let service =
-        StreamableHttpService::new(move || Ok(server.clone()), sessions.manager(), config);
+        StreamableHttpService::new(move || Ok(server.for_session()), sessions.manager(), config);
     // A wildcard address is no URI a client reaches.
     let resource = bound
         .filter(|addr| !addr.ip().is_unspecified())

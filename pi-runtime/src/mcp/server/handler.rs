@@ -1,23 +1,34 @@
-//! The tool server as rmcp's `ServerHandler`: `initialize`, `tools/list`, and `tools/call`
-//! run through the agent loop's dispatcher, with the caller's context, progress
-//! notifications and cancellation.
+//! The server as rmcp's `ServerHandler`: `initialize`; `tools/list`, and `tools/call` run
+//! through the agent loop's dispatcher, with the caller's context, progress notifications and
+//! cancellation; resources, prompts, completions and the log level. A call, a prompt or a
+//! read that asks the client a question on 2026-07-28 answers with an `InputRequiredResult`.
+
+// Sampling, roots and logging are deprecated by SEP-2577, a revision after 2026-07-28; both
+// revisions served here have them.
+#![allow(deprecated)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as McpContent, ErrorData,
-    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool as McpTool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock as McpContent, ErrorData, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, Implementation, InputRequiredResult, InputResponses, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Reference, ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, Tool as McpTool, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::Value;
 
 use super::McpServer;
+use super::client::{ConnectedClient, RoundTrip};
+use super::resources::ResourceRead;
 use crate::agent::dispatch::{Dispatcher, RunLimits};
 use crate::mcp::auth::Caller;
-use crate::message::{ContentBlock, ToolCall};
+use crate::message::{ContentBlock, ResourceBody, ToolCall};
 use crate::tool::{ExecutionMode, ToolResult};
 
 impl McpServer {
@@ -25,7 +36,7 @@ impl McpServer {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         let inner = &self.inner;
         let name = request.name.as_ref();
         let caller = caller(&context);
@@ -43,13 +54,20 @@ impl McpServer {
             .tool()
             .output_schema()
             .is_some();
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let bound = format!("tools/call\0{name}\0{arguments}");
+        let client = self.connected(
+            &context,
+            request.request_state.as_deref(),
+            request.input_responses,
+            &bound,
+        )?;
         let principal = caller.as_ref().map(Caller::principal);
         let run_context = inner
             .context
             .as_ref()
             .map(|context| context.make(principal))
             .transpose()?;
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
         let call = ToolCall::new(request_id(&context), name, arguments);
         let limits = RunLimits {
             signal: context.ct.clone(),
@@ -59,6 +77,7 @@ impl McpServer {
             nested_failures: None,
             lane: inner.lane.clone(),
             time_limit: None,
+            served_by: Some(Arc::new(client.clone())),
         };
         let dispatcher = Dispatcher::new(
             Arc::clone(&inner.tools),
@@ -72,13 +91,103 @@ impl McpServer {
         let result = dispatcher
             .call(&call, Arc::from(Vec::new()), |update| progress.send(update))
             .await;
-        Ok(mcp_result(result, structured))
+        Ok(match self.questions_left(&client, &bound)? {
+            Some(input_required) => input_required.into(),
+            None => mcp_result(result, structured).into(),
+        })
+    }
+
+    /// The client of `context`'s request. On 2026-07-28 it answers from the answers so far:
+    /// those sealed in the request's `state` with its new `responses`, for the request
+    /// `bound` names (its method and what it is about).
+    fn connected(
+        &self,
+        context: &RequestContext<RoleServer>,
+        state: Option<&str>,
+        responses: Option<InputResponses>,
+        bound: &str,
+    ) -> Result<ConnectedClient, ErrorData> {
+        let stateless = context
+            .protocol_version()
+            .is_some_and(|version| !version.has_initialize());
+        if !stateless {
+            return Ok(ConnectedClient::new(
+                context,
+                self.session.log_level(),
+                None,
+            ));
+        }
+        let answers = self
+            .inner
+            .request_states
+            .open(state, responses, bound.as_bytes())?;
+        let round_trip = RoundTrip::new(answers);
+        Ok(ConnectedClient::new(
+            context,
+            context.meta.log_level(),
+            Some(round_trip),
+        ))
+    }
+
+    /// The questions the request asked that its answers do not cover, to go back to the
+    /// client with the answers so far sealed; `None` when there are none.
+    ///
+    /// # Errors
+    /// The request needed a feature the client did not declare: the protocol's
+    /// missing-capability error, which names it.
+    fn questions_left(
+        &self,
+        client: &ConnectedClient,
+        bound: &str,
+    ) -> Result<Option<InputRequiredResult>, ErrorData> {
+        let Some(round_trip) = client.round_trip() else {
+            return Ok(None);
+        };
+        if let Some(feature) = round_trip.missing() {
+            return Err(ErrorData::new(
+                MISSING_CLIENT_CAPABILITY,
+                "MissingRequiredClientCapabilityError",
+                Some(serde_json::json!({ "requiredCapabilities": { feature.name(): {} } })),
+            ));
+        }
+        let questions = round_trip.take_unanswered();
+        if questions.is_empty() {
+            return Ok(None);
+        }
+        let state = self
+            .inner
+            .request_states
+            .seal(round_trip.answers(), bound.as_bytes());
+        Ok(Some(InputRequiredResult::new(Some(questions), Some(state))))
     }
 }
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().build();
+        let inner = &self.inner;
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        if !inner.resources.is_empty() || !inner.templates.is_empty() {
+            capabilities.resources = ServerCapabilities::builder()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .build()
+                .resources;
+        }
+        if !inner.prompts.is_empty() {
+            capabilities.prompts = ServerCapabilities::builder()
+                .enable_prompts()
+                .build()
+                .prompts;
+        }
+        if !inner.prompts.is_empty() || !inner.templates.is_empty() {
+            capabilities.completions = ServerCapabilities::builder()
+                .enable_completions()
+                .build()
+                .completions;
+        }
         let mut info = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(&self.inner.name, &self.inner.version));
         if let Some(instructions) = &self.inner.instructions {
@@ -110,9 +219,167 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(request, context).await.map(Into::into)
+        self.call(request, context).await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let resources = self.inner.resources.iter().map(|r| r.listed.clone());
+        Ok(ListResourcesResult::with_all_items(resources.collect()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let templates = self.inner.templates.iter().map(|t| t.listed.clone());
+        Ok(ListResourceTemplatesResult::with_all_items(
+            templates.collect(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri;
+        let bound = format!("resources/read\0{uri}");
+        let client = self.connected(
+            &context,
+            request.request_state.as_deref(),
+            request.input_responses,
+            &bound,
+        )?;
+        let inner = &self.inner;
+        let read = |variables| ResourceRead {
+            uri: uri.clone(),
+            variables,
+            client: client.clone(),
+        };
+        let reading = if let Some(resource) = inner.resources.iter().find(|r| r.uri() == uri) {
+            resource.read(read(serde_json::Map::new()))
+        } else if let Some((template, variables)) = inner
+            .templates
+            .iter()
+            .find_map(|t| Some((t, t.matches(&uri)?)))
+        {
+            template.read(read(variables))
+        } else {
+            return Err(ErrorData::resource_not_found(
+                "Resource not found",
+                Some(serde_json::json!({ "uri": uri })),
+            ));
+        };
+        let contents = reading.await;
+        if let Some(input_required) = self.questions_left(&client, &bound)? {
+            return Ok(input_required.into());
+        }
+        let contents: Vec<ResourceContents> = contents.map_err(|error| {
+            ErrorData::internal_error(format!("Reading {uri} failed: {}", error.message()), None)
+        })?;
+        Ok(ReadResourceResult::new(contents).into())
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.session.subscribe(request.uri, &context.peer);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.session.unsubscribe(&request.uri);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let prompts = self.inner.prompts.iter().map(|p| p.listed.clone());
+        Ok(ListPromptsResult::with_all_items(prompts.collect()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let name = request.name;
+        let prompt = self
+            .inner
+            .prompts
+            .iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| ErrorData::invalid_params(format!("Unknown prompt: {name}"), None))?;
+        let arguments = request.arguments.unwrap_or_default();
+        let bound = format!("prompts/get\0{name}\0{}", Value::Object(arguments.clone()));
+        let client = self.connected(
+            &context,
+            request.request_state.as_deref(),
+            request.input_responses,
+            &bound,
+        )?;
+        let messages = prompt.get(arguments, client.clone()).await;
+        if let Some(input_required) = self.questions_left(&client, &bound)? {
+            return Ok(input_required.into());
+        }
+        let messages = messages.map_err(|error| {
+            ErrorData::invalid_params(format!("Prompt {name}: {}", error.message()), None)
+        })?;
+        let mut result = GetPromptResult::new(messages);
+        result.description.clone_from(&prompt.listed.description);
+        Ok(result.into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let argument = &request.argument;
+        let completer = match &request.r#ref {
+            Reference::Prompt(prompt) => self
+                .inner
+                .prompts
+                .iter()
+                .find(|p| p.name() == prompt.name)
+                .and_then(|p| p.completions.get(&argument.name)),
+            Reference::Resource(template) => self
+                .inner
+                .templates
+                .iter()
+                .find(|t| t.listed.uri_template == template.uri)
+                .and_then(|t| t.completions.get(&argument.name)),
+            _ => None,
+        };
+        Ok(completer.map_or_else(CompleteResult::default, |c| c.complete(&argument.value)))
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.session.set_log_level(request.level);
+        Ok(())
     }
 }
+
+/// The protocol's error for a request that needs a feature the client did not declare.
+const MISSING_CLIENT_CAPABILITY: rmcp::model::ErrorCode = rmcp::model::ErrorCode(-32021);
 
 /// Progress updates become `notifications/progress` when the client sent a progress token.
 struct Progress {
@@ -171,18 +438,7 @@ fn request_id(context: &RequestContext<RoleServer>) -> String {
 
 /// Our result as an MCP `CallToolResult`.
 fn mcp_result(result: ToolResult, structured: bool) -> CallToolResult {
-    let content: Vec<McpContent> = result
-        .content
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::Text(text) => Some(McpContent::text(text.text.clone())),
-            ContentBlock::Image(image) => Some(McpContent::image(
-                image.data.clone(),
-                image.mime_type.clone(),
-            )),
-            _ => None,
-        })
-        .collect();
+    let content: Vec<McpContent> = result.content.iter().filter_map(mcp_block).collect();
     let structured_content = match (&result.structured_content, &result.details) {
         (Some(value @ Value::Object(_)), _) => Some(value.clone()),
         (_, Some(value @ Value::Object(_))) if structured && !result.is_error => {
@@ -197,6 +453,37 @@ fn mcp_result(result: ToolResult, structured: bool) -> CallToolResult {
     };
     out.structured_content = structured_content;
     out
+}
+
+/// One block of our result as MCP content; reasoning and tool calls are no result's.
+pub(crate) fn mcp_block(block: &ContentBlock) -> Option<McpContent> {
+    Some(match block {
+        ContentBlock::Text(text) => McpContent::text(text.text.clone()),
+        ContentBlock::Image(image) => {
+            McpContent::image(image.data.clone(), image.mime_type.clone())
+        }
+        ContentBlock::Audio(audio) => {
+            McpContent::audio(audio.data.clone(), audio.mime_type.clone())
+        }
+        ContentBlock::Resource(resource) => {
+            let (uri, mime_type) = (resource.uri.clone(), resource.mime_type.clone());
+            McpContent::resource(match &resource.body {
+                ResourceBody::Text(text) => ResourceContents::TextResourceContents {
+                    uri,
+                    mime_type,
+                    text: text.clone(),
+                    meta: None,
+                },
+                ResourceBody::Blob(blob) => ResourceContents::BlobResourceContents {
+                    uri,
+                    mime_type,
+                    blob: blob.clone(),
+                    meta: None,
+                },
+            })
+        }
+        ContentBlock::Thinking(_) | ContentBlock::ToolCall(_) => return None,
+    })
 }
 
 #[cfg(test)]

@@ -2,9 +2,15 @@
 //! `tools/call` with the agent loop's own pipeline. Its settings, and serving it over stdio;
 //! streamable HTTP is [`HttpServing`](super::HttpServing)'s side.
 
+mod client;
+mod completion;
 mod context;
 mod handler;
 mod listing;
+mod prompts;
+mod resources;
+mod round_trip;
+mod session;
 
 use std::fmt;
 use std::sync::Arc;
@@ -14,7 +20,12 @@ use rmcp::model::Tool as McpTool;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+pub use self::client::{AskError, ClientFeature, ConnectedClient, NoConnectedClient};
 use self::context::CallContext;
+pub use self::prompts::{Prompt, PromptResult};
+pub use self::resources::{ReadResult, Resource, ResourceTemplate, TemplateError};
+use self::round_trip::RequestStates;
+use self::session::{Session, Sessions};
 use super::auth::Principal;
 use super::{McpError, errors};
 use crate::agent::dispatch::{Lane, Policies};
@@ -60,6 +71,8 @@ use crate::tool::{ToolHints, ToolRegistry, ToolSet};
 #[derive(Clone)]
 pub struct McpServer {
     inner: Arc<ServerInner>,
+    /// What the client of this connection asked for (its log level, its subscriptions).
+    session: Arc<Session>,
 }
 
 struct ServerInner {
@@ -77,6 +90,13 @@ struct ServerInner {
     context: Option<CallContext>,
     /// Sequential tools run alone across every connection.
     lane: Lane,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+    prompts: Vec<Prompt>,
+    /// Seals the answers of a 2026-07-28 round trip into its `requestState`.
+    request_states: Arc<RequestStates>,
+    /// Every connection's session, for the notices of a resource's change.
+    sessions: Arc<Sessions>,
 }
 
 impl ServerInner {
@@ -93,6 +113,11 @@ impl ServerInner {
             page_size: self.page_size,
             context: self.context.clone(),
             lane: Lane::default(),
+            resources: self.resources.clone(),
+            templates: self.templates.clone(),
+            prompts: self.prompts.clone(),
+            request_states: Arc::clone(&self.request_states),
+            sessions: Arc::default(),
         }
     }
 }
@@ -127,7 +152,13 @@ impl McpServer {
                 page_size: None,
                 context: None,
                 lane: Lane::default(),
+                resources: Vec::new(),
+                templates: Vec::new(),
+                prompts: Vec::new(),
+                request_states: Arc::new(RequestStates::random()),
+                sessions: Arc::default(),
             }),
+            session: Arc::default(),
         })
     }
 
@@ -256,6 +287,58 @@ impl McpServer {
         self
     }
 
+    /// Serve `resource` (`resources/list`, `resources/read`; `resources/subscribe` up to
+    /// 2025-11-25, with [`resource_updated`](Self::resource_updated) telling subscribers).
+    #[must_use]
+    pub fn with_resource(mut self, resource: Resource) -> Self {
+        self.inner_mut().resources.push(resource);
+        self
+    }
+
+    /// Serve the resources `template` names (`resources/templates/list`, `resources/read`,
+    /// and `completion/complete` for its variables).
+    #[must_use]
+    pub fn with_resource_template(mut self, template: ResourceTemplate) -> Self {
+        self.inner_mut().templates.push(template);
+        self
+    }
+
+    /// Serve `prompt` (`prompts/list`, `prompts/get`, and `completion/complete` for its
+    /// arguments).
+    #[must_use]
+    pub fn with_prompt(mut self, prompt: Prompt) -> Self {
+        self.inner_mut().prompts.push(prompt);
+        self
+    }
+
+    /// Seal the `requestState` of 2026-07-28 round trips ([`ConnectedClient`]) with `key`
+    /// (at least 32 bytes) instead of a key of this process's own: every instance that
+    /// serves the same clients (a [`Cluster`](super::Cluster), a restart) must share it, so
+    /// that a client's answers open on whichever instance gets them.
+    ///
+    /// # Errors
+    /// [`McpError::RequestStateKey`]: the key is shorter than 32 bytes.
+    pub fn with_request_state_key(mut self, key: impl Into<Vec<u8>>) -> Result<Self, McpError> {
+        self.inner_mut().request_states = Arc::new(RequestStates::with_key(key.into())?);
+        Ok(self)
+    }
+
+    /// Tell every client subscribed to `uri` (`resources/subscribe`) that it changed. A
+    /// client that went away is skipped.
+    pub async fn resource_updated(&self, uri: &str) {
+        self.inner.sessions.resource_updated(uri).await;
+    }
+
+    /// The same server, for a new connection: a session of its own.
+    pub(crate) fn for_session(&self) -> Self {
+        let session = Arc::new(Session::default());
+        self.inner.sessions.add(&session);
+        McpServer {
+            inner: Arc::clone(&self.inner),
+            session,
+        }
+    }
+
     /// The builder methods run before the server is shared; a clone made earlier keeps the
     /// old settings.
     fn inner_mut(&mut self) -> &mut ServerInner {
@@ -294,6 +377,7 @@ impl McpServer {
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let running = self
+            .for_session()
             .serve((reader, writer))
             .await
             .map_err(|e| McpError::Connect(errors::server_init(&e)))?;

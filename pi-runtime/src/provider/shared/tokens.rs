@@ -144,7 +144,9 @@ fn estimate_message(message: &Message) -> i64 {
                     ContentBlock::ToolCall(c) => {
                         utf16_len(&c.name) + utf16_len(&c.arguments.to_string())
                     }
-                    ContentBlock::Image(_) => IMAGE_CHARS,
+                    ContentBlock::Image(_) | ContentBlock::Audio(_) | ContentBlock::Resource(_) => {
+                        IMAGE_CHARS
+                    }
                 })
                 .sum();
             tokens_of(chars)

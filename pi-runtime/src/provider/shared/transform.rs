@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use crate::message::{
-    AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage, UserContent,
+    AssistantMessage, ContentBlock, Message, ResourceBody, ToolCall, ToolResultMessage, UserContent,
 };
 use crate::provider::Model;
 
@@ -204,7 +204,7 @@ fn downgrade_user_images(
     let UserContent::Blocks(blocks) = &user.content else {
         return None;
     };
-    let content = replace_images(blocks, model, USER_IMAGE_PLACEHOLDER)?;
+    let content = downgrade_blocks(blocks, model, USER_IMAGE_PLACEHOLDER)?;
     Some(crate::message::UserMessage {
         content: UserContent::Blocks(content),
         timestamp: user.timestamp,
@@ -212,11 +212,54 @@ fn downgrade_user_images(
 }
 
 fn downgrade_result_images(result: &ToolResultMessage, model: &Model) -> Option<ToolResultMessage> {
-    let content = replace_images(&result.content, model, TOOL_IMAGE_PLACEHOLDER)?;
+    let content = downgrade_blocks(&result.content, model, TOOL_IMAGE_PLACEHOLDER)?;
     Some(ToolResultMessage {
         content,
         ..result.clone()
     })
+}
+
+/// The blocks as the model can take them: audio and embedded resources lowered (see
+/// [`lower_media`]), then images replaced for a model without image input. `None`: unchanged.
+fn downgrade_blocks(
+    blocks: &[ContentBlock],
+    model: &Model,
+    placeholder: &str,
+) -> Option<Vec<ContentBlock>> {
+    let lowered = lower_media(blocks);
+    let blocks = lowered.as_deref().unwrap_or(blocks);
+    replace_images(blocks, model, placeholder).or(lowered)
+}
+
+/// No provider API here carries audio or an embedded resource in a message: a text
+/// resource becomes its text, an image resource its image, and the rest a note of what was
+/// left out, worded as pi words the MCP results it cannot show.
+fn lower_media(blocks: &[ContentBlock]) -> Option<Vec<ContentBlock>> {
+    let rich = |b: &ContentBlock| matches!(b, ContentBlock::Audio(_) | ContentBlock::Resource(_));
+    if !blocks.iter().any(rich) {
+        return None;
+    }
+    let lowered = blocks.iter().map(|block| match block {
+        ContentBlock::Audio(audio) => {
+            ContentBlock::text(format!("[audio {} omitted]", audio.mime_type))
+        }
+        ContentBlock::Resource(resource) => {
+            let mime = resource.mime_type.as_deref();
+            match &resource.body {
+                ResourceBody::Text(text) => ContentBlock::text(text.clone()),
+                ResourceBody::Blob(blob) if mime.is_some_and(|m| m.starts_with("image/")) => {
+                    ContentBlock::image(blob.clone(), mime.unwrap_or_default())
+                }
+                ResourceBody::Blob(_) => ContentBlock::text(format!(
+                    "[binary resource {} ({}) omitted]",
+                    resource.uri,
+                    mime.unwrap_or("unknown type")
+                )),
+            }
+        }
+        other => other.clone(),
+    });
+    Some(lowered.collect())
 }
 
 /// For a model without image input: each run of images becomes one placeholder text.

@@ -390,7 +390,8 @@ fn convert_user(content: &UserContent) -> Option<MessageParam<'_>> {
                     ContentBlock::Text(t) if t.text.trim().is_empty() => None,
                     ContentBlock::Text(t) => Some(Block::text(t.text.as_str())),
                     ContentBlock::Image(image) => Some(image_block(image)),
-                    ContentBlock::Thinking(_) | ContentBlock::ToolCall(_) => None,
+                    // Audio and resources were lowered to text and images (`transform`).
+                    _ => None,
                 })
                 .collect();
             if blocks.is_empty() {
@@ -432,7 +433,7 @@ fn assistant_block(block: &ContentBlock) -> Option<Block<'_>> {
             name: &call.name,
             input: &call.arguments,
         }),
-        ContentBlock::Image(_) => None,
+        ContentBlock::Image(_) | ContentBlock::Audio(_) | ContentBlock::Resource(_) => None,
     }
 }
 
@@ -462,7 +463,8 @@ fn convert_result<'a>(
             .filter_map(|block| match block {
                 ContentBlock::Text(t) => Some(Block::text(t.text.as_str())),
                 ContentBlock::Image(image) => Some(image_block(image)),
-                ContentBlock::Thinking(_) | ContentBlock::ToolCall(_) => None,
+                // Audio and resources were lowered to text and images (`transform`).
+                _ => None,
             })
             .collect();
         if !blocks.iter().any(|b| matches!(b, Block::Text { .. })) {

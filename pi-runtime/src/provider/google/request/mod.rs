@@ -357,7 +357,8 @@ fn convert_messages<'a>(model: &'a Model, transformed: &'a [Cow<'_, Message>]) -
                         .filter_map(|block| match block {
                             ContentBlock::Text(t) => Some(text_part(&t.text)),
                             ContentBlock::Image(image) => Some(inline_data(image)),
-                            ContentBlock::Thinking(_) | ContentBlock::ToolCall(_) => None,
+                            // Lowered to text and images (`transform`).
+                            _ => None,
                         })
                         .collect(),
                 };
@@ -412,7 +413,9 @@ fn convert_messages<'a>(model: &'a Model, transformed: &'a [Cow<'_, Message>]) -
                             thought_signature: signature(call.thought_signature.as_ref()),
                             ..Part::default()
                         }),
-                        ContentBlock::Image(_) => {}
+                        ContentBlock::Image(_)
+                        | ContentBlock::Audio(_)
+                        | ContentBlock::Resource(_) => {}
                     }
                 }
                 if !parts.is_empty() {

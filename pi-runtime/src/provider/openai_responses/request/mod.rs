@@ -360,7 +360,7 @@ fn convert_assistant<'a>(
                     arguments: call.arguments.to_string(),
                 }));
             }
-            ContentBlock::Image(_) => {}
+            ContentBlock::Image(_) | ContentBlock::Audio(_) | ContentBlock::Resource(_) => {}
         }
     }
 }
