@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     ContentBlock as McpContent, ErrorData, GetPromptRequestParams, GetPromptResponse,
@@ -19,7 +20,7 @@ use rmcp::model::{
     Reference, ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams,
     SubscribeRequestParams, Tool as McpTool, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::Value;
 
@@ -291,6 +292,20 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.session.subscribe(request.uri, &context.peer);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // rmcp keeps of it what the server's capabilities declare.
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let _listening = self.inner.sessions.listen(context.sink().clone());
+        context.cancelled().await;
         Ok(())
     }
 
