@@ -21,11 +21,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use pi_runtime::agent::{Agent, AgentEvent, validate_tool_call};
-use pi_runtime::mcp::McpClient;
+use pi_runtime::mcp::{HttpServing, McpClient, McpServer};
 use pi_runtime::message::SystemMessage;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
 use pi_runtime::tool::TempFileSaver;
-use pi_runtime::{Message, Tool, ToolCall};
+use pi_runtime::{Message, Tool, ToolCall, tool};
 use serde_json::{Value, json};
 
 mod support;
@@ -44,7 +44,12 @@ fn project_dir() -> tempfile::TempDir {
 
 /// Run the Python client; its report and its standard error.
 fn python_client(python: &Path, args: &[&str]) -> (Value, String) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/python_client.py");
+    python_script(python, "python_client.py", args)
+}
+
+/// Run a Python script of `tests/mcp/`; its JSON report and its standard error.
+fn python_script(python: &Path, name: &str, args: &[&str]) -> (Value, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp").join(name);
     let output = Command::new(python)
         .arg(script)
         .args(args)
@@ -987,4 +992,77 @@ fn killing_an_instance_behind_nginx_fails_only_its_calls() {
     for client in report["clients"].as_array().expect("clients") {
         assert_eq!(client["ok"], 4, "{client}");
     }
+}
+
+/// How often `transfer` ran.
+static TRANSFERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Move money: every call needs a person's approval.
+#[tool(approval = "always")]
+async fn transfer(n: i64) -> String {
+    TRANSFERS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    format!("moved {n}")
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK (PI_MCP_PYTHON)"]
+fn a_served_tool_that_needs_approval_asks_the_python_client_and_runs_once_per_approval() {
+    let Some(python) = installed("PI_MCP_PYTHON", "the Python MCP SDK") else {
+        return;
+    };
+    let runtime = runtime();
+    let http = runtime
+        .block_on(async {
+            let server = McpServer::new((Transfer,)).expect("the tool registers");
+            let addr = "127.0.0.1:0".parse().expect("an address");
+            server.serve_http(addr, HttpServing::default()).await
+        })
+        .expect("the server starts");
+    let (report, stderr) = python_script(&python, "approval_client.py", &[&http.url(), "transfer"]);
+    let ran = json!({"isError": false, "texts": ["moved 7"]});
+    let declined = json!({"isError": true, "texts": ["Tool call denied: the user declined"]});
+    let asked = json!({"inputRequired": ["approval"], "state": true});
+    let error = |step: &str| {
+        report[step]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+
+    // 2025-11-25: asked over the connection, once per call.
+    assert_eq!(report["legacyProtocol"], "2025-11-25", "{report}");
+    assert_eq!(report["legacyApproved"], ran);
+    assert_eq!(report["legacyDeclined"], declined);
+    let question = "The tool \"transfer\" needs approval (`transfer` always needs approval). \
+                    Allow this call?\nArguments: {\"n\":7}";
+    assert_eq!(report["legacyAsked"], json!([question, question]));
+
+    // 2026-07-28: asked in the result; an answer counts only with the question's state.
+    assert_eq!(report["asked"], asked);
+    assert_eq!(
+        report["preAnswered"], asked,
+        "an answer before the question runs nothing"
+    );
+    assert!(
+        error("tampered").contains("requestState is not one this server sealed"),
+        "{report}"
+    );
+    assert_eq!(report["denied"], declined);
+    assert_eq!(report["approved"], ran);
+    assert!(error("replayed").contains("already resumed"), "{report}");
+    let raced = report["raced"].as_array().expect("two answers");
+    let ran_once = raced.iter().filter(|got| **got == ran).count();
+    let refused = raced
+        .iter()
+        .filter(|got| {
+            got["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("already resumed"))
+        })
+        .count();
+    assert_eq!((ran_once, refused), (1, 1), "{report}\n{stderr}");
+
+    // Once per approval: the legacy one, the approved state, and one of the two racing.
+    assert_eq!(TRANSFERS.load(std::sync::atomic::Ordering::SeqCst), 3);
+    runtime.block_on(http.shutdown());
 }

@@ -194,6 +194,11 @@ impl Held {
         let text = failure::approval_unavailable(&call.name, &self.reason);
         CallOutcome::failed(CallFailure::Denied, text)
     }
+
+    /// The outcome of a denial, for `reason`.
+    pub(super) fn denied(&self, reason: &str) -> CallOutcome {
+        CallOutcome::failed(CallFailure::Denied, failure::denied(reason))
+    }
 }
 
 /// The result of preparation.

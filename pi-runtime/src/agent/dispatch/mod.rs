@@ -160,6 +160,7 @@ impl Dispatcher {
 
     /// Run one call outside a batch: no events and no messages; each progress update goes
     /// to `on_update`. A sequential tool waits for every other call on the limits' lane.
+    /// Nothing here can pause for a person: a call that needs approval fails closed.
     pub(crate) async fn call<U, UF>(
         &self,
         call: &ToolCall,
@@ -170,14 +171,46 @@ impl Dispatcher {
         U: FnMut(ToolResult) -> UF,
         UF: Future<Output = ()>,
     {
+        let unavailable = |_: String| std::future::ready(Verdict::Unavailable);
+        self.call_approved_by(call, messages, on_update, unavailable)
+            .await
+    }
+
+    /// [`call`](Self::call), where a call that needs approval asks `approve` (given the
+    /// reason) and runs only on its approval.
+    pub(crate) async fn call_approved_by<U, UF, A, AF>(
+        &self,
+        call: &ToolCall,
+        messages: Arc<[Message]>,
+        on_update: U,
+        approve: A,
+    ) -> ToolResult
+    where
+        U: FnMut(ToolResult) -> UF,
+        UF: Future<Output = ()>,
+        A: FnOnce(String) -> AF,
+        AF: Future<Output = Verdict>,
+    {
         let scope = self.scope(None, messages);
         let outcome = match call::prepare(call, &scope).await {
             Preflight::Immediate(outcome) => outcome,
-            // Nothing here can pause for a person: the call fails closed.
-            Preflight::Held(held) => held.refused(call),
+            Preflight::Held(held) => match approve(held.reason.clone()).await {
+                Verdict::Approve => call::execute(held.ready, call, &scope, None, on_update).await,
+                Verdict::Deny(reason) => held.denied(&reason),
+                Verdict::Unavailable => held.refused(call),
+            },
             Preflight::Ready(ready) => call::execute(ready, call, &scope, None, on_update).await,
         };
         scope.count_nested(call, &outcome);
         outcome.result
     }
+}
+
+/// What was decided about a call outside a run that needs approval.
+pub(crate) enum Verdict {
+    Approve,
+    /// Denied, for this reason (may be empty).
+    Deny(String),
+    /// Nobody could be asked: the call fails closed.
+    Unavailable,
 }

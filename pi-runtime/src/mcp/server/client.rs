@@ -16,16 +16,21 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
     ClientCapabilities, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
-    CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, InputRequest,
-    InputRequests, InputResponses, ListRootsRequest, ListRootsResult, LoggingLevel,
-    LoggingMessageNotificationParam, ServerRequest,
+    CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationSchema, InputRequest, InputRequests, InputResponses, ListRootsRequest,
+    ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ServerRequest,
 };
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::agent::approval::PauseLedger;
+use crate::agent::dispatch::Verdict;
 use crate::tool::{FromToolContext, ToolContext};
+
+/// The key of the question that asks for a call's approval.
+const APPROVAL_KEY: &str = "approval";
 
 /// The MCP client that sent the call being served: a tool asks it questions and logs to it.
 ///
@@ -78,15 +83,22 @@ struct Connected {
 /// do not answer.
 pub(crate) struct RoundTrip {
     answers: InputResponses,
+    /// The pause the client comes back from: the id its `requestState` carries.
+    pause: Option<String>,
+    /// Why the request must fail, when an answer may not be used (an approval resumed
+    /// before).
+    refusal: Mutex<Option<String>>,
     unanswered: Mutex<InputRequests>,
     /// A feature the call needed and the client did not declare.
     missing: Mutex<Option<ClientFeature>>,
 }
 
 impl RoundTrip {
-    pub(crate) fn new(answers: InputResponses) -> Self {
+    pub(crate) fn new(answers: InputResponses, pause: Option<String>) -> Self {
         RoundTrip {
             answers,
+            pause,
+            refusal: Mutex::default(),
             unanswered: Mutex::default(),
             missing: Mutex::default(),
         }
@@ -94,6 +106,14 @@ impl RoundTrip {
 
     pub(crate) fn answers(&self) -> &InputResponses {
         &self.answers
+    }
+
+    /// Why the request must fail, once the run is over.
+    pub(crate) fn refusal(&self) -> Option<String> {
+        self.refusal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The feature the call needed and the client did not declare, once the run is over.
@@ -322,6 +342,69 @@ impl ConnectedClient {
         let message = LoggingMessageNotificationParam::new(level, data);
         #[allow(deprecated)] // Logging is deprecated by a later revision; 2025-11-25 has it.
         let _ = self.inner.peer.notify_logging_message(message).await;
+    }
+
+    /// Ask the user whether the call of `tool` with `arguments` may run (a form with one
+    /// `approve` box), for a tool that needs approval. On 2026-07-28 the answer counts only
+    /// when it comes back with the `requestState` of the question, and once: `ledger` claims
+    /// that state's pause, so a state replayed after its call ran is refused.
+    pub(crate) async fn approval(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        reason: &str,
+        ledger: &dyn PauseLedger,
+    ) -> Verdict {
+        let message = format!(
+            "The tool \"{tool}\" needs approval ({reason}). Allow this call?\nArguments: {arguments}"
+        );
+        let schema = ElicitationSchema::builder()
+            .required_bool_property("approve", |b| b.description("Run the call"))
+            .build()
+            .unwrap_or_else(|_| ElicitationSchema::new(BTreeMap::new()));
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema: schema,
+        };
+        let question = InputRequest::Elicitation(ElicitRequest::new(params.clone()));
+        if let Some(round_trip) = &self.inner.round_trip
+            && round_trip.pause.is_none()
+        {
+            // An answer sent before the question was asked answers nothing.
+            round_trip
+                .unanswered
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(APPROVAL_KEY.to_owned(), question);
+            return Verdict::Unavailable;
+        }
+        let answer = match self.elicit(APPROVAL_KEY, params).await {
+            Ok(answer) => answer,
+            Err(AskError::InputRequired) => return Verdict::Unavailable,
+            Err(error) => {
+                return Verdict::Deny(format!("the MCP client could not be asked: {error}"));
+            }
+        };
+        if let Some(round_trip) = &self.inner.round_trip
+            && let Some(pause) = &round_trip.pause
+            && let Err(error) = ledger.claim(pause).await
+        {
+            *round_trip
+                .refusal
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) =
+                Some(format!("The approval cannot be used: {error}"));
+            return Verdict::Unavailable;
+        }
+        let approved =
+            answer.content.as_ref().and_then(|c| c.get("approve")) == Some(&Value::Bool(true));
+        match answer.action {
+            ElicitationAction::Accept if approved => Verdict::Approve,
+            ElicitationAction::Accept => Verdict::Deny("the user did not approve it".to_owned()),
+            ElicitationAction::Decline => Verdict::Deny("the user declined".to_owned()),
+            _ => Verdict::Deny("the user cancelled".to_owned()),
+        }
     }
 
     async fn ask_one<T: DeserializeOwned>(

@@ -89,8 +89,14 @@ impl McpServer {
             false,
         );
         let progress = Progress::new(&context);
+        let (asker, asked, ledger) = (&client, &call, inner.pause_ledger.as_ref());
+        let approve = move |reason: String| async move {
+            asker
+                .approval(&asked.name, &asked.arguments, &reason, ledger)
+                .await
+        };
         let result = dispatcher
-            .call(&call, Arc::from(Vec::new()), |update| progress.send(update))
+            .call_approved_by(&call, Arc::from(Vec::new()), |u| progress.send(u), approve)
             .await;
         Ok(match self.questions_left(&client, &bound)? {
             Some(input_required) => input_required.into(),
@@ -118,11 +124,11 @@ impl McpServer {
                 None,
             ));
         }
-        let answers = self
+        let opened = self
             .inner
             .request_states
             .open(state, responses, bound.as_bytes())?;
-        let round_trip = RoundTrip::new(answers);
+        let round_trip = RoundTrip::new(opened.answers, opened.pause);
         Ok(ConnectedClient::new(
             context,
             context.meta.log_level(),
@@ -144,6 +150,9 @@ impl McpServer {
         let Some(round_trip) = client.round_trip() else {
             return Ok(None);
         };
+        if let Some(refusal) = round_trip.refusal() {
+            return Err(ErrorData::invalid_params(refusal, None));
+        }
         if let Some(feature) = round_trip.missing() {
             return Err(ErrorData::new(
                 MISSING_CLIENT_CAPABILITY,

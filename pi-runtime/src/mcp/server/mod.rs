@@ -28,6 +28,7 @@ use self::round_trip::RequestStates;
 use self::session::{Session, Sessions};
 use super::auth::Principal;
 use super::{McpError, errors};
+use crate::agent::approval::{PauseLedger, process_ledger};
 use crate::agent::dispatch::{Lane, Policies};
 use crate::agent::turn_tools::TurnTools;
 use crate::agent::{Hooks, ToolPolicies};
@@ -97,6 +98,8 @@ struct ServerInner {
     request_states: Arc<RequestStates>,
     /// Every connection's session, for the notices of a resource's change.
     sessions: Arc<Sessions>,
+    /// Where the approvals given over 2026-07-28 round trips are claimed, once each.
+    pause_ledger: Arc<dyn PauseLedger>,
 }
 
 impl ServerInner {
@@ -118,6 +121,7 @@ impl ServerInner {
             prompts: self.prompts.clone(),
             request_states: Arc::clone(&self.request_states),
             sessions: Arc::default(),
+            pause_ledger: Arc::clone(&self.pause_ledger),
         }
     }
 }
@@ -157,6 +161,7 @@ impl McpServer {
                 prompts: Vec::new(),
                 request_states: Arc::new(RequestStates::random()),
                 sessions: Arc::default(),
+                pause_ledger: process_ledger(),
             }),
             session: Arc::default(),
         })
@@ -321,6 +326,19 @@ impl McpServer {
     pub fn with_request_state_key(mut self, key: impl Into<Vec<u8>>) -> Result<Self, McpError> {
         self.inner_mut().request_states = Arc::new(RequestStates::with_key(key.into())?);
         Ok(self)
+    }
+
+    /// Claim the approvals given over 2026-07-28 round trips in `ledger` (default: one in
+    /// this process's memory). A tool that needs approval
+    /// ([`ToolSettings::approval`](crate::tool::ToolSettings::approval)) asks the client for
+    /// it before it runs; on 2026-07-28 the answer comes back with the question's
+    /// `requestState`, and the ledger makes sure each such state runs the call once. Instances
+    /// that serve the same clients share one ([`FileLedger`](crate::agent::approval::FileLedger)
+    /// on storage they all reach).
+    #[must_use]
+    pub fn with_pause_ledger(mut self, ledger: Arc<dyn PauseLedger>) -> Self {
+        self.inner_mut().pause_ledger = ledger;
+        self
     }
 
     /// Tell every client subscribed to `uri` (`resources/subscribe`) that it changed. A

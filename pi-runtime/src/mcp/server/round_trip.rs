@@ -1,16 +1,33 @@
 //! The `requestState` of a 2026-07-28 round trip: the answers a call has had so far, sealed
 //! so that a client cannot forge or alter them, bound to the request they belong to, and
-//! good for a limited time.
+//! good for a limited time. Each state also names the pause it ends, so that an approval
+//! given in answer to it runs the call once (see `ConnectedClient::approval`).
 
 use std::time::Duration;
 
 use rmcp::model::{ErrorData, InputResponses, RequestStateCodec, SealOptions};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::mcp::McpError;
 
 /// How long a client may take to come back with its answers.
 const STATE_TTL: Duration = Duration::from_secs(600);
+
+/// What a state holds.
+#[derive(Serialize, Deserialize)]
+struct Sealed {
+    answers: InputResponses,
+    /// A fresh id for the pause this state ends.
+    pause: String,
+}
+
+/// A state opened: the answers so far, and the pause the client comes back from (`None`
+/// when it sent no state: its answers answer nothing this server asked).
+pub(crate) struct Opened {
+    pub(crate) answers: InputResponses,
+    pub(crate) pause: Option<String>,
+}
 
 /// Seals and opens the states of one server (of every instance sharing its key).
 pub(crate) struct RequestStates {
@@ -46,26 +63,41 @@ impl RequestStates {
         state: Option<&str>,
         responses: Option<InputResponses>,
         request: &[u8],
-    ) -> Result<InputResponses, ErrorData> {
-        let mut answers: InputResponses = match state {
-            None => InputResponses::new(),
-            Some(state) => self.codec.open_json_with(state, request).map_err(|e| {
-                ErrorData::invalid_params(
-                    format!("The requestState is not one this server sealed for this request: {e}"),
-                    Some(json!({"requestState": "rejected"})),
-                )
-            })?,
+    ) -> Result<Opened, ErrorData> {
+        let mut opened = match state {
+            None => Opened {
+                answers: InputResponses::new(),
+                pause: None,
+            },
+            Some(state) => {
+                let sealed: Sealed = self.codec.open_json_with(state, request).map_err(|e| {
+                    ErrorData::invalid_params(
+                        format!(
+                            "The requestState is not one this server sealed for this request: {e}"
+                        ),
+                        Some(json!({"requestState": "rejected"})),
+                    )
+                })?;
+                Opened {
+                    answers: sealed.answers,
+                    pause: Some(sealed.pause),
+                }
+            }
         };
-        answers.extend(responses.unwrap_or_default());
-        Ok(answers)
+        opened.answers.extend(responses.unwrap_or_default());
+        Ok(opened)
     }
 
     /// `answers` sealed for `request`.
     pub(crate) fn seal(&self, answers: &InputResponses, request: &[u8]) -> String {
         let options = SealOptions::new().associated_data(request).ttl(STATE_TTL);
+        let sealed = Sealed {
+            answers: answers.clone(),
+            pause: crate::agent::approval::new_pause_id(),
+        };
         // A map of JSON values always serializes.
         self.codec
-            .seal_json_with(answers, &options)
+            .seal_json_with(&sealed, &options)
             .unwrap_or_default()
     }
 }
@@ -85,7 +117,18 @@ mod tests {
         let opened = states
             .open(Some(&sealed), Some(new), b"tools/call\0t")
             .expect("opens");
-        assert_eq!(opened.keys().collect::<Vec<_>>(), ["step1", "step2"]);
+        assert_eq!(
+            opened.answers.keys().collect::<Vec<_>>(),
+            ["step1", "step2"]
+        );
+        let again = states.seal(&answers, b"tools/call\0t");
+        let pause = |state: &str| states.open(Some(state), None, b"tools/call\0t").ok()?.pause;
+        assert!(pause(&sealed).is_some());
+        assert_ne!(
+            pause(&sealed),
+            pause(&again),
+            "each state ends a pause of its own"
+        );
         assert!(
             states
                 .open(Some(&sealed), None, b"tools/call\0other")
