@@ -206,7 +206,9 @@ impl Dispatcher {
     }
 }
 
-/// What was decided about a call outside a run that needs approval.
+/// What was decided about a call outside a run that needs approval. Only an MCP server
+/// asks anyone (its client); without it every call is `Unavailable`.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) enum Verdict {
     Approve,
     /// Denied, for this reason (may be empty).

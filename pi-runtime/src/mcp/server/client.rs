@@ -40,15 +40,23 @@ const APPROVAL_KEY: &str = "approval";
 /// under the same key on every run of the call.
 ///
 /// ```
-/// use pi_runtime::mcp::model::{ElicitRequestParams, ElicitationAction};
-/// use pi_runtime::mcp::{ConnectedClient, ElicitForm};
-/// use pi_runtime::tool;
+/// use pi_runtime::mcp::ConnectedClient;
+/// use pi_runtime::mcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+/// use pi_runtime::{ToolError, tool};
 ///
 /// /// Greet the user by the name they give.
 /// #[tool]
-/// async fn greet(#[tool(extract)] client: ConnectedClient) -> Result<String, pi_runtime::ToolError> {
-///     let form = ElicitForm::new("What is your name?").text("name", true);
-///     let answer = client.elicit("user_name", form.into_params()).await?;
+/// async fn greet(#[tool(extract)] client: ConnectedClient) -> Result<String, ToolError> {
+///     let schema = ElicitationSchema::builder().required_string("name").build();
+///     let schema = schema.map_err(ToolError::new)?;
+///     let form = ElicitRequestParams::FormElicitationParams {
+///         meta: None,
+///         message: "What is your name?".to_owned(),
+///         requested_schema: schema,
+///     };
+///     // Up to 2025-11-25 this waits for the answer; on 2026-07-28 the call ends here, the
+///     // question goes back to the client, and the call runs again with its answer.
+///     let answer = client.elicit("user_name", form).await?;
 ///     Ok(match (answer.action, answer.content) {
 ///         (ElicitationAction::Accept, Some(content)) => format!("Hello, {}!", content["name"]),
 ///         _ => "Hello, stranger!".to_owned(),

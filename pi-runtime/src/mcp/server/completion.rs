@@ -10,9 +10,12 @@ use rmcp::model::{CompleteResult, CompletionInfo};
 /// were more.
 const MAX_VALUES: usize = CompletionInfo::MAX_VALUES;
 
+/// Candidates for what was typed so far, best first.
+type Complete = dyn Fn(&str) -> Vec<String> + Send + Sync;
+
 /// Suggests values for one argument from what was typed so far.
 #[derive(Clone)]
-pub(crate) struct Completer(Arc<dyn Fn(&str) -> Vec<String> + Send + Sync>);
+pub(crate) struct Completer(Arc<Complete>);
 
 impl fmt::Debug for Completer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -31,7 +31,7 @@ type Get = Arc<
 ///
 /// ```
 /// use pi_runtime::mcp::Prompt;
-/// use pi_runtime::mcp::model::{PromptMessage, PromptMessageRole};
+/// use pi_runtime::mcp::model::{PromptMessage, Role};
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
 ///
@@ -46,7 +46,7 @@ type Get = Arc<
 /// let review = Prompt::new("review", "Review code", |args: Review, _client| async move {
 ///     let focus = args.focus.unwrap_or_else(|| "correctness".to_owned());
 ///     let text = format!("Review this {} code for {focus}.", args.language);
-///     Ok(vec![PromptMessage::new_text(PromptMessageRole::User, text)])
+///     Ok(vec![PromptMessage::new_text(Role::User, text)])
 /// })
 /// .with_completion("language", |typed: &str| {
 ///     ["rust", "python"].iter().filter(|l| l.starts_with(typed)).map(|l| l.to_string()).collect()

@@ -456,4 +456,45 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn audio_and_embedded_resources_reach_the_model_as_text_and_images() {
+        let media = Message::from(ToolResultMessage {
+            tool_call_id: "c1".into(),
+            tool_name: "read".into(),
+            content: vec![
+                ContentBlock::audio("UklG", "audio/wav"),
+                ContentBlock::resource_text("test://a", "text/plain", "the text"),
+                ContentBlock::resource_blob("test://b", "image/png", "iVBO"),
+                ContentBlock::resource_blob("test://c", "application/zip", "UEsD"),
+            ],
+            details: None,
+            usage: None,
+            is_error: false,
+            duration_ms: None,
+            timestamp: 0,
+        });
+        let messages = [assistant("p", vec![call("c1")], StopReason::ToolUse), media];
+        let mut seeing = model();
+        seeing.supports_images = true;
+        let out = transform_messages(&messages, &seeing, |id, _| id.to_owned());
+        let Message::ToolResult(lowered) = &*out[1] else {
+            panic!("a result: {out:?}");
+        };
+        assert_eq!(
+            lowered.content,
+            [
+                ContentBlock::text("[audio audio/wav omitted]"),
+                ContentBlock::text("the text"),
+                ContentBlock::image("iVBO", "image/png"),
+                ContentBlock::text("[binary resource test://c (application/zip) omitted]"),
+            ]
+        );
+        // A model without image input gets the image's placeholder as well.
+        let out = transform_messages(&messages, &model(), |id, _| id.to_owned());
+        let Message::ToolResult(blind) = &*out[1] else {
+            panic!("a result: {out:?}");
+        };
+        assert_eq!(blind.content[2], ContentBlock::text(TOOL_IMAGE_PLACEHOLDER));
+    }
 }
