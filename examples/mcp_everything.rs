@@ -20,12 +20,15 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use pi_runtime::mcp::model::{
-    CreateMessageRequestParams, ElicitRequestParams, ElicitationSchema, InputRequest,
-    InputRequests, LoggingLevel, PromptMessage, ResourceContents, Role, SamplingMessage,
+    CreateMessageRequest, CreateMessageRequestParams, ElicitRequest, ElicitRequestParams,
+    ElicitResult, ElicitationSchema, InputRequest, InputRequests, ListRootsRequest, LoggingLevel,
+    SamplingMessage,
 };
 use pi_runtime::mcp::{
-    ClientFeature, ConnectedClient, HttpServing, McpServer, Prompt, Resource, ResourceTemplate,
+    ClientFeature, ConnectedClient, HttpServing, McpServer, Prompt, PromptMessage, Resource,
+    ResourceTemplate,
 };
+use pi_runtime::message::EmbeddedResource;
 use pi_runtime::{ContentBlock, ToolContext, ToolError, ToolResult, tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -285,13 +288,13 @@ async fn test_input_required_result_multiple_inputs(
         ("user_name".to_owned(), name_question("What is your name?")?),
         (
             "greeting".to_owned(),
-            InputRequest::CreateMessage(pi_runtime::mcp::model::CreateMessageRequest::new(
+            InputRequest::CreateMessage(CreateMessageRequest::new(
                 CreateMessageRequestParams::new(vec![greeting], 50),
             )),
         ),
         (
             "client_roots".to_owned(),
-            InputRequest::ListRoots(pi_runtime::mcp::model::ListRootsRequest::default()),
+            InputRequest::ListRoots(ListRootsRequest::default()),
         ),
     ]);
     let answers = client.ask(questions).await?;
@@ -338,7 +341,7 @@ async fn test_input_required_result_capabilities(
             "required": ["value"]
         });
         let params = form("Elicitation input", schema)?;
-        let request = pi_runtime::mcp::model::ElicitRequest::new(params);
+        let request = ElicitRequest::new(params);
         questions.insert(
             "elicit_input".to_owned(),
             InputRequest::Elicitation(request),
@@ -347,7 +350,7 @@ async fn test_input_required_result_capabilities(
     if client.supports(ClientFeature::Sampling) {
         let params =
             CreateMessageRequestParams::new(vec![SamplingMessage::user_text("Sample request")], 50);
-        let request = pi_runtime::mcp::model::CreateMessageRequest::new(params);
+        let request = CreateMessageRequest::new(params);
         questions.insert(
             "sample_input".to_owned(),
             InputRequest::CreateMessage(request),
@@ -407,8 +410,7 @@ fn prompts() -> Vec<Prompt> {
         Prompt::fixed(
             "test_simple_prompt",
             "A simple prompt without arguments",
-            vec![PromptMessage::new_text(
-                Role::User,
+            vec![PromptMessage::user_text(
                 "This is a simple prompt for testing.",
             )],
         ),
@@ -420,7 +422,7 @@ fn prompts() -> Vec<Prompt> {
                     "Prompt with arguments: arg1='{}', arg2='{}'",
                     args.arg1, args.arg2
                 );
-                Ok(vec![PromptMessage::new_text(Role::User, text)])
+                Ok(vec![PromptMessage::user_text(text)])
             },
         )
         .with_completion("arg1", |typed| {
@@ -431,19 +433,14 @@ fn prompts() -> Vec<Prompt> {
             "test_prompt_with_embedded_resource",
             "A prompt that includes an embedded resource",
             |args: EmbeddedArguments, _| async move {
-                let resource = ResourceContents::text(
-                    "Embedded resource content for testing.",
+                let resource = ContentBlock::resource_text(
                     args.resource_uri,
+                    "text/plain",
+                    "Embedded resource content for testing.",
                 );
                 Ok(vec![
-                    PromptMessage::new(
-                        Role::User,
-                        pi_runtime::mcp::model::ContentBlock::resource(resource),
-                    ),
-                    PromptMessage::new_text(
-                        Role::User,
-                        "Please process the embedded resource above.",
-                    ),
+                    PromptMessage::user(resource),
+                    PromptMessage::user_text("Please process the embedded resource above."),
                 ])
             },
         ),
@@ -451,11 +448,8 @@ fn prompts() -> Vec<Prompt> {
             "test_prompt_with_image",
             "A prompt that includes image content",
             vec![
-                PromptMessage::new(
-                    Role::User,
-                    pi_runtime::mcp::model::ContentBlock::image(PNG, "image/png"),
-                ),
-                PromptMessage::new_text(Role::User, "Please analyze the image above."),
+                PromptMessage::user(ContentBlock::image(PNG, "image/png")),
+                PromptMessage::user_text("Please analyze the image above."),
             ],
         ),
         Prompt::new(
@@ -473,7 +467,7 @@ fn prompts() -> Vec<Prompt> {
                     .await?;
                 let context = field(&answer.content, "context");
                 let text = format!("Prompt generated with context: {context}");
-                Ok(vec![PromptMessage::new_text(Role::User, text)])
+                Ok(vec![PromptMessage::user_text(text)])
             },
         ),
     ]
@@ -509,9 +503,11 @@ fn resources() -> Result<(Vec<Resource>, ResourceTemplate), String> {
         |uri, TemplateId { id }, _| async move {
             let data =
                 json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
-            let contents =
-                ResourceContents::text(data.to_string(), uri).with_mime_type("application/json");
-            Ok(vec![contents])
+            Ok(vec![EmbeddedResource::text(
+                uri,
+                "application/json",
+                data.to_string(),
+            )])
         },
     )
     .map_err(|e| e.to_string())?
@@ -540,7 +536,7 @@ fn name_question(message: &str) -> Result<InputRequest, ToolError> {
         "properties": {"name": {"type": "string"}},
         "required": ["name"]
     });
-    let request = pi_runtime::mcp::model::ElicitRequest::new(form(message, schema)?);
+    let request = ElicitRequest::new(form(message, schema)?);
     Ok(InputRequest::Elicitation(request))
 }
 
@@ -579,7 +575,7 @@ fn field(content: &Option<Value>, name: &str) -> String {
     }
 }
 
-fn described(answer: &pi_runtime::mcp::model::ElicitResult) -> String {
+fn described(answer: &ElicitResult) -> String {
     let action = serde_json::to_value(&answer.action).unwrap_or(Value::Null);
     let content = answer.content.clone().unwrap_or_else(|| json!({}));
     format!(

@@ -71,24 +71,16 @@ impl ContentBlock {
         mime_type: impl Into<String>,
         text: impl Into<String>,
     ) -> Self {
-        ContentBlock::Resource(EmbeddedResource {
-            uri: uri.into(),
-            mime_type: Some(mime_type.into()),
-            body: ResourceBody::Text(text.into()),
-        })
+        ContentBlock::Resource(EmbeddedResource::text(uri, mime_type, text))
     }
 
     /// An embedded binary resource from base64 data.
     pub fn resource_blob(
         uri: impl Into<String>,
         mime_type: impl Into<String>,
-        blob: impl Into<String>,
+        base64: impl Into<String>,
     ) -> Self {
-        ContentBlock::Resource(EmbeddedResource {
-            uri: uri.into(),
-            mime_type: Some(mime_type.into()),
-            body: ResourceBody::Blob(blob.into()),
-        })
+        ContentBlock::Resource(EmbeddedResource::blob(uri, mime_type, base64))
     }
 
     /// The text of a text block.
@@ -166,6 +158,34 @@ pub struct EmbeddedResource {
     /// Its contents.
     #[serde(flatten)]
     pub body: ResourceBody,
+}
+
+impl EmbeddedResource {
+    /// A text resource.
+    pub fn text(
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
+        EmbeddedResource {
+            uri: uri.into(),
+            mime_type: Some(mime_type.into()),
+            body: ResourceBody::Text(text.into()),
+        }
+    }
+
+    /// A binary resource from base64 data.
+    pub fn blob(
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        base64: impl Into<String>,
+    ) -> Self {
+        EmbeddedResource {
+            uri: uri.into(),
+            mime_type: Some(mime_type.into()),
+            body: ResourceBody::Blob(base64.into()),
+        }
+    }
 }
 
 /// A resource's contents: text, or base64 data.

@@ -105,14 +105,22 @@ pub use http_server::{
 pub use listing::{DEFAULT_MAX_PAGES, DEFAULT_MAX_TOOL_SIZE, DEFAULT_MAX_TOOLS};
 pub use schema::ListedTool;
 pub use server::{
-    AskError, ClientFeature, ConnectedClient, McpServer, NoConnectedClient, Prompt, PromptResult,
-    ReadResult, Resource, ResourceTemplate, TemplateError,
+    AskError, ClientFeature, ConnectedClient, McpServer, NoConnectedClient, Prompt, PromptMessage,
+    PromptResult, PromptRole, ReadResult, Resource, ResourceTemplate, TemplateError,
 };
 
-/// The protocol's own types, as rmcp defines them: what a prompt's messages, a resource's
-/// contents and a question to the client ([`ConnectedClient`]) are made of.
+/// The protocol's own types, as rmcp defines them, for the questions a served tool asks its
+/// client ([`ConnectedClient`]) and the answers it gets.
 pub mod model {
-    pub use rmcp::model::*;
+    // Sampling, roots and logging are deprecated by SEP-2577, a revision after 2026-07-28;
+    // both revisions served here have them.
+    #[allow(deprecated)]
+    pub use rmcp::model::{
+        ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
+        ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
+        InputRequest, InputRequests, InputResponses, ListRootsRequest, ListRootsResult,
+        LoggingLevel, Root, SamplingMessage,
+    };
 }
 
 /// Everything that can go wrong between us and an MCP peer.

@@ -16,9 +16,10 @@ use rmcp::model::{
     ContentBlock as McpContent, ErrorData, GetPromptRequestParams, GetPromptResponse,
     GetPromptResult, Implementation, InputRequiredResult, InputResponses, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Reference, ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscribeRequestParams, Tool as McpTool, UnsubscribeRequestParams,
+    ProgressNotificationParam, PromptMessage as McpPromptMessage, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Reference, ResourceContents, Role,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    Tool as McpTool, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler};
@@ -26,10 +27,11 @@ use serde_json::Value;
 
 use super::McpServer;
 use super::client::{ConnectedClient, RoundTrip};
+use super::prompts::PromptRole;
 use super::resources::ResourceRead;
 use crate::agent::dispatch::{Dispatcher, RunLimits};
 use crate::mcp::auth::Caller;
-use crate::message::{ContentBlock, ResourceBody, ToolCall};
+use crate::message::{ContentBlock, EmbeddedResource, ResourceBody, ToolCall};
 use crate::tool::{ExecutionMode, ToolResult};
 
 impl McpServer {
@@ -289,10 +291,10 @@ impl ServerHandler for McpServer {
         if let Some(input_required) = self.questions_left(&client, &bound)? {
             return Ok(input_required.into());
         }
-        let contents: Vec<ResourceContents> = contents.map_err(|error| {
+        let contents = contents.map_err(|error| {
             ErrorData::internal_error(format!("Reading {uri} failed: {}", error.message()), None)
         })?;
-        Ok(ReadResourceResult::new(contents).into())
+        Ok(ReadResourceResult::new(contents.iter().map(resource_contents).collect()).into())
     }
 
     async fn subscribe(
@@ -363,6 +365,22 @@ impl ServerHandler for McpServer {
         let messages = messages.map_err(|error| {
             ErrorData::invalid_params(format!("Prompt {name}: {}", error.message()), None)
         })?;
+        let messages = messages
+            .into_iter()
+            .map(|message| {
+                let role = match message.role {
+                    PromptRole::Assistant => Role::Assistant,
+                    _ => Role::User,
+                };
+                let content = mcp_block(&message.content).ok_or_else(|| {
+                    ErrorData::internal_error(
+                        format!("Prompt {name}: a message holds reasoning or a tool call"),
+                        None,
+                    )
+                })?;
+                Ok(McpPromptMessage::new(role, content))
+            })
+            .collect::<Result<Vec<_>, ErrorData>>()?;
         let mut result = GetPromptResult::new(messages);
         result.description.clone_from(&prompt.listed.description);
         Ok(result.into())
@@ -489,25 +507,28 @@ pub(crate) fn mcp_block(block: &ContentBlock) -> Option<McpContent> {
         ContentBlock::Audio(audio) => {
             McpContent::audio(audio.data.clone(), audio.mime_type.clone())
         }
-        ContentBlock::Resource(resource) => {
-            let (uri, mime_type) = (resource.uri.clone(), resource.mime_type.clone());
-            McpContent::resource(match &resource.body {
-                ResourceBody::Text(text) => ResourceContents::TextResourceContents {
-                    uri,
-                    mime_type,
-                    text: text.clone(),
-                    meta: None,
-                },
-                ResourceBody::Blob(blob) => ResourceContents::BlobResourceContents {
-                    uri,
-                    mime_type,
-                    blob: blob.clone(),
-                    meta: None,
-                },
-            })
-        }
+        ContentBlock::Resource(resource) => McpContent::resource(resource_contents(resource)),
         ContentBlock::Thinking(_) | ContentBlock::ToolCall(_) => return None,
     })
+}
+
+/// An embedded resource as MCP resource contents.
+fn resource_contents(resource: &EmbeddedResource) -> ResourceContents {
+    let (uri, mime_type) = (resource.uri.clone(), resource.mime_type.clone());
+    match &resource.body {
+        ResourceBody::Text(text) => ResourceContents::TextResourceContents {
+            uri,
+            mime_type,
+            text: text.clone(),
+            meta: None,
+        },
+        ResourceBody::Blob(blob) => ResourceContents::BlobResourceContents {
+            uri,
+            mime_type,
+            blob: blob.clone(),
+            meta: None,
+        },
+    }
 }
 
 #[cfg(test)]

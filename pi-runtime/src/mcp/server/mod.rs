@@ -22,7 +22,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use self::client::{AskError, ClientFeature, ConnectedClient, NoConnectedClient};
 use self::context::CallContext;
-pub use self::prompts::{Prompt, PromptResult};
+pub use self::prompts::{Prompt, PromptMessage, PromptResult, PromptRole};
 pub use self::resources::{ReadResult, Resource, ResourceTemplate, TemplateError};
 use self::round_trip::RequestStates;
 use self::session::{Session, Sessions};

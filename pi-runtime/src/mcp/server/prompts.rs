@@ -7,17 +7,62 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rmcp::model::{self, PromptArgument, PromptMessage};
+use rmcp::model::{self, PromptArgument};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::client::ConnectedClient;
 use super::completion::Completer;
+use crate::message::ContentBlock;
 use crate::tool::ToolError;
 
 /// What getting a prompt gives: its messages.
 pub type PromptResult = Result<Vec<PromptMessage>, ToolError>;
+
+/// One message of a prompt: who says it, and a block of text, an image, audio or an
+/// embedded resource.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PromptMessage {
+    /// Who says it.
+    pub role: PromptRole,
+    /// What it says.
+    pub content: ContentBlock,
+}
+
+/// Who says a prompt's message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PromptRole {
+    /// The user.
+    User,
+    /// The assistant.
+    Assistant,
+}
+
+impl PromptMessage {
+    /// The user says `content`.
+    pub fn user(content: ContentBlock) -> Self {
+        PromptMessage {
+            role: PromptRole::User,
+            content,
+        }
+    }
+
+    /// The assistant says `content`.
+    pub fn assistant(content: ContentBlock) -> Self {
+        PromptMessage {
+            role: PromptRole::Assistant,
+            content,
+        }
+    }
+
+    /// The user says `text`.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        PromptMessage::user(ContentBlock::text(text))
+    }
+}
 
 type Get = Arc<
     dyn Fn(Map<String, Value>, ConnectedClient) -> BoxFuture<'static, PromptResult> + Send + Sync,
@@ -30,8 +75,7 @@ type Get = Arc<
 /// every argument as a string.
 ///
 /// ```
-/// use pi_runtime::mcp::Prompt;
-/// use pi_runtime::mcp::model::{PromptMessage, Role};
+/// use pi_runtime::mcp::{Prompt, PromptMessage};
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
 ///
@@ -46,7 +90,7 @@ type Get = Arc<
 /// let review = Prompt::new("review", "Review code", |args: Review, _client| async move {
 ///     let focus = args.focus.unwrap_or_else(|| "correctness".to_owned());
 ///     let text = format!("Review this {} code for {focus}.", args.language);
-///     Ok(vec![PromptMessage::new_text(Role::User, text)])
+///     Ok(vec![PromptMessage::user_text(text)])
 /// })
 /// .with_completion("language", |typed: &str| {
 ///     ["rust", "python"].iter().filter(|l| l.starts_with(typed)).map(|l| l.to_string()).collect()

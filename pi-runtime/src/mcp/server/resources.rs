@@ -8,16 +8,17 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rmcp::model::{self, ResourceContents};
+use rmcp::model;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::client::ConnectedClient;
 use super::completion::Completer;
+use crate::message::EmbeddedResource;
 use crate::tool::ToolError;
 
 /// What reading a resource gives: its contents (usually one).
-pub type ReadResult = Result<Vec<ResourceContents>, ToolError>;
+pub type ReadResult = Result<Vec<EmbeddedResource>, ToolError>;
 
 type Read = Arc<dyn Fn(ResourceRead) -> BoxFuture<'static, ReadResult> + Send + Sync>;
 
@@ -33,12 +34,12 @@ pub(crate) struct ResourceRead {
 ///
 /// ```
 /// use pi_runtime::mcp::Resource;
-/// use pi_runtime::mcp::model::ResourceContents;
+/// use pi_runtime::message::EmbeddedResource;
 ///
 /// let notes = Resource::text("notes://today", "today", "text/plain", "Buy milk.")
 ///     .with_description("Today's notes");
 /// let clock = Resource::new("clock://now", "now", |uri, _client| async move {
-///     Ok(vec![ResourceContents::text("12:00", uri)])
+///     Ok(vec![EmbeddedResource::text(uri, "text/plain", "12:00")])
 /// });
 /// # let _ = (notes, clock);
 /// ```
@@ -78,8 +79,8 @@ impl Resource {
         mime_type: impl Into<String>,
         text: impl Into<String>,
     ) -> Self {
-        let (uri, mime_type, text) = (uri.into(), mime_type.into(), text.into());
-        let contents = ResourceContents::text(text, uri.clone()).with_mime_type(mime_type.clone());
+        let (uri, mime_type) = (uri.into(), mime_type.into());
+        let contents = EmbeddedResource::text(uri.clone(), mime_type.clone(), text);
         Resource::fixed(uri, name.into(), mime_type, contents)
     }
 
@@ -91,12 +92,11 @@ impl Resource {
         base64: impl Into<String>,
     ) -> Self {
         let (uri, mime_type) = (uri.into(), mime_type.into());
-        let contents =
-            ResourceContents::blob(base64, uri.clone()).with_mime_type(mime_type.clone());
+        let contents = EmbeddedResource::blob(uri.clone(), mime_type.clone(), base64);
         Resource::fixed(uri, name.into(), mime_type, contents)
     }
 
-    fn fixed(uri: String, name: String, mime_type: String, contents: ResourceContents) -> Self {
+    fn fixed(uri: String, name: String, mime_type: String, contents: EmbeddedResource) -> Self {
         Resource::new(uri, name, move |_, _| {
             std::future::ready(Ok(vec![contents.clone()]))
         })
@@ -132,7 +132,7 @@ impl Resource {
 ///
 /// ```
 /// use pi_runtime::mcp::ResourceTemplate;
-/// use pi_runtime::mcp::model::ResourceContents;
+/// use pi_runtime::message::EmbeddedResource;
 /// use serde::Deserialize;
 ///
 /// #[derive(Deserialize)]
@@ -141,7 +141,7 @@ impl Resource {
 /// }
 ///
 /// let items = ResourceTemplate::new("test://items/{id}", "item", |uri, item: Item, _client| async move {
-///     Ok(vec![ResourceContents::text(format!("item {}", item.id), uri)])
+///     Ok(vec![EmbeddedResource::text(uri, "text/plain", format!("item {}", item.id))])
 /// })
 /// .expect("a simple template")
 /// .with_completion("id", |partial: &str| vec![format!("{partial}0"), format!("{partial}1")]);
