@@ -7,14 +7,15 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rmcp::RoleClient;
-use rmcp::ServiceExt;
+use rmcp::model::ProtocolVersion;
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::{AsyncRwTransport, DEFAULT_MAX_LINE_LENGTH};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
 use tokio::io::AsyncReadExt;
 
+use super::answers::ClientAnswers;
 use super::connection::{ChildGuard, ClientInner, Handler, Shared};
 use super::http::HttpBackend;
 use super::listing::{DEFAULT_MAX_PAGES, DEFAULT_MAX_TOOL_SIZE, DEFAULT_MAX_TOOLS, Limits};
@@ -79,6 +80,9 @@ pub struct McpClientBuilder {
     policy: ToolPolicy,
     http: Option<reqwest::Client>,
     bearer: Option<String>,
+    answers: ClientAnswers,
+    /// `None`: the 2025-11-25 handshake, as rmcp speaks it.
+    protocol: Option<ProtocolVersion>,
 }
 
 impl fmt::Debug for McpClientBuilder {
@@ -97,6 +101,25 @@ impl fmt::Debug for McpClientBuilder {
 }
 
 impl McpClientBuilder {
+    /// Answer the server's questions (elicitation, sampling, roots) with `answers`, and
+    /// declare to it the capabilities they cover. Without, the client declares none and
+    /// refuses every question with an error saying so.
+    pub fn answers(mut self, answers: ClientAnswers) -> Self {
+        self.answers = answers;
+        self
+    }
+
+    /// Speak the MCP revision `version` (`"2025-11-25"`, `"2026-07-28"`, ...): a revision
+    /// with the `initialize` handshake opens a session with it; a later one (2026-07-28)
+    /// discovers the server (`server/discover`) and sends each request on its own, with its
+    /// metadata. Default: the handshake, at the newest version rmcp offers there.
+    ///
+    /// A version the server does not speak fails the connection ([`McpError::Connect`]).
+    pub fn protocol_version(mut self, version: &str) -> Self {
+        self.protocol = serde_json::from_value(serde_json::Value::from(version)).ok();
+        self
+    }
+
     /// How long connecting, and each call, may go without an answer; a call's timer
     /// restarts on every progress notification, up to the call's total time limit
     /// ([`max_call_time`](Self::max_call_time), by default [`MAX_CALL_TIME_PER_TIMEOUT`]
@@ -240,12 +263,17 @@ impl McpClientBuilder {
             return Err(McpError::Connect("the child's pipes are missing".into()));
         };
         let guard = ChildGuard::new(child, &token);
-        let shared = Shared::new(self.server.clone(), self.limits(), Some(stderr));
-        let handler = Handler::new(Arc::clone(&shared));
+        let shared = Shared::new(
+            self.server.clone(),
+            self.limits(),
+            Some(stderr),
+            self.answers.clone(),
+        );
+        let handler = Handler::new(Arc::clone(&shared), self.protocol.clone());
         let stdout = BoundedLines::new(stdout, self.max_message_size, Arc::clone(&shared));
         let transport =
             AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(self.max_message_size);
-        let connect = handler.serve(transport);
+        let connect = handler.serve_with_lifecycle(transport, self.lifecycle());
         let service = match tokio::time::timeout(self.timeout, connect).await {
             Ok(Ok(service)) => service,
             Ok(Err(error)) => {
@@ -273,7 +301,12 @@ impl McpClientBuilder {
     pub async fn http(self, url: impl Into<String>) -> Result<McpClient, McpError> {
         let url = url.into();
         let client = self.http.clone().unwrap_or_default();
-        let shared = Shared::new(self.server.clone(), self.limits(), None);
+        let shared = Shared::new(
+            self.server.clone(),
+            self.limits(),
+            None,
+            self.answers.clone(),
+        );
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone())
             .max_sse_event_size(self.max_message_size)
             .max_json_response_size(self.max_message_size);
@@ -284,8 +317,9 @@ impl McpClientBuilder {
             HttpBackend::new(client, Arc::clone(&shared.stream_failures)),
             config,
         );
-        let handler = Handler::new(Arc::clone(&shared));
-        let service = match tokio::time::timeout(self.timeout, handler.serve(transport)).await {
+        let handler = Handler::new(Arc::clone(&shared), self.protocol.clone());
+        let connect = handler.serve_with_lifecycle(transport, self.lifecycle());
+        let service = match tokio::time::timeout(self.timeout, connect).await {
             Ok(Ok(service)) => service,
             Ok(Err(error)) => {
                 return Err(McpError::Connect(format!(
@@ -302,6 +336,16 @@ impl McpClientBuilder {
             }
         };
         self.finish(service, shared, None).await
+    }
+
+    /// How the connection starts: the handshake, or discovery for a revision without one.
+    fn lifecycle(&self) -> ClientLifecycleMode {
+        match &self.protocol {
+            Some(version) if !version.has_initialize() => ClientLifecycleMode::Discover {
+                preferred_versions: vec![version.clone()],
+            },
+            _ => ClientLifecycleMode::Initialize,
+        }
     }
 
     fn limits(&self) -> Limits {
@@ -384,6 +428,8 @@ impl McpClient {
             policy: ToolPolicy::new(),
             http: None,
             bearer: None,
+            answers: ClientAnswers::default(),
+            protocol: None,
         }
     }
 

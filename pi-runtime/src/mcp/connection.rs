@@ -6,14 +6,19 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
+// Sampling and roots are deprecated by SEP-2577, a revision after 2026-07-28.
+#[allow(deprecated)]
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
+    ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ErrorData, Implementation, ListRootsResult, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::{ClientHandler, Peer, RoleClient};
 use tokio::sync::mpsc;
 
 use super::McpError;
+use super::answers::ClientAnswers;
 use super::http::StreamFailures;
 use super::listing::{Limits, Listing, ToolsState, list_tools};
 use crate::process::tree::Tree;
@@ -195,6 +200,8 @@ pub(super) struct Shared {
     taken: Mutex<Vec<String>>,
     /// Counts the installed tool lists, for whoever follows the server's changes.
     listings: tokio::sync::watch::Sender<u64>,
+    /// What the application answers when the server asks.
+    pub(super) answers: ClientAnswers,
 }
 
 impl Shared {
@@ -203,6 +210,7 @@ impl Shared {
         server: String,
         limits: Limits,
         stderr: Option<Arc<Mutex<VecDeque<u8>>>>,
+        answers: ClientAnswers,
     ) -> Arc<Self> {
         Arc::new(Shared {
             server,
@@ -215,6 +223,7 @@ impl Shared {
             stderr,
             taken: Mutex::default(),
             listings: tokio::sync::watch::Sender::new(0),
+            answers,
         })
     }
 
@@ -320,24 +329,56 @@ impl Shared {
     }
 }
 
-/// The client side's handler: routes progress to the running call and refreshes the tool
-/// list when the server says it changed.
+/// The client side's handler: routes progress to the running call, refreshes the tool
+/// list when the server says it changed, and answers the server's questions with the
+/// application's answers.
 pub(super) struct Handler {
     shared: Arc<Shared>,
+    /// The revision asked for; `None`: rmcp's newest with the handshake.
+    protocol: Option<ProtocolVersion>,
 }
 
 impl Handler {
-    pub(super) fn new(shared: Arc<Shared>) -> Self {
-        Handler { shared }
+    pub(super) fn new(shared: Arc<Shared>, protocol: Option<ProtocolVersion>) -> Self {
+        Handler { shared, protocol }
     }
 }
 
+// Sampling and roots are deprecated by SEP-2577, a revision after 2026-07-28.
+#[allow(deprecated)]
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
+        let config = ClientConfig::new(
+            self.shared.answers.capabilities(),
             Implementation::new("pi-runtime", env!("CARGO_PKG_VERSION")),
-        )
+        );
+        match &self.protocol {
+            Some(version) => config.with_protocol_version(version.clone()),
+            None => config,
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.shared.answers.elicit(request).await
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.shared.answers.sample(params).await
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        self.shared.answers.list_roots()
     }
 
     async fn on_progress(

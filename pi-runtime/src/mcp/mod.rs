@@ -73,6 +73,7 @@
 //! # }
 //! ```
 
+mod answers;
 pub mod auth;
 mod client;
 mod connection;
@@ -93,6 +94,7 @@ use thiserror::Error;
 
 use crate::tool::RegistryError;
 
+pub use answers::ClientAnswers;
 pub use client::{
     DEFAULT_MAX_CALL_TIME, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_TIMEOUT, MAX_CALL_TIME_PER_TIMEOUT,
     McpClient, McpClientBuilder,

