@@ -11,7 +11,9 @@
 //! Each scenario is what an application does with the client: connect (the handshake up to
 //! 2025-11-25, discovery on 2026-07-28), list the tools, and call the ones the scenario is
 //! about. Questions from the server are answered by `ClientAnswers`: a form is accepted as
-//! its defaults fill it.
+//! its defaults fill it. Where the server wants OAuth (`auth/*`), the client authorizes with
+//! `OAuth`; the person who would sign in is played by a request that follows the
+//! authorization URL to its redirect, as the suite's authorization server approves at once.
 
 // Sampling and roots are deprecated by SEP-2577, a revision after 2026-07-28; the two
 // revisions graded here have them.
@@ -23,6 +25,7 @@ use pi_runtime::ToolContext;
 use pi_runtime::mcp::model::{
     CreateMessageResult, ElicitResult, ElicitationAction, Root, SamplingMessage,
 };
+use pi_runtime::mcp::oauth::OAuth;
 use pi_runtime::mcp::{ClientAnswers, McpClient};
 use serde_json::{Value, json};
 
@@ -47,6 +50,9 @@ async fn run() -> Result<(), String> {
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or(Value::Null);
     let mut builder = McpClient::builder("conformance").answers(answers());
+    if scenario.starts_with("auth/") {
+        builder = builder.oauth(oauth(&context));
+    }
     if let Ok(version) = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION") {
         builder = builder.protocol_version(&version);
     }
@@ -101,6 +107,35 @@ fn calls(scenario: &str, context: &Value, client: &McpClient) -> Vec<(String, Va
             .map(|n| (n, json!({"a": 2, "b": 3})))
             .collect(),
     }
+}
+
+/// Where the scenario registered a client, that client; else a client ID metadata document,
+/// which the suite's authorization servers accept (or registration, where they do not).
+fn oauth(context: &Value) -> OAuth {
+    let oauth = OAuth::new("http://localhost:3000/callback", |authorization_url| async move {
+        let redirect = follow_to_redirect(&authorization_url).await;
+        redirect.map_err(|e| format!("the authorization URL did not redirect back: {e}"))
+    })
+    .client_name("pi-runtime-conformance");
+    let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_owned);
+    match text("client_id") {
+        Some(client_id) => oauth.registered_client(client_id, text("client_secret")),
+        None => oauth.client_metadata_url("https://conformance-test.local/client-metadata.json"),
+    }
+}
+
+/// What a person signing in would end on: the `Location` the authorization endpoint
+/// redirects to.
+async fn follow_to_redirect(url: &str) -> Result<String, String> {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let response = http.get(url).send().await.map_err(|e| e.to_string())?;
+    let location = response.headers().get("location").ok_or_else(|| {
+        format!("{} without a Location header", response.status())
+    })?;
+    location.to_str().map(str::to_owned).map_err(|e| e.to_string())
 }
 
 /// Forms are accepted as filled by their defaults (the client fills in the rest); the

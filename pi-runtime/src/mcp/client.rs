@@ -14,6 +14,8 @@ use rmcp::transport::async_rw::{AsyncRwTransport, DEFAULT_MAX_LINE_LENGTH};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
 use tokio::io::AsyncReadExt;
+#[cfg(feature = "mcp-oauth")]
+use futures::FutureExt;
 
 use super::answers::ClientAnswers;
 use super::connection::{ChildGuard, ClientInner, Handler, Shared};
@@ -83,6 +85,8 @@ pub struct McpClientBuilder {
     answers: ClientAnswers,
     /// `None`: the 2025-11-25 handshake, as rmcp speaks it.
     protocol: Option<ProtocolVersion>,
+    #[cfg(feature = "mcp-oauth")]
+    oauth: Option<super::oauth::OAuth>,
 }
 
 impl fmt::Debug for McpClientBuilder {
@@ -106,6 +110,14 @@ impl McpClientBuilder {
     /// refuses every question with an error saying so.
     pub fn answers(mut self, answers: ClientAnswers) -> Self {
         self.answers = answers;
+        self
+    }
+
+    /// Authorize with OAuth when the server asks for it (a `401`, or a `403` for more
+    /// scopes): see [`oauth`](super::oauth). Over streamable HTTP only.
+    #[cfg(feature = "mcp-oauth")]
+    pub fn oauth(mut self, oauth: super::oauth::OAuth) -> Self {
+        self.oauth = Some(oauth);
         self
     }
 
@@ -313,12 +325,28 @@ impl McpClientBuilder {
         if let Some(token) = &self.bearer {
             config = config.auth_header(token.clone());
         }
-        let transport = StreamableHttpClientTransport::with_client(
-            HttpBackend::new(client, Arc::clone(&shared.stream_failures)),
-            config,
-        );
+        let backend = HttpBackend::new(client, Arc::clone(&shared.stream_failures));
         let handler = Handler::new(Arc::clone(&shared), self.protocol.clone());
-        let connect = handler.serve_with_lifecycle(transport, self.lifecycle());
+        let lifecycle = self.lifecycle();
+        #[cfg(feature = "mcp-oauth")]
+        let connect = match self.oauth.clone() {
+            Some(oauth) => {
+                let backend = super::oauth::OAuthBackend::new(backend, url.clone(), oauth)
+                    .await
+                    .map_err(|e| McpError::Connect(format!("MCP server {} at {url}: {e}", self.server)))?;
+                let transport = StreamableHttpClientTransport::with_client(backend, config);
+                handler.serve_with_lifecycle(transport, lifecycle).boxed()
+            }
+            None => {
+                let transport = StreamableHttpClientTransport::with_client(backend, config);
+                handler.serve_with_lifecycle(transport, lifecycle).boxed()
+            }
+        };
+        #[cfg(not(feature = "mcp-oauth"))]
+        let connect = {
+            let transport = StreamableHttpClientTransport::with_client(backend, config);
+            handler.serve_with_lifecycle(transport, lifecycle)
+        };
         let service = match tokio::time::timeout(self.timeout, connect).await {
             Ok(Ok(service)) => service,
             Ok(Err(error)) => {
@@ -430,6 +458,8 @@ impl McpClient {
             bearer: None,
             answers: ClientAnswers::default(),
             protocol: None,
+            #[cfg(feature = "mcp-oauth")]
+            oauth: None,
         }
     }
 

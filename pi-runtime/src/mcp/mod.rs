@@ -83,6 +83,8 @@ mod http;
 mod http_server;
 mod listing;
 mod naming;
+#[cfg(feature = "mcp-oauth")]
+pub mod oauth;
 pub(crate) mod schema;
 mod server;
 mod stdio;
