@@ -112,10 +112,13 @@ fn calls(scenario: &str, context: &Value, client: &McpClient) -> Vec<(String, Va
 /// Where the scenario registered a client, that client; else a client ID metadata document,
 /// which the suite's authorization servers accept (or registration, where they do not).
 fn oauth(context: &Value) -> OAuth {
-    let oauth = OAuth::new("http://localhost:3000/callback", |authorization_url| async move {
-        let redirect = follow_to_redirect(&authorization_url).await;
-        redirect.map_err(|e| format!("the authorization URL did not redirect back: {e}"))
-    })
+    let oauth = OAuth::new(
+        "http://localhost:3000/callback",
+        |authorization_url| async move {
+            let redirect = follow_to_redirect(&authorization_url).await;
+            redirect.map_err(|e| format!("the authorization URL did not redirect back: {e}"))
+        },
+    )
     .client_name("pi-runtime-conformance");
     let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_owned);
     match text("client_id") {
@@ -132,10 +135,14 @@ async fn follow_to_redirect(url: &str) -> Result<String, String> {
         .build()
         .map_err(|e| e.to_string())?;
     let response = http.get(url).send().await.map_err(|e| e.to_string())?;
-    let location = response.headers().get("location").ok_or_else(|| {
-        format!("{} without a Location header", response.status())
-    })?;
-    location.to_str().map(str::to_owned).map_err(|e| e.to_string())
+    let location = response
+        .headers()
+        .get("location")
+        .ok_or_else(|| format!("{} without a Location header", response.status()))?;
+    location
+        .to_str()
+        .map(str::to_owned)
+        .map_err(|e| e.to_string())
 }
 
 /// Forms are accepted as filled by their defaults (the client fills in the rest); the

@@ -7,6 +7,8 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+#[cfg(feature = "mcp-oauth")]
+use futures::FutureExt;
 use rmcp::model::ProtocolVersion;
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -14,8 +16,6 @@ use rmcp::transport::async_rw::{AsyncRwTransport, DEFAULT_MAX_LINE_LENGTH};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
 use tokio::io::AsyncReadExt;
-#[cfg(feature = "mcp-oauth")]
-use futures::FutureExt;
 
 use super::answers::ClientAnswers;
 use super::connection::{ChildGuard, ClientInner, Handler, Shared};
@@ -333,7 +333,9 @@ impl McpClientBuilder {
             Some(oauth) => {
                 let backend = super::oauth::OAuthBackend::new(backend, url.clone(), oauth)
                     .await
-                    .map_err(|e| McpError::Connect(format!("MCP server {} at {url}: {e}", self.server)))?;
+                    .map_err(|e| {
+                        McpError::Connect(format!("MCP server {} at {url}: {e}", self.server))
+                    })?;
                 let transport = StreamableHttpClientTransport::with_client(backend, config);
                 handler.serve_with_lifecycle(transport, lifecycle).boxed()
             }

@@ -24,12 +24,12 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::ClientJsonRpcMessage;
-pub use rmcp::transport::auth::{CredentialStore, InMemoryCredentialStore, StoredCredentials};
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationManager, AuthorizationRequest, OAuthHttpClient,
     OAuthHttpClientError, OAuthHttpClientFuture, OAuthHttpRedirectPolicy, OAuthHttpRequest,
-    OAuthState,
+    OAuthState, WWWAuthenticateParams,
 };
+pub use rmcp::transport::auth::{CredentialStore, InMemoryCredentialStore, StoredCredentials};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
@@ -46,8 +46,7 @@ const MAX_REDIRECTS: usize = 10;
 /// The most bytes of an OAuth HTTP response read.
 const MAX_RESPONSE_BYTES: usize = 1 << 20;
 
-type Authorize =
-    Arc<dyn Fn(String) -> BoxFuture<'static, Result<String, String>> + Send + Sync>;
+type Authorize = Arc<dyn Fn(String) -> BoxFuture<'static, Result<String, String>> + Send + Sync>;
 type InstallStore = Arc<dyn Fn(&mut AuthorizationManager) + Send + Sync>;
 
 /// How an [`McpClient`](super::McpClient) authorizes with a server that wants OAuth
@@ -146,7 +145,11 @@ impl OAuth {
     /// Use a client registered with the authorization server beforehand: a public one, or
     /// with `secret` a confidential one.
     #[must_use]
-    pub fn registered_client(mut self, client_id: impl Into<String>, secret: Option<String>) -> Self {
+    pub fn registered_client(
+        mut self,
+        client_id: impl Into<String>,
+        secret: Option<String>,
+    ) -> Self {
         self.identity = Identity::Registered {
             client_id: client_id.into(),
             secret,
@@ -225,9 +228,11 @@ impl OAuthBackend {
         oauth: OAuth,
     ) -> Result<Self, AuthError> {
         let oauth_http: Arc<dyn OAuthHttpClient> = Arc::new(ReqwestOAuth::new()?);
-        let mut manager =
-            AuthorizationManager::new_with_oauth_http_client(server_url.as_str(), Arc::clone(&oauth_http))
-                .await?;
+        let mut manager = AuthorizationManager::new_with_oauth_http_client(
+            server_url.as_str(),
+            Arc::clone(&oauth_http),
+        )
+        .await?;
         (oauth.install_store)(&mut manager);
         let mut authorized = Authorized::default();
         if manager.initialize_from_store().await? {
@@ -261,16 +266,20 @@ impl OAuthBackend {
                 (sender, state.generation)
             };
             let challenge = match send(sender).await {
-                Err(StreamableHttpError::AuthRequired(required)) => required.www_authenticate_header,
+                Err(StreamableHttpError::AuthRequired(required)) => {
+                    required.www_authenticate_header
+                }
                 Err(StreamableHttpError::InsufficientScope(scope)) => scope.www_authenticate_header,
                 answered => return answered,
             };
             attempts += 1;
             if attempts > self.session.oauth.max_attempts {
-                return Err(StreamableHttpError::Auth(AuthError::AuthorizationFailed(format!(
-                    "the server still refused the token after {} authorizations: {challenge}",
-                    self.session.oauth.max_attempts
-                ))));
+                return Err(StreamableHttpError::Auth(AuthError::AuthorizationFailed(
+                    format!(
+                        "the server still refused the token after {} authorizations: {challenge}",
+                        self.session.oauth.max_attempts
+                    ),
+                )));
             }
             self.session
                 .authorize(generation, &challenge, &self.plain)
@@ -282,11 +291,23 @@ impl OAuthBackend {
 
 impl Session {
     /// Authorize anew after `challenge`, unless another request did since `seen`.
-    async fn authorize(&self, seen: u64, challenge: &str, plain: &HttpBackend) -> Result<(), AuthError> {
+    async fn authorize(
+        &self,
+        seen: u64,
+        challenge: &str,
+        plain: &HttpBackend,
+    ) -> Result<(), AuthError> {
         let mut state = self.state.lock().await;
         if state.generation != seen {
             return Ok(());
         }
+        // A new authorization asks for what was granted before as well as what the
+        // challenge wants (SEP-2350): stepping up must not lose the scopes the other
+        // operations need.
+        let granted = match &state.client {
+            Some(client) => client.auth_manager.lock().await.get_current_scopes().await,
+            None => Vec::new(),
+        };
         let mut manager = AuthorizationManager::new_with_oauth_http_client(
             self.server_url.as_str(),
             Arc::clone(&self.oauth_http),
@@ -308,7 +329,9 @@ impl Session {
                 }
             }
         };
-        if !oauth.scopes.is_empty() {
+        if !granted.is_empty() {
+            request = request.with_scopes(with_challenged(granted, challenge, &self.server_url));
+        } else if !oauth.scopes.is_empty() {
             request = request.with_scopes(oauth.scopes.iter().cloned());
         }
         let mut flow = OAuthState::Unauthorized(manager);
@@ -325,6 +348,19 @@ impl Session {
         state.generation += 1;
         Ok(())
     }
+}
+
+/// `granted`, and the scopes `challenge` names that it lacks.
+fn with_challenged(mut granted: Vec<String>, challenge: &str, server_url: &str) -> Vec<String> {
+    let challenged = reqwest::Url::parse(server_url)
+        .ok()
+        .and_then(|base| WWWAuthenticateParams::parse(challenge, &base).scope);
+    for scope in challenged.iter().flat_map(|s| s.split_whitespace()) {
+        if !granted.iter().any(|g| g == scope) {
+            granted.push(scope.to_owned());
+        }
+    }
+    granted
 }
 
 /// The client a request goes out with.
@@ -345,8 +381,15 @@ impl StreamableHttpClient for OAuthBackend {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<StreamableHttpPostResponse> {
         let limits = StreamableHttpResponseLimits::default();
-        self.post_message_with_response_limits(uri, message, session_id, None, custom_headers, limits)
-            .await
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            None,
+            custom_headers,
+            limits,
+        )
+        .await
     }
 
     async fn post_message_with_response_limits(
@@ -359,18 +402,26 @@ impl StreamableHttpClient for OAuthBackend {
         limits: StreamableHttpResponseLimits,
     ) -> HttpResult<StreamableHttpPostResponse> {
         self.authorized(|sender| {
-            let (uri, message, session, headers) =
-                (uri.clone(), message.clone(), session_id.clone(), custom_headers.clone());
+            let (uri, message, session, headers) = (
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                custom_headers.clone(),
+            );
             async move {
                 match sender {
                     Sender::Plain(client) => {
                         client
-                            .post_message_with_response_limits(uri, message, session, None, headers, limits)
+                            .post_message_with_response_limits(
+                                uri, message, session, None, headers, limits,
+                            )
                             .await
                     }
                     Sender::Token(client) => {
                         client
-                            .post_message_with_response_limits(uri, message, session, None, headers, limits)
+                            .post_message_with_response_limits(
+                                uri, message, session, None, headers, limits,
+                            )
                             .await
                     }
                 }
@@ -390,8 +441,12 @@ impl StreamableHttpClient for OAuthBackend {
             let (uri, session, headers) = (uri.clone(), session_id.clone(), custom_headers.clone());
             async move {
                 match sender {
-                    Sender::Plain(client) => client.delete_session(uri, session, None, headers).await,
-                    Sender::Token(client) => client.delete_session(uri, session, None, headers).await,
+                    Sender::Plain(client) => {
+                        client.delete_session(uri, session, None, headers).await
+                    }
+                    Sender::Token(client) => {
+                        client.delete_session(uri, session, None, headers).await
+                    }
                 }
             }
         })
@@ -415,8 +470,12 @@ impl StreamableHttpClient for OAuthBackend {
             );
             async move {
                 match sender {
-                    Sender::Plain(client) => client.get_stream(uri, session, last, None, headers).await,
-                    Sender::Token(client) => client.get_stream(uri, session, last, None, headers).await,
+                    Sender::Plain(client) => {
+                        client.get_stream(uri, session, last, None, headers).await
+                    }
+                    Sender::Token(client) => {
+                        client.get_stream(uri, session, last, None, headers).await
+                    }
                 }
             }
         })
@@ -456,7 +515,10 @@ impl OAuthHttpClient for ReqwestOAuth {
         let request = reqwest::Request::try_from(request.request);
         Box::pin(async move {
             let boxed = |e: reqwest::Error| Box::new(e) as OAuthHttpClientError;
-            let mut response = client.execute(request.map_err(boxed)?).await.map_err(boxed)?;
+            let mut response = client
+                .execute(request.map_err(boxed)?)
+                .await
+                .map_err(boxed)?;
             let mut builder = http::Response::builder()
                 .status(response.status())
                 .version(response.version());
@@ -471,7 +533,9 @@ impl OAuthHttpClient for ReqwestOAuth {
                 }
                 body.extend_from_slice(&chunk);
             }
-            builder.body(body).map_err(|e| Box::new(e) as OAuthHttpClientError)
+            builder
+                .body(body)
+                .map_err(|e| Box::new(e) as OAuthHttpClientError)
         })
     }
 }
