@@ -6,6 +6,9 @@
 //!   pinned in `.ci/run`) through our client: a plain call, a call with progress, an error
 //!   result, and a server killed mid-call.
 //! - Our client starts `examples/mcp_server.rs` over stdio and kills it when dropped.
+//! - The Python SDK approves and denies the calls of our served tool that needs approval, on
+//!   both revisions; an agent authorizes with a Python SDK server that is its own OAuth
+//!   authorization server, and refreshes its token when it expires.
 //!
 //! The tests that need a peer are `#[ignore]`d, so a plain `cargo test --workspace` does not
 //! count them as passed. `.ci/run` installs the SDK into a virtual environment and the
@@ -1065,4 +1068,141 @@ fn a_served_tool_that_needs_approval_asks_the_python_client_and_runs_once_per_ap
     // Once per approval: the legacy one, the approved state, and one of the two racing.
     assert_eq!(TRANSFERS.load(std::sync::atomic::Ordering::SeqCst), 3);
     runtime.block_on(http.shutdown());
+}
+
+/// What a person signing in would end on: the `Location` the authorization endpoint (which
+/// approves at once) redirects to.
+async fn follow_to_redirect(url: String) -> Result<String, String> {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let response = http.get(&url).send().await.map_err(|e| e.to_string())?;
+    let location = response
+        .headers()
+        .get("location")
+        .ok_or("no Location header")?;
+    location
+        .to_str()
+        .map(str::to_owned)
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+#[ignore = "needs the Python MCP SDK (PI_MCP_PYTHON)"]
+fn an_agent_authorizes_with_the_python_sdks_oauth_server_and_refreshes_its_token() {
+    use pi_runtime::mcp::oauth::OAuth;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let Some(python) = installed("PI_MCP_PYTHON", "the Python MCP SDK") else {
+        return;
+    };
+    let port = free_port();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/oauth_server.py");
+    // Access tokens live two seconds.
+    let server = Command::new(&python)
+        .arg(script)
+        .args([port.to_string(), "2".to_owned()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python starts");
+    let _server = Killed(server);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let runtime = runtime();
+    runtime.block_on(async {
+        let metadata = format!("http://127.0.0.1:{port}/.well-known/oauth-authorization-server");
+        let started = Instant::now();
+        while reqwest::get(&metadata).await.is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the server did not start"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+
+        let sign_ins = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&sign_ins);
+        let oauth = OAuth::new("http://127.0.0.1:8765/callback", move |authorization_url| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            follow_to_redirect(authorization_url)
+        });
+        let client = McpClient::builder("secure")
+            .oauth(oauth)
+            .http(&url)
+            .await
+            .expect("the client authorizes and connects");
+        assert_eq!(
+            client.tool_names(),
+            ["mcp__secure__whoami", "mcp__secure__auth_log"]
+        );
+
+        let ask = |id: &str| {
+            FauxModel::new()
+                .respond(FauxResponse::tool_call(
+                    id,
+                    "mcp__secure__whoami",
+                    json!({}),
+                ))
+                .respond(FauxResponse::text("done"))
+        };
+        let results = |messages: &[Message]| -> Vec<String> {
+            messages
+                .iter()
+                .filter_map(|m| match m {
+                    Message::ToolResult(r) => Some(r.text()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let agent = Agent::builder()
+            .model(ask("c1"))
+            .tools(client.clone())
+            .build()
+            .expect("an agent");
+        let first = agent.prompt("who am I?").await.expect("a run");
+        assert_eq!(results(&first), ["a registered client"]);
+
+        // The access token expires; the next call refreshes it instead of signing in again.
+        tokio::time::sleep(Duration::from_millis(3000)).await;
+        let agent = Agent::builder()
+            .model(ask("c2"))
+            .tools(client.clone())
+            .build()
+            .expect("an agent");
+        let second = agent.prompt("and now?").await.expect("a run");
+        assert_eq!(results(&second), ["a registered client"]);
+
+        let log = client
+            .tools()
+            .into_iter()
+            .find(|t| t.definition().name == "mcp__secure__auth_log")
+            .expect("auth_log");
+        let log = log
+            .execute(
+                "l1".into(),
+                json!({}),
+                pi_runtime::ToolContext::detached("l1"),
+            )
+            .await
+            .expect("auth_log answers")
+            .text_content();
+        let log: Value = serde_json::from_str(&log).expect("the server's JSON log");
+        assert_eq!(
+            (
+                log["authorizations"].as_u64(),
+                log["code_exchanges"].as_u64()
+            ),
+            (Some(1), Some(1)),
+            "{log}"
+        );
+        assert!(log["refreshes"].as_u64() >= Some(1), "{log}");
+        assert_eq!(
+            sign_ins.load(Ordering::SeqCst),
+            1,
+            "one sign-in for the whole session"
+        );
+        client.close().await;
+    });
 }
