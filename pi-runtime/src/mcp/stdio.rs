@@ -72,6 +72,7 @@ mod tests {
     use tokio::io::AsyncReadExt;
 
     use super::*;
+    use crate::mcp::answers::ClientAnswers;
     use crate::mcp::listing::Limits;
 
     /// Read all of `input` through a limit of `max` bytes a line, `chunk` bytes at a time;
@@ -83,7 +84,7 @@ mod tests {
             max_tool_size: 1,
             timeout: Duration::from_secs(1),
         };
-        let shared = Shared::new("s".to_owned(), limits, None);
+        let shared = Shared::new("s".to_owned(), limits, None, ClientAnswers::default());
         let mut lines = BoundedLines::new(input, max, shared);
         let mut buffer = vec![0; chunk];
         loop {
