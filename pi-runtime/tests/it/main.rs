@@ -52,6 +52,8 @@ mod macro_params;
 mod macro_tool;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "mcp")]
+mod mcp_asks;
 #[cfg(feature = "jwt")]
 mod mcp_auth;
 #[cfg(feature = "mcp")]

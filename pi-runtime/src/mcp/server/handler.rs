@@ -158,7 +158,7 @@ impl McpServer {
         if let Some(feature) = round_trip.missing() {
             return Err(ErrorData::new(
                 MISSING_CLIENT_CAPABILITY,
-                "MissingRequiredClientCapabilityError",
+                format!("The client does not support {feature}, which this request needs"),
                 Some(serde_json::json!({ "requiredCapabilities": { feature.name(): {} } })),
             ));
         }
