@@ -90,6 +90,9 @@ struct Connected {
 /// The answers a 2026-07-28 call came back with, and the questions this run asked that they
 /// do not answer.
 pub(crate) struct RoundTrip {
+    /// The request the answers belong to (its method and what it is about), which its
+    /// `requestState` is bound to.
+    request: String,
     answers: InputResponses,
     /// The pause the client comes back from: the id its `requestState` carries.
     pause: Option<String>,
@@ -102,14 +105,19 @@ pub(crate) struct RoundTrip {
 }
 
 impl RoundTrip {
-    pub(crate) fn new(answers: InputResponses, pause: Option<String>) -> Self {
+    pub(crate) fn new(request: String, answers: InputResponses, pause: Option<String>) -> Self {
         RoundTrip {
+            request,
             answers,
             pause,
             refusal: Mutex::default(),
             unanswered: Mutex::default(),
             missing: Mutex::default(),
         }
+    }
+
+    pub(crate) fn request(&self) -> &str {
+        &self.request
     }
 
     pub(crate) fn answers(&self) -> &InputResponses {

@@ -58,12 +58,11 @@ impl McpServer {
             .output_schema()
             .is_some();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let bound = format!("tools/call\0{name}\0{arguments}");
         let client = self.connected(
             &context,
             request.request_state.as_deref(),
             request.input_responses,
-            &bound,
+            || format!("tools/call\0{name}\0{arguments}"),
         )?;
         let principal = caller.as_ref().map(Caller::principal);
         let run_context = inner
@@ -100,7 +99,7 @@ impl McpServer {
         let result = dispatcher
             .call_approved_by(&call, Arc::from(Vec::new()), |u| progress.send(u), approve)
             .await;
-        Ok(match self.questions_left(&client, &bound)? {
+        Ok(match self.questions_left(&client)? {
             Some(input_required) => input_required.into(),
             None => mcp_result(result, structured).into(),
         })
@@ -108,13 +107,14 @@ impl McpServer {
 
     /// The client of `context`'s request. On 2026-07-28 it answers from the answers so far:
     /// those sealed in the request's `state` with its new `responses`, for the request
-    /// `bound` names (its method and what it is about).
+    /// `request` names (its method and what it is about: a state opens for that request
+    /// only).
     fn connected(
         &self,
         context: &RequestContext<RoleServer>,
         state: Option<&str>,
         responses: Option<InputResponses>,
-        bound: &str,
+        request: impl FnOnce() -> String,
     ) -> Result<ConnectedClient, ErrorData> {
         let stateless = context
             .protocol_version()
@@ -126,11 +126,12 @@ impl McpServer {
                 None,
             ));
         }
+        let request = request();
         let opened = self
             .inner
             .request_states
-            .open(state, responses, bound.as_bytes())?;
-        let round_trip = RoundTrip::new(opened.answers, opened.pause);
+            .open(state, responses, request.as_bytes())?;
+        let round_trip = RoundTrip::new(request, opened.answers, opened.pause);
         Ok(ConnectedClient::new(
             context,
             context.meta.log_level(),
@@ -147,7 +148,6 @@ impl McpServer {
     fn questions_left(
         &self,
         client: &ConnectedClient,
-        bound: &str,
     ) -> Result<Option<InputRequiredResult>, ErrorData> {
         let Some(round_trip) = client.round_trip() else {
             return Ok(None);
@@ -169,7 +169,7 @@ impl McpServer {
         let state = self
             .inner
             .request_states
-            .seal(round_trip.answers(), bound.as_bytes());
+            .seal(round_trip.answers(), round_trip.request().as_bytes());
         Ok(Some(InputRequiredResult::new(Some(questions), Some(state))))
     }
 }
@@ -260,12 +260,11 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri;
-        let bound = format!("resources/read\0{uri}");
         let client = self.connected(
             &context,
             request.request_state.as_deref(),
             request.input_responses,
-            &bound,
+            || format!("resources/read\0{uri}"),
         )?;
         let inner = &self.inner;
         let read = |variables| ResourceRead {
@@ -288,7 +287,7 @@ impl ServerHandler for McpServer {
             ));
         };
         let contents = reading.await;
-        if let Some(input_required) = self.questions_left(&client, &bound)? {
+        if let Some(input_required) = self.questions_left(&client)? {
             return Ok(input_required.into());
         }
         let contents = contents.map_err(|error| {
@@ -351,15 +350,14 @@ impl ServerHandler for McpServer {
             .find(|p| p.name() == name)
             .ok_or_else(|| ErrorData::invalid_params(format!("Unknown prompt: {name}"), None))?;
         let arguments = request.arguments.unwrap_or_default();
-        let bound = format!("prompts/get\0{name}\0{}", Value::Object(arguments.clone()));
         let client = self.connected(
             &context,
             request.request_state.as_deref(),
             request.input_responses,
-            &bound,
+            || format!("prompts/get\0{name}\0{}", Value::Object(arguments.clone())),
         )?;
         let messages = prompt.get(arguments, client.clone()).await;
-        if let Some(input_required) = self.questions_left(&client, &bound)? {
+        if let Some(input_required) = self.questions_left(&client)? {
             return Ok(input_required.into());
         }
         let messages = messages.map_err(|error| {
