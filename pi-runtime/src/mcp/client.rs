@@ -46,6 +46,9 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = DEFAULT_MAX_LINE_LENGTH;
 /// Bytes of a child's standard error kept for error messages.
 const STDERR_TAIL: usize = 4096;
 
+/// The longest a new HTTP connection waits for the server's own stream to open.
+const SERVER_STREAM_WAIT: Duration = Duration::from_secs(5);
+
 /// Connects to one MCP server: [`McpClient::builder`], then [`stdio`](Self::stdio) or
 /// [`http`](Self::http).
 ///
@@ -325,7 +328,11 @@ impl McpClientBuilder {
         if let Some(token) = &self.bearer {
             config = config.auth_header(token.clone());
         }
-        let backend = HttpBackend::new(client, Arc::clone(&shared.stream_failures));
+        let backend = HttpBackend::new(
+            client,
+            Arc::clone(&shared.stream_failures),
+            Arc::clone(&shared.server_stream),
+        );
         let handler = Handler::new(Arc::clone(&shared), self.protocol.clone());
         let lifecycle = self.lifecycle();
         #[cfg(feature = "mcp-oauth")]
@@ -365,6 +372,12 @@ impl McpClientBuilder {
                 )));
             }
         };
+        // What the server sends on its own stream right after the first call must find it
+        // open.
+        shared
+            .server_stream
+            .ready(self.timeout.min(SERVER_STREAM_WAIT))
+            .await;
         self.finish(service, shared, None).await
     }
 

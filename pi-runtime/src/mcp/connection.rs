@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 
 use super::McpError;
 use super::answers::ClientAnswers;
-use super::http::StreamFailures;
+use super::http::{ServerStream, StreamFailures};
 use super::listing::{Limits, Listing, ToolsState, list_tools};
 use crate::process::tree::Tree;
 use crate::tool::{OutputSaver, ToolPolicy};
@@ -193,6 +193,8 @@ pub(super) struct Shared {
     refresh: Mutex<Refresh>,
     /// Why an HTTP response stream broke, for the call it was to answer.
     pub(super) stream_failures: Arc<StreamFailures>,
+    /// Whether the server's own stream is open yet (streamable HTTP with a session).
+    pub(super) server_stream: Arc<ServerStream>,
     pub(super) progress:
         Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<ProgressNotificationParam>>>,
     failure: Mutex<Option<String>>,
@@ -218,6 +220,7 @@ impl Shared {
             tools: RwLock::default(),
             refresh: Mutex::default(),
             stream_failures: Arc::default(),
+            server_stream: Arc::default(),
             progress: Mutex::default(),
             failure: Mutex::default(),
             stderr,

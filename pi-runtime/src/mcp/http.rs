@@ -35,12 +35,56 @@ use crate::sse::{self, SseDecoder};
 pub(crate) struct HttpBackend {
     client: reqwest::Client,
     failures: Arc<StreamFailures>,
+    server_stream: Arc<ServerStream>,
 }
 
 impl HttpBackend {
-    /// A backend that records in `failures` why a response stream broke.
-    pub(crate) fn new(client: reqwest::Client, failures: Arc<StreamFailures>) -> Self {
-        HttpBackend { client, failures }
+    /// A backend that records in `failures` why a response stream broke, and in
+    /// `server_stream` when the server's own stream is open.
+    pub(crate) fn new(
+        client: reqwest::Client,
+        failures: Arc<StreamFailures>,
+        server_stream: Arc<ServerStream>,
+    ) -> Self {
+        HttpBackend {
+            client,
+            failures,
+            server_stream,
+        }
+    }
+}
+
+/// The stream a session's server sends its own messages on (the `GET` of streamable
+/// HTTP), which rmcp opens in the background once the session starts. A server may send a
+/// request there right after the first call (a question, while a tool runs); a message sent
+/// before the stream is open has nowhere to go, so the connection waits for it first.
+#[derive(Debug)]
+pub(crate) struct ServerStream {
+    /// The server gave the connection a session, so there is such a stream to wait for.
+    session: std::sync::atomic::AtomicBool,
+    /// The first `GET` was answered (opened, or refused): there is nothing more to wait for.
+    settled: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for ServerStream {
+    fn default() -> Self {
+        ServerStream {
+            session: std::sync::atomic::AtomicBool::new(false),
+            settled: tokio::sync::watch::Sender::new(false),
+        }
+    }
+}
+
+impl ServerStream {
+    /// Wait, at most `limit`, until the server's stream is open or refused; at once when the
+    /// server gave no session (nothing opens such a stream then).
+    pub(crate) async fn ready(&self, limit: std::time::Duration) {
+        if !self.session.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        let mut settled = self.settled.subscribe();
+        // Past the limit the connection goes on: the stream is a help, not a requirement.
+        let _ = tokio::time::timeout(limit, settled.wait_for(|settled| *settled)).await;
     }
 }
 
@@ -235,6 +279,11 @@ impl StreamableHttpClient for HttpBackend {
             .get(HEADER_SESSION_ID)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        if session.is_some() {
+            self.server_stream
+                .session
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
         if !status.is_success() {
             let error = status_error(&response);
             // A JSON-RPC error in the body says more than the status line.
@@ -358,7 +407,10 @@ impl StreamableHttpClient for HttpBackend {
             request = request.header(HEADER_LAST_EVENT_ID, last_event_id);
         }
         let request = with_headers(request, session_id.as_deref(), auth_header, custom_headers);
-        let response = request.send().await.map_err(client_error)?;
+        let response = request.send().await;
+        // Answered, one way or the other: whoever waits for the stream may go on.
+        self.server_stream.settled.send_replace(true);
+        let response = response.map_err(client_error)?;
         if response.status() == StatusCode::METHOD_NOT_ALLOWED {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }
