@@ -209,11 +209,11 @@ struct Session {
     state: Mutex<Authorized>,
 }
 
-/// The client that sends with a token, once there is one; `generation` counts the
-/// authorizations, so that requests refused together authorize once.
-#[derive(Default)]
+/// The client requests go out with: rmcp's, which adds the token once there is one (and
+/// sends without one before); `generation` counts the authorizations, so that requests
+/// refused together authorize once.
 struct Authorized {
-    client: Option<AuthClient<HttpBackend>>,
+    client: AuthClient<HttpBackend>,
     generation: u64,
 }
 
@@ -234,10 +234,13 @@ impl OAuthBackend {
         )
         .await?;
         (oauth.install_store)(&mut manager);
-        let mut authorized = Authorized::default();
-        if manager.initialize_from_store().await? {
-            authorized.client = Some(AuthClient::new(plain.clone(), manager));
-        }
+        // Tokens kept from before are used at once; without any, requests go without one
+        // until the server's challenge starts an authorization.
+        manager.initialize_from_store().await?;
+        let authorized = Authorized {
+            client: AuthClient::new(plain.clone(), manager),
+            generation: 0,
+        };
         Ok(OAuthBackend {
             plain,
             session: Arc::new(Session {
@@ -252,20 +255,16 @@ impl OAuthBackend {
     /// Run `send` with the current client; on a challenge, authorize and run it again.
     async fn authorized<T, F, Fut>(&self, send: F) -> HttpResult<T>
     where
-        F: Fn(Sender) -> Fut,
+        F: Fn(AuthClient<HttpBackend>) -> Fut,
         Fut: Future<Output = HttpResult<T>>,
     {
         let mut attempts = 0;
         loop {
-            let (sender, generation) = {
+            let (client, generation) = {
                 let state = self.session.state.lock().await;
-                let sender = match &state.client {
-                    Some(client) => Sender::Token(client.clone()),
-                    None => Sender::Plain(self.plain.clone()),
-                };
-                (sender, state.generation)
+                (state.client.clone(), state.generation)
             };
-            let challenge = match send(sender).await {
+            let challenge = match send(client).await {
                 Err(StreamableHttpError::AuthRequired(required)) => {
                     required.www_authenticate_header
                 }
@@ -304,10 +303,13 @@ impl Session {
         // A new authorization asks for what was granted before as well as what the
         // challenge wants (SEP-2350): stepping up must not lose the scopes the other
         // operations need.
-        let granted = match &state.client {
-            Some(client) => client.auth_manager.lock().await.get_current_scopes().await,
-            None => Vec::new(),
-        };
+        let granted = state
+            .client
+            .auth_manager
+            .lock()
+            .await
+            .get_current_scopes()
+            .await;
         let mut manager = AuthorizationManager::new_with_oauth_http_client(
             self.server_url.as_str(),
             Arc::clone(&self.oauth_http),
@@ -344,7 +346,7 @@ impl Session {
         let manager = flow.into_authorization_manager().ok_or_else(|| {
             AuthError::InternalError("the authorization ended without a token".to_owned())
         })?;
-        state.client = Some(AuthClient::new(plain.clone(), manager));
+        state.client = AuthClient::new(plain.clone(), manager);
         state.generation += 1;
         Ok(())
     }
@@ -361,12 +363,6 @@ fn with_challenged(mut granted: Vec<String>, challenge: &str, server_url: &str) 
         }
     }
     granted
-}
-
-/// The client a request goes out with.
-enum Sender {
-    Plain(HttpBackend),
-    Token(AuthClient<HttpBackend>),
 }
 
 impl StreamableHttpClient for OAuthBackend {
@@ -401,7 +397,7 @@ impl StreamableHttpClient for OAuthBackend {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> HttpResult<StreamableHttpPostResponse> {
-        self.authorized(|sender| {
+        self.authorized(|client| {
             let (uri, message, session, headers) = (
                 uri.clone(),
                 message.clone(),
@@ -409,22 +405,9 @@ impl StreamableHttpClient for OAuthBackend {
                 custom_headers.clone(),
             );
             async move {
-                match sender {
-                    Sender::Plain(client) => {
-                        client
-                            .post_message_with_response_limits(
-                                uri, message, session, None, headers, limits,
-                            )
-                            .await
-                    }
-                    Sender::Token(client) => {
-                        client
-                            .post_message_with_response_limits(
-                                uri, message, session, None, headers, limits,
-                            )
-                            .await
-                    }
-                }
+                client
+                    .post_message_with_response_limits(uri, message, session, None, headers, limits)
+                    .await
             }
         })
         .await
@@ -437,18 +420,9 @@ impl StreamableHttpClient for OAuthBackend {
         _auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<()> {
-        self.authorized(|sender| {
+        self.authorized(|client| {
             let (uri, session, headers) = (uri.clone(), session_id.clone(), custom_headers.clone());
-            async move {
-                match sender {
-                    Sender::Plain(client) => {
-                        client.delete_session(uri, session, None, headers).await
-                    }
-                    Sender::Token(client) => {
-                        client.delete_session(uri, session, None, headers).await
-                    }
-                }
-            }
+            async move { client.delete_session(uri, session, None, headers).await }
         })
         .await
     }
@@ -461,7 +435,28 @@ impl StreamableHttpClient for OAuthBackend {
         _auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
-        self.authorized(|sender| {
+        let max = StreamableHttpResponseLimits::default().max_sse_event_size;
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            None,
+            custom_headers,
+            max,
+        )
+        .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
+        self.authorized(|client| {
             let (uri, session, last, headers) = (
                 uri.clone(),
                 session_id.clone(),
@@ -469,14 +464,16 @@ impl StreamableHttpClient for OAuthBackend {
                 custom_headers.clone(),
             );
             async move {
-                match sender {
-                    Sender::Plain(client) => {
-                        client.get_stream(uri, session, last, None, headers).await
-                    }
-                    Sender::Token(client) => {
-                        client.get_stream(uri, session, last, None, headers).await
-                    }
-                }
+                client
+                    .get_stream_with_max_sse_event_size(
+                        uri,
+                        session,
+                        last,
+                        None,
+                        headers,
+                        max_sse_event_size,
+                    )
+                    .await
             }
         })
         .await
