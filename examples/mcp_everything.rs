@@ -308,13 +308,10 @@ async fn test_input_required_result_multi_round(
     #[tool(extract)] client: ConnectedClient,
 ) -> Result<String, ToolError> {
     let name = ask_name(&client, "step1", "Step 1: What is your name?").await?;
-    let schema = json!({
-        "type": "object",
-        "properties": {"color": {"type": "string"}},
-        "required": ["color"]
-    });
     let message = "Step 2: What is your favorite color?";
-    let answer = client.elicit("step2", form(message, schema)?).await?;
+    let answer = client
+        .elicit("step2", one_field(message, "color", "string")?)
+        .await?;
     let color = field(&answer.content, "color");
     Ok(format!("Multi-round complete for {name} who likes {color}"))
 }
@@ -335,12 +332,7 @@ async fn test_input_required_result_capabilities(
 ) -> Result<String, ToolError> {
     let mut questions = InputRequests::new();
     if client.supports(ClientFeature::Elicitation) {
-        let schema = json!({
-            "type": "object",
-            "properties": {"value": {"type": "string"}},
-            "required": ["value"]
-        });
-        let params = form("Elicitation input", schema)?;
+        let params = one_field("Elicitation input", "value", "string")?;
         let request = ElicitRequest::new(params);
         questions.insert(
             "elicit_input".to_owned(),
@@ -456,14 +448,9 @@ fn prompts() -> Vec<Prompt> {
             "test_input_required_result_prompt",
             "A prompt that asks the user for its context first",
             |(): (), client: ConnectedClient| async move {
-                let schema = json!({
-                    "type": "object",
-                    "properties": {"context": {"type": "string"}},
-                    "required": ["context"]
-                });
                 let message = "What context should the prompt use?";
                 let answer = client
-                    .elicit("user_context", form(message, schema)?)
+                    .elicit("user_context", one_field(message, "context", "string")?)
                     .await?;
                 let context = field(&answer.content, "context");
                 let text = format!("Prompt generated with context: {context}");
@@ -530,34 +517,31 @@ fn form(message: impl Into<String>, schema: Value) -> Result<ElicitRequestParams
     })
 }
 
-fn name_question(message: &str) -> Result<InputRequest, ToolError> {
+/// A form of one required field of JSON type `kind`.
+fn one_field(message: &str, field: &str, kind: &str) -> Result<ElicitRequestParams, ToolError> {
     let schema = json!({
         "type": "object",
-        "properties": {"name": {"type": "string"}},
-        "required": ["name"]
+        "properties": {field: {"type": kind}},
+        "required": [field]
     });
-    let request = ElicitRequest::new(form(message, schema)?);
+    form(message, schema)
+}
+
+fn name_question(message: &str) -> Result<InputRequest, ToolError> {
+    let request = ElicitRequest::new(one_field(message, "name", "string")?);
     Ok(InputRequest::Elicitation(request))
 }
 
 async fn ask_name(client: &ConnectedClient, key: &str, message: &str) -> Result<String, ToolError> {
-    let schema = json!({
-        "type": "object",
-        "properties": {"name": {"type": "string"}},
-        "required": ["name"]
-    });
-    let answer = client.elicit(key, form(message, schema)?).await?;
+    let answer = client
+        .elicit(key, one_field(message, "name", "string")?)
+        .await?;
     Ok(field(&answer.content, "name"))
 }
 
 async fn confirm(client: &ConnectedClient) -> Result<bool, ToolError> {
-    let schema = json!({
-        "type": "object",
-        "properties": {"ok": {"type": "boolean"}},
-        "required": ["ok"]
-    });
     let answer = client
-        .elicit("confirm", form("Please confirm", schema)?)
+        .elicit("confirm", one_field("Please confirm", "ok", "boolean")?)
         .await?;
     Ok(answer
         .content
