@@ -3,7 +3,6 @@
 //! keeps the settings its tool registered with; their [`Exposure`] decides whether the tool
 //! is active from registration on.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{Exposure, RegisteredTools, Registration, ToolDefinition, ToolSet, ToolSettings};
@@ -53,7 +52,8 @@ impl Entry {
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     entries: Vec<Entry>,
-    by_name: HashMap<String, usize>,
+    /// Looked up on every call: foldhash, not std's SipHash (the keys are the application's).
+    by_name: foldhash::HashMap<String, usize>,
     /// Indexes of the active entries, in activation order.
     active: Vec<usize>,
     /// Which registrations this is: a new number whenever a tool is registered, replaced or

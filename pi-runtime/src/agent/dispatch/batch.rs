@@ -64,45 +64,16 @@ impl BatchCalls {
         }
     }
 
-    /// Execute `call` under the batch's cap, sending each progress update to `updates`
-    /// tagged with the call's index. A call whose tool is gone ends as not found.
+    /// The execution of `call`, boxed for a journal step to own (see [`run_job`]).
+    #[cfg(any(test, feature = "restate"))]
     pub(crate) fn job(
         &self,
         call: ReadyCall,
         updates: mpsc::UnboundedSender<JobReport>,
         journal: Option<JournalLink>,
     ) -> BoxFuture<'static, CallOutcome> {
-        let scope = Arc::clone(&self.scope);
-        let permits = self.permits.clone();
-        Box::pin(async move {
-            let ReadyCall { call, args, resume } = call;
-            let index = call.index();
-            let tool_call = call.call();
-            let Some(registration) = scope.tools.get(&tool_call.name) else {
-                let text = failure::not_found(&tool_call.name);
-                return CallOutcome::failed(CallFailure::NotFound, text);
-            };
-            // Only a tool that reports to its run (a sub-agent, a handoff) gets a link: the
-            // other calls make none.
-            let link = (registration.settings().links_to_run)
-                .then(|| RunLink::new(index, &updates, &scope.messages, resume, journal));
-            let ready = Ready {
-                registration: registration.clone(),
-                args,
-            };
-            // Held until the call ends; a call stopped while it waits ends as stopped by
-            // `execute`, which sees the signal.
-            let _batch_permit = match permits {
-                Some(permits) => acquire(permits, scope.signal()).await.ok(),
-                None => None,
-            };
-            call::execute(ready, tool_call, &scope, link, |update| {
-                // The driver is gone only if the run was dropped; nothing to report then.
-                let _ = updates.send(JobReport::Update(index, update));
-                std::future::ready(())
-            })
-            .await
-        })
+        let (scope, permits) = (Arc::clone(&self.scope), self.permits.clone());
+        Box::pin(run_job(scope, permits, call, updates, journal))
     }
 
     /// Whether the offered tool `name` keeps a journal of its own (see
@@ -137,7 +108,7 @@ impl BatchCalls {
             let tx = tx.clone();
             let (started, next_may_start) = oneshot::channel();
             let may_start = previous_started.replace(next_may_start);
-            let execution = self.job(call, tx.clone(), None);
+            let (scope, permits) = (Arc::clone(&self.scope), self.permits.clone());
             let job = async move {
                 if let Some(mut may_start) = may_start
                     && may_start.try_recv() == Err(oneshot::error::TryRecvError::Empty)
@@ -147,7 +118,9 @@ impl BatchCalls {
                         () = tokio::time::sleep(START_GRACE) => {}
                     }
                 }
-                let mut running = pin!(execution);
+                // Made here, not before the block: the boxed job then holds the call's
+                // state where it runs, instead of a copy moved into it.
+                let mut running = pin!(run_job(scope, permits, call, tx.clone(), None));
                 let outcome = match futures::poll!(running.as_mut()) {
                     Poll::Ready(outcome) => {
                         // Report before letting the next call start, so instant calls end in
@@ -167,6 +140,44 @@ impl BatchCalls {
         }
         Execution { jobs, reports }
     }
+}
+
+/// Execute `call` under the batch's cap (`permits`), sending each progress update to
+/// `updates` tagged with the call's index. A call whose tool is gone ends as not found.
+async fn run_job(
+    scope: Arc<CallScope>,
+    permits: Option<Arc<Semaphore>>,
+    call: ReadyCall,
+    updates: mpsc::UnboundedSender<JobReport>,
+    journal: Option<JournalLink>,
+) -> CallOutcome {
+    let ReadyCall { call, args, resume } = call;
+    let index = call.index();
+    let tool_call = call.call();
+    let Some(registration) = scope.tools.get(&tool_call.name) else {
+        let text = failure::not_found(&tool_call.name);
+        return CallOutcome::failed(CallFailure::NotFound, text);
+    };
+    // Only a tool that reports to its run (a sub-agent, a handoff) gets a link: the other
+    // calls make none.
+    let link = (registration.settings().links_to_run)
+        .then(|| RunLink::new(index, &updates, &scope.messages, resume, journal));
+    let ready = Ready {
+        registration: registration.clone(),
+        args,
+    };
+    // Held until the call ends; a call stopped while it waits ends as stopped by `execute`,
+    // which sees the signal.
+    let _batch_permit = match permits {
+        Some(permits) => acquire(permits, scope.signal()).await.ok(),
+        None => None,
+    };
+    call::execute(ready, tool_call, &scope, link, |update| {
+        // The driver is gone only if the run was dropped; nothing to report then.
+        let _ = updates.send(JobReport::Update(index, update));
+        std::future::ready(())
+    })
+    .await
 }
 
 /// How long a call may take to get going (its first poll) before the next call of the

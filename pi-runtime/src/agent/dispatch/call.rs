@@ -104,7 +104,7 @@ pub(super) struct CallScope {
 /// under that tool's span.
 struct NestedCaller {
     scope: Arc<CallScope>,
-    hold: Arc<Hold>,
+    hold: Hold,
     /// The call's link to its run, in a run's batch.
     link: Option<RunLink>,
 }
@@ -358,7 +358,7 @@ async fn execute_in<U, UF>(
     ready: Ready,
     call: &ToolCall,
     scope: &Arc<CallScope>,
-    parent: Option<&Arc<Hold>>,
+    parent: Option<&Hold>,
     link: Option<RunLink>,
     on_update: U,
 ) -> CallOutcome
@@ -372,37 +372,35 @@ where
     let alone = scope.execution == ExecutionMode::Sequential
         || ready.registration.tool().execution_mode() == ExecutionMode::Sequential;
     let lane = &scope.limits.lane;
-    let entered = match lane.try_enter(alone, parent) {
-        Ok(hold) => Entered::Held(hold),
+    let Entered { hold, share_back } = match lane.try_enter(alone, parent) {
+        Ok(entered) => entered,
         Err(waiting) => tokio::select! {
             biased;
             () = scope.signal().cancelled() => return stopped(scope),
             entered = lane.wait(waiting) => entered,
         },
     };
-    match entered {
-        Entered::Held(hold) => {
-            let hold = Arc::new(hold);
-            let outcome = run_held(ready, call, scope, &hold, link, on_update).await;
-            // A tool that keeps its context (a task it left running) keeps no hold.
-            hold.release();
-            outcome
-        }
-        Entered::Borrowed(borrowed) => {
-            let outcome = run_held(ready, call, scope, borrowed.hold(), link, on_update).await;
-            borrowed.give_back().await;
-            outcome
-        }
+    // The tool's context is how it calls other tools: they inherit this call's hold.
+    let caller = Arc::new(NestedCaller {
+        scope: Arc::clone(scope),
+        hold,
+        link,
+    });
+    let outcome = run_held(ready, call, scope, &caller, on_update).await;
+    // A tool that keeps its context (a task it left running) keeps no hold.
+    caller.hold.release();
+    if let Some(share_back) = share_back {
+        share_back.take_again().await;
     }
+    outcome
 }
 
-/// Execute a call that holds its lane as `hold`.
+/// Execute a call whose `caller` holds its lane.
 async fn run_held<U, UF>(
     ready: Ready,
     call: &ToolCall,
     scope: &Arc<CallScope>,
-    hold: &Arc<Hold>,
-    link: Option<RunLink>,
+    caller: &Arc<NestedCaller>,
     mut on_update: U,
 ) -> CallOutcome
 where
@@ -428,11 +426,7 @@ where
         call.id.clone(),
         call_signal.clone(),
         tx,
-        Arc::new(NestedCaller {
-            scope: Arc::clone(scope),
-            hold: Arc::clone(hold),
-            link,
-        }) as Arc<dyn ToolCaller>,
+        Arc::clone(caller) as Arc<dyn ToolCaller>,
         scope.limits.context.clone(),
     )
     .with_idempotency_key(

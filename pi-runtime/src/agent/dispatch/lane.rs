@@ -48,41 +48,34 @@ impl Hold {
     }
 }
 
-/// A nested call's hold while it runs alone under a parent holding a share: the parent's
-/// share comes back when it ends.
-pub(crate) struct Borrowed {
-    hold: Arc<Hold>,
+/// The share a nested call that runs alone borrowed from its parent: taken again when the
+/// nested call ended.
+pub(crate) struct ShareBack<'a> {
     lane: Lane,
-    parent: Arc<Hold>,
+    parent: &'a Hold,
 }
 
-impl Borrowed {
-    pub(crate) fn hold(&self) -> &Arc<Hold> {
-        &self.hold
-    }
-
-    /// Release the whole lane, then take the parent's share again.
-    pub(crate) async fn give_back(self) {
-        self.hold.release();
+impl ShareBack<'_> {
+    /// Take the parent's share again (the nested call released the whole lane).
+    pub(crate) async fn take_again(self) {
         if let Ok(share) = Arc::clone(&self.lane.0).acquire_owned().await {
             *lock(&self.parent.permit) = Some(share);
         }
     }
 }
 
-/// How a call enters its lane.
-pub(crate) enum Entered {
-    /// A hold of its own (or inherited: nothing to give back).
-    Held(Hold),
-    /// The whole lane, borrowed from a parent's share.
-    Borrowed(Borrowed),
+/// How a call entered its lane: its hold, and the share to give back to its parent when it
+/// borrowed the whole lane from it.
+pub(crate) struct Entered<'a> {
+    pub(crate) hold: Hold,
+    pub(crate) share_back: Option<ShareBack<'a>>,
 }
 
 /// A call that may not run yet, from [`Lane::try_enter`]: what it waits for.
 pub(crate) struct Waiting<'a> {
     alone: bool,
     /// The hold of the parent a call that must run alone borrows the whole lane from.
-    parent: Option<&'a Arc<Hold>>,
+    parent: Option<&'a Hold>,
 }
 
 impl Lane {
@@ -93,48 +86,61 @@ impl Lane {
     pub(crate) fn try_enter<'a>(
         &self,
         alone: bool,
-        parent: Option<&'a Arc<Hold>>,
-    ) -> Result<Hold, Waiting<'a>> {
-        match parent {
-            Some(parent) if parent.alone || !alone => Ok(Hold::inherited(parent.alone)),
-            Some(parent) => Err(Waiting {
-                alone,
-                parent: Some(parent),
-            }),
+        parent: Option<&'a Hold>,
+    ) -> Result<Entered<'a>, Waiting<'a>> {
+        let hold = match parent {
+            Some(parent) if parent.alone || !alone => Hold::inherited(parent.alone),
+            Some(parent) => {
+                return Err(Waiting {
+                    alone,
+                    parent: Some(parent),
+                });
+            }
             None => match Arc::clone(&self.0).try_acquire_many_owned(shares(alone)) {
-                Ok(permit) => Ok(Hold {
+                Ok(permit) => Hold {
                     alone,
                     permit: Mutex::new(Some(permit)),
-                }),
-                Err(_) => Err(Waiting {
-                    alone,
-                    parent: None,
-                }),
+                },
+                Err(_) => {
+                    return Err(Waiting {
+                        alone,
+                        parent: None,
+                    });
+                }
             },
-        }
+        };
+        Ok(Entered {
+            hold,
+            share_back: None,
+        })
     }
 
     /// Wait until a call that may not run yet may run; cancel by dropping the future.
-    pub(crate) async fn wait(&self, waiting: Waiting<'_>) -> Entered {
+    pub(crate) async fn wait<'a>(&self, waiting: Waiting<'a>) -> Entered<'a> {
         let Waiting { alone, parent } = waiting;
         let Some(parent) = parent else {
-            return Entered::Held(Hold {
-                alone,
-                permit: Mutex::new(self.take(shares(alone)).await),
-            });
+            return Entered {
+                hold: Hold {
+                    alone,
+                    permit: Mutex::new(self.take(shares(alone)).await),
+                },
+                share_back: None,
+            };
         };
         // A call that must run alone under a parent's share: hand the share back while this
         // call waits for the whole lane.
         drop(lock(&parent.permit).take());
         let permit = self.take(SHARES).await;
-        Entered::Borrowed(Borrowed {
-            hold: Arc::new(Hold {
+        Entered {
+            hold: Hold {
                 alone: true,
                 permit: Mutex::new(permit),
+            },
+            share_back: Some(ShareBack {
+                lane: self.clone(),
+                parent,
             }),
-            lane: self.clone(),
-            parent: Arc::clone(parent),
-        })
+        }
     }
 
     async fn take(&self, shares: u32) -> Option<OwnedSemaphorePermit> {
