@@ -58,8 +58,9 @@ pub struct Tool {
     pub name: String,
     /// Shown to the model in the provider's `tools` field.
     pub description: String,
-    /// The arguments' JSON Schema; key order is preserved.
-    pub parameters: Value,
+    /// The arguments' JSON Schema; key order is preserved. Shared: every request declares
+    /// its tools again, and a copy of each schema per request would cost its size each time.
+    pub parameters: Arc<Value>,
     /// Constrained sampling, if any.
     pub constrained_sampling: Option<ConstrainedSampling>,
     compiled: Arc<OnceLock<Result<Arc<CompiledSchema>, SchemaError>>>,
@@ -71,7 +72,7 @@ impl Tool {
         Tool {
             name: name.into(),
             description: description.into(),
-            parameters,
+            parameters: Arc::new(parameters),
             constrained_sampling: None,
             compiled: Arc::default(),
         }
@@ -188,7 +189,8 @@ impl Tool {
         self.name == other.name
             && self.description == other.description
             && self.constrained_sampling == other.constrained_sampling
-            && same_json_text(&self.parameters, &other.parameters)
+            && (Arc::ptr_eq(&self.parameters, &other.parameters)
+                || same_json_text(&self.parameters, &other.parameters))
     }
 }
 

@@ -28,7 +28,7 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // The schema the model sees, generated once from the parameters.
 //! assert_eq!(
-//!     Bash.definition().parameters,
+//!     *Bash.definition().parameters,
 //!     json!({
 //!         "type": "object",
 //!         "properties": {

@@ -266,7 +266,7 @@ impl CodemodeTool {
                 LoadoutTool {
                     name: definition.name.clone(),
                     description: definition.description.clone(),
-                    parameters: definition.parameters.clone(),
+                    parameters: Value::clone(&definition.parameters),
                     output_schema: tool.output_schema(),
                     exposure: settings.exposure,
                     active: tools.is_active(&definition.name),
@@ -458,7 +458,7 @@ fn callable_tools(ctx: &ToolContext, namespaces: &HashMap<String, Namespace>) ->
                     sample: render_tool_sample(&declaration),
                     sequential: tool.execution_mode() == ExecutionMode::Sequential,
                     description: definition.description.clone(),
-                    parameters: definition.parameters.clone(),
+                    parameters: Value::clone(&definition.parameters),
                     namespace: namespaces.get(&definition.name).cloned(),
                 },
                 has_output_schema: output_schema.is_some(),

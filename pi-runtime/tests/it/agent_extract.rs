@@ -198,7 +198,7 @@ async fn accepted_on_the_first_try_ends_the_run_without_another_request() {
         })
     );
     assert_eq!(
-        tool.parameters,
+        *tool.parameters,
         json!({
             "type": "object",
             "properties": {

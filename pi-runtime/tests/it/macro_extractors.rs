@@ -102,7 +102,7 @@ async fn a_custom_extractor_reads_the_run_context_and_the_call() {
 #[tokio::test]
 async fn an_extractor_is_no_argument_of_the_schema() {
     assert_eq!(
-        DropTable.definition().parameters,
+        *DropTable.definition().parameters,
         json!({
             "type": "object",
             "properties": {"table": {"type": "string", "description": "The table."}},
@@ -111,7 +111,7 @@ async fn an_extractor_is_no_argument_of_the_schema() {
         })
     );
     assert_eq!(
-        Whoami.definition().parameters,
+        *Whoami.definition().parameters,
         json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false})
     );
 }

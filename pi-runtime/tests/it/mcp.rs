@@ -187,7 +187,7 @@ async fn tools_list_gives_names_schemas_output_schema_and_hints() {
     let listed = server.listed_tools();
     assert_eq!(listed[0]["name"], "add");
     assert_eq!(listed[0]["description"], "Add two numbers.");
-    assert_eq!(listed[0]["inputSchema"], Add.definition().parameters);
+    assert_eq!(listed[0]["inputSchema"], *Add.definition().parameters);
     assert!(listed[0].get("outputSchema").is_none());
     assert_eq!(
         listed[1]["outputSchema"],
@@ -214,7 +214,7 @@ async fn tools_list_gives_names_schemas_output_schema_and_hints() {
         ]
     );
     assert_eq!(definitions[0].label, "local/add");
-    assert_eq!(definitions[0].parameters, Add.definition().parameters);
+    assert_eq!(definitions[0].parameters, *Add.definition().parameters);
     assert_eq!(
         definitions[0].annotations,
         Some(ToolHints::new().read_only(true))

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 fn schema(tool: &dyn AgentTool) -> Value {
-    tool.definition().parameters.clone()
+    Value::clone(&tool.definition().parameters)
 }
 
 /// Both the schema and serde accept every sample: the validator lets these through and

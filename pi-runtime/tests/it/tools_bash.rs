@@ -303,7 +303,7 @@ fn definition_is_pis() {
         r#"{"type":"object","required":["command"],"properties":{"command":{"type":"string","description":"Shell command to execute"},"timeout":{"type":"number","description":"Timeout in seconds (optional, no default timeout)"}}}"#,
     )
     .unwrap();
-    assert_eq!(definition.parameters, spec);
+    assert_eq!(*definition.parameters, spec);
     assert_eq!(
         definition.description,
         "Execute a bash command in the current working directory. Returns stdout and stderr. Output is truncated to last 2000 lines or 50KB (whichever is hit first). If truncated, full output is saved to a temp file. Optionally provide a timeout in seconds."

@@ -90,7 +90,7 @@ fn definition_is_pis() {
         r#"{"type":"object","required":["path","content"],"properties":{"path":{"type":"string","description":"Path to the file to write (relative or absolute)"},"content":{"type":"string","description":"Content to write to the file"}}}"#,
     )
     .unwrap();
-    assert_eq!(definition.parameters, spec);
+    assert_eq!(*definition.parameters, spec);
     assert_eq!(
         definition.description,
         "Write content to a file. Creates the file if it doesn't exist, overwrites if it does. Automatically creates parent directories."

@@ -56,7 +56,7 @@ impl Task {
         T: DeserializeOwned + JsonSchema,
         F: Fn(T) -> String + Send + Sync + 'static,
     {
-        self.declaration.parameters = parameters_schema::<T>(true);
+        self.declaration.parameters = Arc::new(parameters_schema::<T>(true));
         let name = self.declaration.name.clone();
         self.render = Arc::new(move |args: Value| {
             let input = deserialize_arguments::<T>(&name, args)

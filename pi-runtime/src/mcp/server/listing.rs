@@ -50,7 +50,7 @@ impl McpServer {
 pub(super) fn listed_tool(registration: &Registration) -> McpTool {
     let tool = registration.tool();
     let definition = tool.definition();
-    let schema = match &definition.parameters {
+    let schema = match &*definition.parameters {
         Value::Object(schema) => schema.clone(),
         _ => Map::new(),
     };

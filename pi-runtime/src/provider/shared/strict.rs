@@ -480,7 +480,7 @@ mod tests {
             }))
         );
         let mut bad = g.clone();
-        bad.parameters = json!({"type":"object","properties":{}});
+        bad.parameters = std::sync::Arc::new(json!({"type":"object","properties":{}}));
         assert_eq!(
             resolve_grammar(&bad, true),
             Err("Tool \"g\" cannot use grammar constrained sampling: grammar constrained sampling requires exactly one required string property.".into())
