@@ -516,39 +516,55 @@ where
         result.is_error = true;
         failure = Some(CallFailure::Timeout);
     }
-    if let (Some(after), Some(args)) = (&scope.hooks.after_tool_call, kept_args) {
-        let context = AfterToolCall {
-            assistant_message: scope.assistant.clone(),
-            tool_call: call.clone(),
-            args,
-            result: result.clone(),
-            messages: Arc::clone(&scope.messages),
-            signal: scope.signal().clone(),
-            context: scope.limits.context.clone(),
-        };
-        match guarded(|| after(context)).await {
-            Ok(Ok(patch)) => {
-                patch.apply(&mut result);
-                failure = match (result.is_error, failure) {
-                    (false, _) => None,
-                    (true, None) => Some(CallFailure::ToolError),
-                    (true, failure) => failure,
-                };
-            }
-            Ok(Err(error)) => {
-                result = ToolResult::error(error.into_message());
-                failure = Some(CallFailure::ToolError);
-            }
-            Err(panic) => {
-                result = ToolResult::error(panic);
-                failure = Some(CallFailure::Panic);
-            }
-        }
+    if let Some(args) = kept_args {
+        // Boxed: most calls have no `after_tool_call`, and its state would widen every
+        // call's future (a batch holds one per call).
+        Box::pin(after_call(scope, call, args, &mut result, &mut failure)).await;
     }
     CallOutcome {
         result,
         failure,
         duration_ms: Some(duration_ms),
+    }
+}
+
+/// Let `after_tool_call` see the call's result and change it.
+async fn after_call(
+    scope: &CallScope,
+    call: &ToolCall,
+    args: Value,
+    result: &mut ToolResult,
+    failure: &mut Option<CallFailure>,
+) {
+    let Some(after) = &scope.hooks.after_tool_call else {
+        return;
+    };
+    let context = AfterToolCall {
+        assistant_message: scope.assistant.clone(),
+        tool_call: call.clone(),
+        args,
+        result: result.clone(),
+        messages: Arc::clone(&scope.messages),
+        signal: scope.signal().clone(),
+        context: scope.limits.context.clone(),
+    };
+    match guarded(|| after(context)).await {
+        Ok(Ok(patch)) => {
+            patch.apply(result);
+            *failure = match (result.is_error, *failure) {
+                (false, _) => None,
+                (true, None) => Some(CallFailure::ToolError),
+                (true, failure) => failure,
+            };
+        }
+        Ok(Err(error)) => {
+            *result = ToolResult::error(error.into_message());
+            *failure = Some(CallFailure::ToolError);
+        }
+        Err(panic) => {
+            *result = ToolResult::error(panic);
+            *failure = Some(CallFailure::Panic);
+        }
     }
 }
 
