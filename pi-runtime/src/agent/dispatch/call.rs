@@ -337,18 +337,21 @@ fn validate_prepared(
 /// before the next; updates still queued when `execute` settles are delivered too, and the
 /// channel is closed right after, so later updates are dropped silently. The call's `link`
 /// to its run, if it has one, is where a sub-agent the tool runs reports to.
-pub(super) async fn execute<U, UF>(
+///
+/// Not an `async fn`: it hands back `execute_in`'s future itself, which a layer of its own
+/// would wrap in a second copy of the arguments (a batch holds one such future per call).
+pub(super) fn execute<'a, U, UF>(
     ready: Ready,
-    call: &ToolCall,
-    scope: &Arc<CallScope>,
+    call: &'a ToolCall,
+    scope: &'a Arc<CallScope>,
     link: Option<RunLink>,
     on_update: U,
-) -> CallOutcome
+) -> impl Future<Output = CallOutcome> + 'a
 where
-    U: FnMut(ToolResult) -> UF,
-    UF: Future<Output = ()>,
+    U: FnMut(ToolResult) -> UF + 'a,
+    UF: Future<Output = ()> + 'a,
 {
-    execute_in(ready, call, scope, None, link, on_update).await
+    execute_in(ready, call, scope, None, link, on_update)
 }
 
 /// [`execute`] a call, nested in the call that holds `parent` if it is a nested one. The
