@@ -24,7 +24,7 @@ use super::policy::{self, NestedFailures, Policies};
 use super::worker;
 use crate::agent::approval::{self, Approval};
 use crate::agent::failure::{self, BLOCKED, CallFailure, OPERATION_ABORTED};
-use crate::agent::hooks::{AfterToolCall, BeforeToolCall, Hooks, ToolCallDecision};
+use crate::agent::hooks::{AfterHook, AfterToolCall, BeforeToolCall, Hooks, ToolCallDecision};
 use crate::agent::machine::CallOutcome;
 use crate::agent::panics::{guarded, panic_message};
 use crate::agent::telemetry;
@@ -519,10 +519,18 @@ where
         result.is_error = true;
         failure = Some(CallFailure::Timeout);
     }
-    if let Some(args) = kept_args {
+    if let (Some(after), Some(args)) = (&scope.hooks.after_tool_call, kept_args) {
         // Boxed: most calls have no `after_tool_call`, and its state would widen every
         // call's future (a batch holds one per call).
-        Box::pin(after_call(scope, call, args, &mut result, &mut failure)).await;
+        Box::pin(after_call(
+            after,
+            scope,
+            call,
+            args,
+            &mut result,
+            &mut failure,
+        ))
+        .await;
     }
     CallOutcome {
         result,
@@ -533,15 +541,13 @@ where
 
 /// Let `after_tool_call` see the call's result and change it.
 async fn after_call(
+    after: &AfterHook,
     scope: &CallScope,
     call: &ToolCall,
     args: Value,
     result: &mut ToolResult,
     failure: &mut Option<CallFailure>,
 ) {
-    let Some(after) = &scope.hooks.after_tool_call else {
-        return;
-    };
     let context = AfterToolCall {
         assistant_message: scope.assistant.clone(),
         tool_call: call.clone(),
