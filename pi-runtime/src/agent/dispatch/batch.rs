@@ -2,17 +2,19 @@
 //! preflight, and its execution, alone or beside the others. No events here: the run
 //! state decides them, from the answers the drivers hand back.
 
-use std::pin::pin;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use tokio::runtime::{Handle, RuntimeFlavor};
+use tokio::sync::oneshot::error::TryRecvError;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::task::JoinSet;
+use tokio::time::{Sleep, sleep};
 use tracing::{Instrument, Span};
 
 use super::call::{self, CallScope, Preflight, Ready};
@@ -105,36 +107,15 @@ impl BatchCalls {
         let mut previous_started: Option<oneshot::Receiver<()>> = None;
         for (call, span) in calls {
             let index = call.index();
-            let tx = tx.clone();
             let (started, next_may_start) = oneshot::channel();
-            let may_start = previous_started.replace(next_may_start);
             let (scope, permits) = (Arc::clone(&self.scope), self.permits.clone());
-            let job = async move {
-                if let Some(mut may_start) = may_start
-                    && may_start.try_recv() == Err(oneshot::error::TryRecvError::Empty)
-                {
-                    tokio::select! {
-                        _ = may_start => {}
-                        () = tokio::time::sleep(START_GRACE) => {}
-                    }
-                }
-                // Made here, not before the block: the boxed job then holds the call's
-                // state where it runs, instead of a copy moved into it.
-                let mut running = pin!(run_job(scope, permits, call, tx.clone(), None));
-                let outcome = match futures::poll!(running.as_mut()) {
-                    Poll::Ready(outcome) => {
-                        // Report before letting the next call start, so instant calls end in
-                        // order.
-                        let _ = tx.send(JobReport::Done(index, outcome));
-                        let _ = started.send(());
-                        return;
-                    }
-                    Poll::Pending => {
-                        let _ = started.send(());
-                        running.await
-                    }
-                };
-                let _ = tx.send(JobReport::Done(index, outcome));
+            let job = InOrder {
+                run: run_job(scope, permits, call, tx.clone(), None),
+                index,
+                reports: tx.clone(),
+                may_start: previous_started.replace(next_may_start),
+                grace: None,
+                started: Some(started),
             };
             jobs.push(job.instrument(span));
         }
@@ -144,40 +125,97 @@ impl BatchCalls {
 
 /// Execute `call` under the batch's cap (`permits`), sending each progress update to
 /// `updates` tagged with the call's index. A call whose tool is gone ends as not found.
-async fn run_job(
+///
+/// An `async` block, not an `async fn`, which would keep a second copy of each argument for
+/// the whole call.
+fn run_job(
     scope: Arc<CallScope>,
     permits: Option<Arc<Semaphore>>,
     call: ReadyCall,
     updates: mpsc::UnboundedSender<JobReport>,
     journal: Option<JournalLink>,
-) -> CallOutcome {
-    let ReadyCall { call, args, resume } = call;
-    let index = call.index();
-    let tool_call = call.call();
-    let Some(registration) = scope.tools.get(&tool_call.name) else {
-        let text = failure::not_found(&tool_call.name);
-        return CallOutcome::failed(CallFailure::NotFound, text);
-    };
-    // Only a tool that reports to its run (a sub-agent, a handoff) gets a link: the other
-    // calls make none.
-    let link = (registration.settings().links_to_run)
-        .then(|| RunLink::new(index, &updates, &scope.messages, resume, journal));
-    let ready = Ready {
-        registration: registration.clone(),
-        args,
-    };
-    // Held until the call ends; a call stopped while it waits ends as stopped by `execute`,
-    // which sees the signal.
-    let _batch_permit = match permits {
-        Some(permits) => acquire(permits, scope.signal()).await.ok(),
-        None => None,
-    };
-    call::execute(ready, tool_call, &scope, link, |update| {
-        // The driver is gone only if the run was dropped; nothing to report then.
-        let _ = updates.send(JobReport::Update(index, update));
-        std::future::ready(())
-    })
-    .await
+) -> impl Future<Output = CallOutcome> + Send + 'static {
+    async move {
+        let index = call.index();
+        let tool_call = call.call.call();
+        let Some(registration) = scope.tools.get(&tool_call.name) else {
+            let text = failure::not_found(&tool_call.name);
+            return CallOutcome::failed(CallFailure::NotFound, text);
+        };
+        // Only a tool that reports to its run (a sub-agent, a handoff) gets a link: the other
+        // calls make none.
+        let link = (registration.settings().links_to_run)
+            .then(|| RunLink::new(index, &updates, &scope.messages, call.resume, journal));
+        let ready = Ready {
+            registration,
+            args: call.args,
+        };
+        // Held until the call ends; a call stopped while it waits ends as stopped by
+        // `execute`, which sees the signal.
+        let _batch_permit = match permits {
+            Some(permits) => acquire(permits, scope.signal()).await.ok(),
+            None => None,
+        };
+        call::execute(ready, tool_call, &scope, link, |update| {
+            // The driver is gone only if the run was dropped; nothing to report then.
+            let _ = updates.send(JobReport::Update(index, update));
+            std::future::ready(())
+        })
+        .await
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A call of a batch as the driver runs it (`run`, its execution): it starts (is first
+    /// polled) only once the call before it started, or [`START_GRACE`] after it first could,
+    /// and reports its end. A future of its own rather than an `async` block around `run`,
+    /// which would copy `run` once more, whole, as it starts.
+    struct InOrder<Run> {
+        #[pin]
+        run: Run,
+        index: usize,
+        reports: mpsc::UnboundedSender<JobReport>,
+        // Ready once the call before this one started; `None` once this one may start.
+        may_start: Option<oneshot::Receiver<()>>,
+        // When this call starts anyway; made when it first waits.
+        grace: Option<Pin<Box<Sleep>>>,
+        // Tells the next call it may start; `None` once told.
+        started: Option<oneshot::Sender<()>>,
+    }
+}
+
+impl<Run: Future<Output = CallOutcome>> Future for InOrder<Run> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.project();
+        if let Some(may_start) = this.may_start.as_mut() {
+            // Asked first without polling: a poll spends the task's cooperative budget, and a
+            // large batch would run out of it on calls that may start at once.
+            let waits = may_start.try_recv() == Err(TryRecvError::Empty);
+            if waits && Pin::new(may_start).poll(cx).is_pending() {
+                let grace = (this.grace).get_or_insert_with(|| Box::pin(sleep(START_GRACE)));
+                if grace.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+            }
+            *this.may_start = None;
+            *this.grace = None;
+        }
+        let ended = match this.run.poll(cx) {
+            Poll::Ready(outcome) => {
+                // Reported before the next call may start, so that calls that end at once end
+                // in order.
+                let _ = this.reports.send(JobReport::Done(*this.index, outcome));
+                Poll::Ready(())
+            }
+            Poll::Pending => Poll::Pending,
+        };
+        if let Some(started) = this.started.take() {
+            let _ = started.send(());
+        }
+        ended
+    }
 }
 
 /// How long a call may take to get going (its first poll) before the next call of the

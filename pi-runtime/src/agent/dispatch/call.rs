@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 use super::lane::{Entered, Hold, Lane};
 use super::link::RunLink;
-use super::policy::{self, NestedFailures, Policies};
+use super::policy::{NestedFailures, Policies};
 use super::worker;
 use crate::agent::approval::{self, Approval};
 use crate::agent::failure::{self, BLOCKED, CallFailure, OPERATION_ABORTED};
@@ -176,19 +176,21 @@ fn stopped(scope: &CallScope) -> CallOutcome {
 }
 
 /// A call that passed preparation and may execute.
-pub(super) struct Ready {
-    /// The tool, with the settings it registered with (its policy applies).
-    pub(super) registration: Registration,
+pub(super) struct Ready<'s> {
+    /// The tool, with the settings it registered with (its policy applies), borrowed from
+    /// the scope's tools: a call's future holds it for the whole call, and a batch holds one
+    /// future per call.
+    pub(super) registration: &'s Registration,
     pub(super) args: Value,
 }
 
 /// A prepared call that needs a person's approval before it may execute.
-pub(super) struct Held {
-    pub(super) ready: Ready,
+pub(super) struct Held<'s> {
+    pub(super) ready: Ready<'s>,
     pub(super) reason: String,
 }
 
-impl Held {
+impl Held<'_> {
     /// The outcome where no run can pause for the approval: the call fails closed.
     pub(super) fn refused(&self, call: &ToolCall) -> CallOutcome {
         let text = failure::approval_unavailable(&call.name, &self.reason);
@@ -206,22 +208,22 @@ impl Held {
     clippy::large_enum_variant,
     reason = "made once per call and matched at once; boxing would allocate for each call that stops early"
 )]
-pub(super) enum Preflight {
+pub(super) enum Preflight<'s> {
     Immediate(CallOutcome),
-    Ready(Ready),
+    Ready(Ready<'s>),
     /// Prepared, but a policy wants a person to approve it first.
-    Held(Held),
+    Held(Held<'s>),
 }
 
 /// Prepare one call. Never fails: every failure is an immediate outcome.
-pub(super) async fn prepare(call: &ToolCall, scope: &CallScope) -> Preflight {
+pub(super) async fn prepare<'s>(call: &ToolCall, scope: &'s CallScope) -> Preflight<'s> {
     prepare_in(call, scope, false).await
 }
 
 /// [`prepare`] for a model's call (`nested: false`: only the offered tools) or a tool's own
 /// call of another tool (`nested: true`: also the registered `codemode` and `deferred` tools,
 /// which code mode scripts call without their being declared).
-async fn prepare_in(call: &ToolCall, scope: &CallScope, nested: bool) -> Preflight {
+async fn prepare_in<'s>(call: &ToolCall, scope: &'s CallScope, nested: bool) -> Preflight<'s> {
     if scope.signal().is_cancelled() {
         return Preflight::Immediate(stopped(scope));
     }
@@ -284,10 +286,7 @@ async fn prepare_in(call: &ToolCall, scope: &CallScope, nested: bool) -> Preflig
         }
     }
     let approval = approval::check(registration, call, &args, scope.hooks.approval.as_ref());
-    let ready = Ready {
-        registration: registration.clone(),
-        args,
-    };
+    let ready = Ready { registration, args };
     match approval {
         Approval::NotNeeded => Preflight::Ready(ready),
         Approval::Needed { reason } => Preflight::Held(Held { ready, reason }),
@@ -341,7 +340,7 @@ fn validate_prepared(
 /// Not an `async fn`: it hands back `execute_in`'s future itself, which a layer of its own
 /// would wrap in a second copy of the arguments (a batch holds one such future per call).
 pub(super) fn execute<'a, U, UF>(
-    ready: Ready,
+    ready: Ready<'a>,
     call: &'a ToolCall,
     scope: &'a Arc<CallScope>,
     link: Option<RunLink>,
@@ -357,138 +356,168 @@ where
 /// [`execute`] a call, nested in the call that holds `parent` if it is a nested one. The
 /// call holds its lane while it runs: all of it for a sequential tool (or any tool, when the
 /// agent runs sequentially), else a share.
-async fn execute_in<U, UF>(
-    ready: Ready,
-    call: &ToolCall,
-    scope: &Arc<CallScope>,
-    parent: Option<&Hold>,
+///
+/// One future for the whole call, lane and tool alike: a batch holds one per call, and each
+/// layer of futures is copied whole when it starts. An `async` block, not an `async fn`,
+/// which would keep a second copy of each argument for the whole call.
+fn execute_in<'a, U, UF>(
+    ready: Ready<'a>,
+    call: &'a ToolCall,
+    scope: &'a Arc<CallScope>,
+    parent: Option<&'a Hold>,
     link: Option<RunLink>,
-    on_update: U,
-) -> CallOutcome
+    mut on_update: U,
+) -> impl Future<Output = CallOutcome> + 'a
 where
-    U: FnMut(ToolResult) -> UF,
-    UF: Future<Output = ()>,
+    U: FnMut(ToolResult) -> UF + 'a,
+    UF: Future<Output = ()> + 'a,
 {
-    if scope.signal().is_cancelled() {
-        return stopped(scope);
+    async move {
+        if scope.signal().is_cancelled() {
+            return stopped(scope);
+        }
+        let registration = ready.registration;
+        let alone = scope.execution == ExecutionMode::Sequential
+            || registration.tool().execution_mode() == ExecutionMode::Sequential;
+        let lane = &scope.limits.lane;
+        let Entered { hold, share_back } = match lane.try_enter(alone, parent) {
+            Ok(entered) => entered,
+            Err(waiting) => tokio::select! {
+                biased;
+                () = scope.signal().cancelled() => return stopped(scope),
+                entered = lane.wait(waiting) => entered,
+            },
+        };
+        // The tool's context is how it calls other tools: they inherit this call's hold.
+        let caller = Arc::new(NestedCaller {
+            scope: Arc::clone(scope),
+            hold,
+            link,
+        });
+        let outcome = 'call: {
+            let policy = scope.policies.of(registration.settings());
+            // Held until the call ends; the time limit starts once the call may run.
+            let Ok(_permit) = scope.policies.permit(&policy, scope.signal()).await else {
+                break 'call stopped(scope);
+            };
+            let (timeout, max_output) = (policy.timeout, policy.max_output);
+            // The call's own signal: a child of the run's when the tool's time limit may fire
+            // it, else the run's itself (a child token per call costs a lock on the run's
+            // signal, which every call of a large parallel batch would contend for).
+            let call_signal = match timeout {
+                Some(_) => scope.signal().child_token(),
+                None => scope.signal().clone(),
+            };
+            let (tx, mut rx) = mpsc::unbounded();
+            let context = ToolContext::dispatched(
+                call.id.clone(),
+                call_signal.clone(),
+                tx,
+                Arc::clone(&caller) as Arc<dyn ToolCaller>,
+                scope.limits.context.clone(),
+            )
+            .with_idempotency_key(
+                scope
+                    .limits
+                    .run_key
+                    .as_ref()
+                    .map(|key| format!("{key}/{}", call.id)),
+            )
+            .with_deadline(call_deadline(scope.limits.deadline, timeout))
+            .with_served_by(scope.limits.served_by.clone());
+            // `after_tool_call` needs the arguments too; only then is a copy worth making.
+            let kept_args = (scope.hooks.after_tool_call.as_ref()).map(|_| ready.args.clone());
+            let started = Instant::now();
+            // A call with a time limit runs on a thread of its own, so that the limit fires on
+            // time even when the tool blocks its thread (see `worker`).
+            let job = worker::Job {
+                tool: Arc::clone(registration.tool()),
+                call_id: call.id.clone(),
+                args: ready.args,
+                context,
+            };
+            let mut running = worker::start(job, timeout.is_some());
+            let mut given_up = pin!(give_up(timeout, &call_signal));
+            let settled = loop {
+                tokio::select! {
+                    biased;
+                    settled = &mut running => break Some(settled),
+                    Some(update) = rx.next() => on_update(update).await,
+                    () = &mut given_up => break None,
+                }
+            };
+            let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let timed_out =
+                timeout.filter(|_| call_signal.is_cancelled() && !scope.signal().is_cancelled());
+            let ended = conclude(settled, call, scope, max_output, timed_out);
+            while let Ok(update) = rx.try_recv() {
+                on_update(update).await;
+            }
+            drop(rx);
+            let (mut result, mut failure) = match ended {
+                Ended::Settled(result, failure) => (result, failure),
+                // Nothing more to wait for: no `after_tool_call` for a result that never came.
+                Ended::Abandoned(result, failure) => {
+                    break 'call CallOutcome {
+                        result,
+                        failure: Some(failure),
+                        duration_ms: Some(duration_ms),
+                    };
+                }
+            };
+            if let (Some(after), Some(args)) = (&scope.hooks.after_tool_call, kept_args) {
+                // Boxed: most calls have no `after_tool_call`, and its state would widen every
+                // call's future (a batch holds one per call).
+                Box::pin(after_call(
+                    after,
+                    scope,
+                    call,
+                    args,
+                    &mut result,
+                    &mut failure,
+                ))
+                .await;
+            }
+            CallOutcome {
+                result,
+                failure,
+                duration_ms: Some(duration_ms),
+            }
+        };
+        // A tool that keeps its context (a task it left running) keeps no hold.
+        caller.hold.release();
+        if let Some(share_back) = share_back {
+            share_back.take_again().await;
+        }
+        outcome
     }
-    let alone = scope.execution == ExecutionMode::Sequential
-        || ready.registration.tool().execution_mode() == ExecutionMode::Sequential;
-    let lane = &scope.limits.lane;
-    let Entered { hold, share_back } = match lane.try_enter(alone, parent) {
-        Ok(entered) => entered,
-        Err(waiting) => tokio::select! {
-            biased;
-            () = scope.signal().cancelled() => return stopped(scope),
-            entered = lane.wait(waiting) => entered,
-        },
-    };
-    // The tool's context is how it calls other tools: they inherit this call's hold.
-    let caller = Arc::new(NestedCaller {
-        scope: Arc::clone(scope),
-        hold,
-        link,
-    });
-    let outcome = run_held(ready, call, scope, &caller, on_update).await;
-    // A tool that keeps its context (a task it left running) keeps no hold.
-    caller.hold.release();
-    if let Some(share_back) = share_back {
-        share_back.take_again().await;
-    }
-    outcome
 }
 
-/// Execute a call whose `caller` holds its lane.
-async fn run_held<U, UF>(
-    ready: Ready,
+/// What a call came to when its tool settled, or when the loop gave up waiting for it.
+enum Ended {
+    /// The tool's result (or error), which `after_tool_call` may still change.
+    Settled(ToolResult, Option<CallFailure>),
+    /// No result came: the call is over.
+    Abandoned(ToolResult, CallFailure),
+}
+
+/// The result the model reads for a call whose tool `settled` (`None`: the loop gave up on
+/// it), its output cut to `max_output`. When the tool's own time limit fired (`timed_out`,
+/// the run's signal did not), the model reads that the call timed out, and what is known of
+/// its work, so that it does not repeat work that may be done: a tool that ended within the
+/// grace period ended with a result, which the model reads after the notice (and
+/// `after_tool_call` sees so); one that did not may still be running, and the text says its
+/// work may yet be done.
+fn conclude(
+    settled: Option<worker::Settled>,
     call: &ToolCall,
-    scope: &Arc<CallScope>,
-    caller: &Arc<NestedCaller>,
-    mut on_update: U,
-) -> CallOutcome
-where
-    U: FnMut(ToolResult) -> UF,
-    UF: Future<Output = ()>,
-{
-    let Ready { registration, args } = ready;
-    let policy = scope.policies.of(registration.settings());
-    let tool = registration.into_tool();
-    // Held until the call ends; the time limit starts once the call may run.
-    let Ok(_permit) = scope.policies.permit(&policy, scope.signal()).await else {
-        return stopped(scope);
-    };
-    // The call's own signal: a child of the run's when the tool's time limit may fire it,
-    // else the run's itself (a child token per call costs a lock on the run's signal, which
-    // every call of a large parallel batch would contend for).
-    let call_signal = match policy.timeout {
-        Some(_) => scope.signal().child_token(),
-        None => scope.signal().clone(),
-    };
-    let (tx, mut rx) = mpsc::unbounded();
-    let context = ToolContext::dispatched(
-        call.id.clone(),
-        call_signal.clone(),
-        tx,
-        Arc::clone(caller) as Arc<dyn ToolCaller>,
-        scope.limits.context.clone(),
-    )
-    .with_idempotency_key(
-        scope
-            .limits
-            .run_key
-            .as_ref()
-            .map(|key| format!("{key}/{}", call.id)),
-    )
-    .with_deadline(call_deadline(scope.limits.deadline, policy.timeout))
-    .with_served_by(scope.limits.served_by.clone());
-    // `after_tool_call` needs the arguments too; only then is a copy worth making.
-    let kept_args = scope.hooks.after_tool_call.as_ref().map(|_| args.clone());
-    let started = Instant::now();
-    // A call with a time limit runs on a thread of its own, so that the limit fires on time
-    // even when the tool blocks its thread (see `worker`).
-    let job = worker::Job {
-        tool: Arc::clone(&tool),
-        call_id: call.id.clone(),
-        args,
-        context,
-    };
-    let mut running = worker::start(job, policy.timeout.is_some());
-    let mut time_limit = pin!(policy::time_limit(policy.timeout, &call_signal));
-    let mut given_up = pin!(give_up(&call_signal));
-    let settled = loop {
-        tokio::select! {
-            biased;
-            settled = &mut running => break Some(settled),
-            Some(update) = rx.next() => on_update(update).await,
-            () = &mut time_limit => {}
-            () = &mut given_up => break None,
-        }
-    };
-    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    while let Ok(update) = rx.try_recv() {
-        on_update(update).await;
-    }
-    drop(rx);
-    // The tool's own time limit fired (the run's signal did not): the model reads that the
-    // call timed out, and what is known of its work, so that it does not repeat work that
-    // may be done. A tool that ended within the grace period ended with a result: the model
-    // reads it after the notice (and `after_tool_call` sees it so). One that did not may
-    // still be running: the text says its work may yet be done.
-    let timed_out = policy
-        .timeout
-        .filter(|_| call_signal.is_cancelled() && !scope.signal().is_cancelled());
-    if let (Some(timeout), None) = (timed_out, &settled) {
-        return CallOutcome {
-            result: ToolResult::error(failure::timed_out_abandoned(
-                &call.name, timeout, STOP_GRACE,
-            )),
-            failure: Some(CallFailure::Timeout),
-            duration_ms: Some(duration_ms),
-        };
-    }
-    let (result, mut failure) = match settled {
+    scope: &CallScope,
+    max_output: Option<usize>,
+    timed_out: Option<Duration>,
+) -> Ended {
+    let (mut result, mut failure) = match settled {
         Some(Ok(Ok(mut result))) => {
-            scope.policies.cap(&policy, &mut result);
+            scope.policies.cap(max_output, &mut result);
             let failure = result.is_error.then_some(CallFailure::ToolError);
             (result, failure)
         }
@@ -502,41 +531,25 @@ where
         }
         Some(Err(panic)) => (ToolResult::error(panic), Some(CallFailure::Panic)),
         None => {
-            let stop = scope.stop_failure();
-            let text = failure::abandoned(&call.name, stop == CallFailure::Timeout, STOP_GRACE);
-            // Nothing more to wait for: no `after_tool_call` for a result that never came.
-            return CallOutcome {
-                result: ToolResult::error(text),
-                failure: Some(stop),
-                duration_ms: Some(duration_ms),
+            let text = match timed_out {
+                Some(timeout) => failure::timed_out_abandoned(&call.name, timeout, STOP_GRACE),
+                None => {
+                    let stop = scope.stop_failure();
+                    let text =
+                        failure::abandoned(&call.name, stop == CallFailure::Timeout, STOP_GRACE);
+                    return Ended::Abandoned(ToolResult::error(text), stop);
+                }
             };
+            return Ended::Abandoned(ToolResult::error(text), CallFailure::Timeout);
         }
     };
-    let mut result = result;
     if let Some(timeout) = timed_out {
         let notice = failure::timed_out_then_ended(&call.name, timeout);
         result.content.insert(0, ContentBlock::text(notice));
         result.is_error = true;
         failure = Some(CallFailure::Timeout);
     }
-    if let (Some(after), Some(args)) = (&scope.hooks.after_tool_call, kept_args) {
-        // Boxed: most calls have no `after_tool_call`, and its state would widen every
-        // call's future (a batch holds one per call).
-        Box::pin(after_call(
-            after,
-            scope,
-            call,
-            args,
-            &mut result,
-            &mut failure,
-        ))
-        .await;
-    }
-    CallOutcome {
-        result,
-        failure,
-        duration_ms: Some(duration_ms),
-    }
+    Ended::Settled(result, failure)
 }
 
 /// Let `after_tool_call` see the call's result and change it.
@@ -587,9 +600,16 @@ fn call_deadline(run: Option<Instant>, timeout: Option<Duration>) -> Option<Inst
     }
 }
 
-/// Resolves [`STOP_GRACE`] after the call's signal fired (the run's, or the tool's time
-/// limit): the moment to stop waiting for a tool that ignores it.
-async fn give_up(signal: &CancellationToken) {
-    signal.cancelled().await;
+/// Resolves [`STOP_GRACE`] after the call's signal fired: the moment to stop waiting for a
+/// tool that ignores it. The tool's own time limit (`timeout`), if it has one, fires that
+/// signal; so does the run's.
+async fn give_up(timeout: Option<Duration>, call_signal: &CancellationToken) {
+    match timeout {
+        Some(timeout) => tokio::select! {
+            () = tokio::time::sleep(timeout) => call_signal.cancel(),
+            () = call_signal.cancelled() => {}
+        },
+        None => call_signal.cancelled().await,
+    }
     tokio::time::sleep(STOP_GRACE).await;
 }

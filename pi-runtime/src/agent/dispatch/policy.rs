@@ -1,12 +1,11 @@
 //! Each tool's execution policy around one call: its effective policy (the tool's, over the
-//! agent's defaults), the permit of its named concurrency limit, its time limit, and the
-//! cap on its output. The retry budget is checked by the run driver after each batch, over
+//! agent's defaults), the permit of its named concurrency limit, and the cap on its
+//! output (the dispatcher's call future keeps its time limit). The retry budget is checked by the run driver after each batch, over
 //! the run's result messages and the failures of the calls that leave none, which the
 //! dispatcher counts here ([`NestedFailures`]).
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -78,10 +77,10 @@ impl Policies {
             .map(Some)
     }
 
-    /// Cut `result`'s text to `policy.max_output`, saving the full text; the saved file's
-    /// path goes into an object `details` as `fullOutputPath`.
-    pub(crate) fn cap(&self, policy: &ToolPolicy, result: &mut ToolResult) {
-        let Some(max) = policy.max_output else { return };
+    /// Cut `result`'s text to `max_output` (a policy's), saving the full text; the saved
+    /// file's path goes into an object `details` as `fullOutputPath`.
+    pub(crate) fn cap(&self, max_output: Option<usize>, result: &mut ToolResult) {
+        let Some(max) = max_output else { return };
         let Some((content, path)) = cap_text(&result.content, max, self.saver.as_ref()) else {
             return;
         };
@@ -173,14 +172,4 @@ pub(crate) async fn acquire(
         // The semaphore is never closed.
         permit = semaphore.acquire_owned() => permit.map_err(|_| Stopped),
     }
-}
-
-/// The per-call time limit: fires `call_signal` once `timeout` passed. Never resolves, so
-/// a `select!` loop may keep polling it.
-pub(crate) async fn time_limit(timeout: Option<Duration>, call_signal: &CancellationToken) {
-    if let Some(timeout) = timeout {
-        tokio::time::sleep(timeout).await;
-        call_signal.cancel();
-    }
-    std::future::pending::<()>().await;
 }
