@@ -128,6 +128,10 @@ impl BatchCalls {
 ///
 /// An `async` block, not an `async fn`, which would keep a second copy of each argument for
 /// the whole call.
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an `async fn` keeps a second copy of each argument for the whole call"
+)]
 fn run_job(
     scope: Arc<CallScope>,
     permits: Option<Arc<Semaphore>>,

@@ -360,6 +360,10 @@ where
 /// One future for the whole call, lane and tool alike: a batch holds one per call, and each
 /// layer of futures is copied whole when it starts. An `async` block, not an `async fn`,
 /// which would keep a second copy of each argument for the whole call.
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an `async fn` keeps a second copy of each argument for the whole call"
+)]
 fn execute_in<'a, U, UF>(
     ready: Ready<'a>,
     call: &'a ToolCall,
