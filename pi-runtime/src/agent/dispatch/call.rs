@@ -535,16 +535,18 @@ fn conclude(
         }
         Some(Err(panic)) => (ToolResult::error(panic), Some(CallFailure::Panic)),
         None => {
-            let text = match timed_out {
-                Some(timeout) => failure::timed_out_abandoned(&call.name, timeout, STOP_GRACE),
+            let (text, stop) = match timed_out {
+                Some(timeout) => (
+                    failure::timed_out_abandoned(&call.name, timeout, STOP_GRACE),
+                    CallFailure::Timeout,
+                ),
                 None => {
                     let stop = scope.stop_failure();
-                    let text =
-                        failure::abandoned(&call.name, stop == CallFailure::Timeout, STOP_GRACE);
-                    return Ended::Abandoned(ToolResult::error(text), stop);
+                    let timeout = stop == CallFailure::Timeout;
+                    (failure::abandoned(&call.name, timeout, STOP_GRACE), stop)
                 }
             };
-            return Ended::Abandoned(ToolResult::error(text), CallFailure::Timeout);
+            return Ended::Abandoned(ToolResult::error(text), stop);
         }
     };
     if let Some(timeout) = timed_out {

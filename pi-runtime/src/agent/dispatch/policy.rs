@@ -1,8 +1,8 @@
 //! Each tool's execution policy around one call: its effective policy (the tool's, over the
-//! agent's defaults), the permit of its named concurrency limit, and the cap on its
-//! output (the dispatcher's call future keeps its time limit). The retry budget is checked by the run driver after each batch, over
-//! the run's result messages and the failures of the calls that leave none, which the
-//! dispatcher counts here ([`NestedFailures`]).
+//! agent's defaults), the permit of its named concurrency limit, and the cap on its output
+//! (the dispatcher's call future keeps its time limit). The retry budget is checked by the
+//! run driver after each batch, over the run's result messages and the failures of the
+//! calls that leave none, which the dispatcher counts here ([`NestedFailures`]).
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
