@@ -16,6 +16,11 @@ use super::value::JsonType;
 /// Index of a node in [`Tree::nodes`]; the root is node 0.
 pub(crate) type NodeId = usize;
 
+/// A schema's `properties`, in their declared order. Looked up for every member of every
+/// call's arguments, by each coercion pass and by validation: foldhash, not std's SipHash
+/// (the keys are the tool author's; a model's keys are only looked up, never inserted).
+pub(crate) type Members = IndexMap<String, NodeId, foldhash::fast::RandomState>;
+
 /// The root node's id.
 pub(crate) const ROOT: NodeId = 0;
 
@@ -90,7 +95,7 @@ pub(crate) struct Keywords {
     pub(crate) then: Option<NodeId>,
     pub(crate) else_: Option<NodeId>,
 
-    pub(crate) properties: Option<IndexMap<String, NodeId>>,
+    pub(crate) properties: Option<Members>,
     pub(crate) required: Vec<String>,
     pub(crate) pattern_properties: Vec<PatternProperty>,
     pub(crate) additional_properties: Option<NodeId>,
@@ -396,12 +401,12 @@ impl<'s> Compiler<'s> {
         pointer: &str,
         key: &str,
         map: &'s Map<String, Value>,
-    ) -> Result<Option<IndexMap<String, NodeId>>, SchemaError> {
+    ) -> Result<Option<Members>, SchemaError> {
         let Some(Value::Object(members)) = map.get(key) else {
             return Ok(None);
         };
         let base = child_pointer(pointer, key);
-        let mut out = IndexMap::with_capacity(members.len());
+        let mut out = Members::with_capacity_and_hasher(members.len(), Default::default());
         for (name, schema) in members {
             out.insert(name.clone(), self.child(&base, name, schema)?);
         }

@@ -38,7 +38,8 @@ pub(super) fn coerce_types(tree: &Tree, id: NodeId, value: &Value) -> Option<Val
                 .copied()
         };
         let changed = rebuild_object(map, |key, member| {
-            let mut next = declared(key).and_then(|property| coerce_types(tree, property, member));
+            let property = declared(key);
+            let mut next = property.and_then(|property| coerce_types(tree, property, member));
             let mut matched = false;
             for pattern in keywords
                 .pattern_properties
@@ -49,7 +50,7 @@ pub(super) fn coerce_types(tree: &Tree, id: NodeId, value: &Value) -> Option<Val
                 chain(&mut next, member, |v| coerce_types(tree, pattern.node, v));
             }
             if !matched
-                && declared(key).is_none()
+                && property.is_none()
                 && let Some(additional) = keywords.additional_properties
                 && matches!(tree.node(additional), Node::Schema(_))
             {
