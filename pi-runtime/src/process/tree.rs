@@ -18,7 +18,8 @@
 //! an unrelated process, so from then on only the marker and descent from marked processes
 //! count.) A stopped process can neither fork nor exit, so the tree holds
 //! still while it is walked: a child forked between two scans is found by the next one, with
-//! its parent still alive. Then every member gets `SIGKILL`.
+//! its parent still alive. Then every member gets `SIGKILL`, and the scans go on until none
+//! finds a member alive.
 //!
 //! Rejected alternatives:
 //! - `prctl(PR_SET_CHILD_SUBREAPER)` on our own process would keep every orphan in our tree,
@@ -43,7 +44,7 @@ use std::fs;
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -54,6 +55,11 @@ pub(crate) const MARKER_VAR: &str = "PI_PROCESS_TREE";
 /// Scans stop after this many rounds even if each one still finds new processes (a fork
 /// bomb outrunning the freezer); what was found is killed anyway.
 const MAX_ROUNDS: usize = 64;
+
+/// After the kill, scans for survivors stop after this many rounds, [`CONFIRM_PAUSE`] apart
+/// (a process of another user in the group cannot be killed and never goes).
+const CONFIRM_ROUNDS: usize = 10;
+const CONFIRM_PAUSE: Duration = Duration::from_millis(5);
 
 /// The processes of one call: its shell and its marker.
 #[derive(Debug)]
@@ -140,6 +146,27 @@ impl Tree {
             // SIGKILL reaches stopped processes too; the group kill covers a member that a
             // failed scan missed.
             crate::process::kill_group(self.shell);
+        }
+        self.finish_off(shell_alive);
+    }
+
+    /// Kill again whatever of the call still lives after the kill, until a scan finds none
+    /// (at most [`CONFIRM_ROUNDS`] scans): a member no scan saw, such as one whose `/proc`
+    /// entry could not be read at that moment. A killed process takes a moment to end, so
+    /// the scans are [`CONFIRM_PAUSE`] apart.
+    fn finish_off(&self, shell_alive: bool) {
+        for _ in 0..CONFIRM_ROUNDS {
+            let Ok(table) = ProcessTable::read() else {
+                return;
+            };
+            let left = self.members(&table, shell_alive);
+            if left.is_empty() {
+                return;
+            }
+            for pid in left {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            std::thread::sleep(CONFIRM_PAUSE);
         }
     }
 
@@ -288,6 +315,26 @@ mod tests {
         assert_eq!(tree.members(&table, true), HashSet::from([100, 101, 102]));
         // Once the shell is reaped its pid means nothing: only the marker counts.
         assert_eq!(tree.members(&table, false), HashSet::new());
+    }
+
+    #[test]
+    fn finishing_off_kills_a_member_the_kill_left() {
+        use std::os::unix::process::CommandExt;
+        let token = Tree::new_token();
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("30")
+            .env(MARKER_VAR, &token)
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = Pid::from_raw(i32::try_from(sleeper.id()).unwrap());
+        // As if the scans had not seen it: only the rounds after the kill are run.
+        Tree::new(pid, &token).finish_off(true);
+        let status = sleeper.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9)
+        );
     }
 
     #[test]
