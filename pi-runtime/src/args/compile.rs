@@ -16,10 +16,14 @@ use super::value::JsonType;
 /// Index of a node in [`Tree::nodes`]; the root is node 0.
 pub(crate) type NodeId = usize;
 
-/// A schema's `properties`, in their declared order. Looked up for every member of every
-/// call's arguments, by each coercion pass and by validation: foldhash, not std's SipHash
-/// (the keys are the tool author's; a model's keys are only looked up, never inserted).
+/// A schema's `properties`, in their declared order. Each coercion pass looks up every
+/// member of every call's arguments ([`Keywords::property`]); a large one is hashed with
+/// foldhash, not std's SipHash (the keys are the tool author's; a model's keys are only looked
+/// up, never inserted).
 pub(crate) type Members = IndexMap<String, NodeId, foldhash::fast::RandomState>;
+
+/// Up to this many `properties`, [`Keywords::property`] compares names instead of hashing.
+const SCAN_LIMIT: usize = 8;
 
 /// The root node's id.
 pub(crate) const ROOT: NodeId = 0;
@@ -135,6 +139,20 @@ pub(crate) struct Keywords {
 }
 
 impl Keywords {
+    /// The schema `properties` declares for member `key`.
+    ///
+    /// A tool's objects have a few members, and each coercion pass looks up every member of
+    /// the arguments: up to [`SCAN_LIMIT`] members, comparing the names is cheaper than
+    /// hashing the key.
+    pub(crate) fn property(&self, key: &str) -> Option<NodeId> {
+        let properties = self.properties.as_ref()?;
+        if properties.len() <= SCAN_LIMIT {
+            (properties.iter()).find_map(|(name, &id)| (name == key).then_some(id))
+        } else {
+            properties.get(key).copied()
+        }
+    }
+
     /// Declares object members pass 2 converts (`properties`, `patternProperties`, or a
     /// schema-object `additionalProperties`).
     pub(crate) fn has_members(&self, tree: &Tree) -> bool {

@@ -126,11 +126,7 @@ impl<'t> Converter<'t> {
         let tree = self.tree;
         rebuild_object(map, |key, member| {
             let mut current = None;
-            let declared = keywords
-                .properties
-                .as_ref()
-                .and_then(|p| p.get(key))
-                .copied();
+            let declared = keywords.property(key);
             if let Some(property) = declared {
                 current = self.convert(property, member);
             }

@@ -10,7 +10,7 @@ pub(super) fn drop_optional_nulls(tree: &Tree, id: NodeId, value: &Value) -> Opt
     let keywords = tree.keywords(id)?;
     match value {
         Value::Object(map) if keywords.has_members(tree) => rebuild_object(map, |key, member| {
-            if let Some(&property) = keywords.properties.as_ref().and_then(|p| p.get(key)) {
+            if let Some(property) = keywords.property(key) {
                 let removable = member.is_null()
                     && !keywords.required.iter().any(|name| name == key)
                     // A `$ref` is opaque to this pass (pi checks the schema itself).

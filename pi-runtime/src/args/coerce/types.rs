@@ -30,15 +30,8 @@ pub(super) fn coerce_types(tree: &Tree, id: NodeId, value: &Value) -> Option<Val
     if types.contains(&JsonType::Object)
         && let Value::Object(map) = now
     {
-        let declared = |key: &str| {
-            keywords
-                .properties
-                .as_ref()
-                .and_then(|p| p.get(key))
-                .copied()
-        };
         let changed = rebuild_object(map, |key, member| {
-            let property = declared(key);
+            let property = keywords.property(key);
             let mut next = property.and_then(|property| coerce_types(tree, property, member));
             let mut matched = false;
             for pattern in keywords
