@@ -9,6 +9,7 @@ use std::pin::pin;
 use std::sync::Once;
 
 use futures::FutureExt;
+use futures::future::Either;
 
 /// Run a user future, turning a panic (while creating or polling it) into its message.
 ///
@@ -19,12 +20,32 @@ where
     F: FnOnce() -> Fut,
     Fut: Future,
 {
+    caught(made_caught(make)).await
+}
+
+/// Call `make` now, a panic in it becoming its message (the first half of [`guarded`]).
+pub(crate) fn made_caught<Fut>(make: impl FnOnce() -> Fut) -> Result<Fut, String> {
     quiet_caught_panics();
-    let future = std::panic::catch_unwind(AssertUnwindSafe(|| {
+    std::panic::catch_unwind(AssertUnwindSafe(|| {
         let _caught = CaughtScope::enter();
         make()
     }))
-    .map_err(|panic| panic_message(&*panic))?;
+    .map_err(|panic| panic_message(&*panic))
+}
+
+/// What [`made_caught`] made, polled to its end, a panic while polling it becoming its
+/// message (the second half of [`guarded`]).
+pub(crate) fn caught<Fut: Future>(
+    made: Result<Fut, String>,
+) -> impl Future<Output = Result<Fut::Output, String>> {
+    match made {
+        Ok(future) => Either::Left(poll_caught(future)),
+        Err(message) => Either::Right(std::future::ready(Err(message))),
+    }
+}
+
+/// Poll `future` to its end, a panic while polling it becoming its message.
+async fn poll_caught<Fut: Future>(future: Fut) -> Result<Fut::Output, String> {
     let mut future = pin!(future);
     let caught = futures::future::poll_fn(|cx| {
         let _caught = CaughtScope::enter();

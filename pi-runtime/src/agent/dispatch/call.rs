@@ -408,10 +408,8 @@ where
             // The call's own signal: a child of the run's when the tool's time limit may fire
             // it, else the run's itself (a child token per call costs a lock on the run's
             // signal, which every call of a large parallel batch would contend for).
-            let call_signal = match timeout {
-                Some(_) => scope.signal().child_token(),
-                None => scope.signal().clone(),
-            };
+            let own_signal = timeout.map(|_| scope.signal().child_token());
+            let call_signal = own_signal.as_ref().unwrap_or(scope.signal());
             let (tx, mut rx) = mpsc::unbounded();
             let context = ToolContext::dispatched(
                 call.id.clone(),
@@ -435,13 +433,12 @@ where
             // A call with a time limit runs on a thread of its own, so that the limit fires on
             // time even when the tool blocks its thread (see `worker`).
             let job = worker::Job {
-                tool: Arc::clone(registration.tool()),
                 call_id: call.id.clone(),
                 args: ready.args,
                 context,
             };
-            let mut running = worker::start(job, timeout.is_some());
-            let mut given_up = pin!(give_up(timeout, &call_signal));
+            let mut running = pin!(worker::start(registration.tool(), job, timeout.is_some()));
+            let mut given_up = pin!(give_up(timeout, call_signal));
             let settled = loop {
                 tokio::select! {
                     biased;
