@@ -1,6 +1,7 @@
 //! One rule for "a sequential tool runs alone" (issue 36, item 3): a sequential tool called
 //! from a script never overlaps the calls of a parallel batch running beside the code-mode
-//! call, and two scripts that both call it neither overlap nor wait for each other forever.
+//! call, and two scripts that both call it (or one script twice at once) neither overlap nor
+//! wait for each other forever.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -126,6 +127,22 @@ async fn two_scripts_calling_a_sequential_tool_take_turns() {
             ("c1", "codemode", json!({"code": SCRIPT})),
             ("c2", "codemode", json!({"code": SCRIPT})),
             ("c3", "slow", json!({})),
+        ],
+        &spans,
+    )
+    .await;
+    assert_alone(&spans);
+    assert_eq!(spans.lock().unwrap().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_script_calling_a_sequential_tool_twice_at_once_takes_turns() {
+    let spans = Spans::default();
+    let script = "await Promise.all([tools.alone({}), tools.alone({})]); return 'ok';";
+    batch(
+        &[
+            ("c1", "slow", json!({})),
+            ("c2", "codemode", json!({"code": script})),
         ],
         &spans,
     )

@@ -6,6 +6,11 @@
 //! unless it must run alone itself: then the parent's share is handed back while the nested
 //! call waits for, and holds, the whole lane, and taken again after it. That hand-back is
 //! what keeps two parents that both nest a sequential call from waiting for each other.
+//!
+//! A parent may nest several such calls at once (a script's `Promise.all`). The share is
+//! handed back once, for all of them, and taken again only when the last is done; a share
+//! taken again while another started to wait is let go at once. A nested call stopped while
+//! it waits, or dropped, gives its turn back too.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -28,38 +33,108 @@ impl Default for Lane {
 #[derive(Debug)]
 pub(crate) struct Hold {
     alone: bool,
-    /// The permit, while held: a nested call that runs alone hands a share back for its
-    /// time.
-    permit: Mutex<Option<OwnedSemaphorePermit>>,
+    held: Mutex<Held>,
+}
+
+/// What a [`Hold`] holds now.
+#[derive(Debug, Default)]
+struct Held {
+    /// The permit, while held: nested calls that run alone hand a share back for their time.
+    permit: Option<OwnedSemaphorePermit>,
+    /// How many nested calls that run alone the share is handed back for now (waiting for
+    /// the whole lane or holding it).
+    lent: usize,
+    /// The call ended: its share is not taken again.
+    released: bool,
 }
 
 impl Hold {
-    /// A hold of nothing: the call runs under its parent's.
-    fn inherited(alone: bool) -> Self {
+    fn holding(alone: bool, permit: Option<OwnedSemaphorePermit>) -> Self {
         Hold {
             alone,
-            permit: Mutex::new(None),
+            held: Mutex::new(Held {
+                permit,
+                ..Held::default()
+            }),
         }
+    }
+
+    /// A hold of nothing: the call runs under its parent's.
+    fn inherited(alone: bool) -> Self {
+        Hold::holding(alone, None)
     }
 
     /// Let the lane go: the call ended.
     pub(crate) fn release(&self) {
-        drop(lock(&self.permit).take());
+        let mut held = lock(&self.held);
+        held.released = true;
+        drop(held.permit.take());
+    }
+
+    /// Hand the share back for a nested call that runs alone.
+    fn lend(&self) {
+        let mut held = lock(&self.held);
+        held.lent += 1;
+        drop(held.permit.take());
+    }
+
+    /// A nested call that ran alone (or waited to) is done: whether the share is to be taken
+    /// again, because no other one still needs it handed back.
+    fn returned(&self) -> bool {
+        let mut held = lock(&self.held);
+        held.lent = held.lent.saturating_sub(1);
+        held.lent == 0 && !held.released
+    }
+
+    /// Keep `share`, taken again, unless a nested call started to wait while it was being
+    /// taken (it needs the share handed back), or the call ended, or holds one already.
+    fn take_back(&self, share: OwnedSemaphorePermit) {
+        let mut held = lock(&self.held);
+        if held.lent == 0 && !held.released && held.permit.is_none() {
+            held.permit = Some(share);
+        }
     }
 }
 
-/// The share a nested call that runs alone borrowed from its parent: taken again when the
-/// nested call ended.
+/// The share a nested call that runs alone borrowed from its parent, from the moment it
+/// starts to wait for the whole lane: [`take_again`](Self::take_again) when the nested call
+/// ended. Dropped instead (the call was stopped while it waited, or dropped), it takes the
+/// share again if one is free at once.
 pub(crate) struct ShareBack<'a> {
     lane: Lane,
     parent: &'a Hold,
+    returned: bool,
 }
 
-impl ShareBack<'_> {
+impl<'a> ShareBack<'a> {
+    fn lend(lane: &Lane, parent: &'a Hold) -> Self {
+        parent.lend();
+        ShareBack {
+            lane: lane.clone(),
+            parent,
+            returned: false,
+        }
+    }
+
     /// Take the parent's share again (the nested call released the whole lane).
-    pub(crate) async fn take_again(self) {
+    pub(crate) async fn take_again(mut self) {
+        self.returned = true;
+        if !self.parent.returned() {
+            return;
+        }
         if let Ok(share) = Arc::clone(&self.lane.0).acquire_owned().await {
-            *lock(&self.parent.permit) = Some(share);
+            self.parent.take_back(share);
+        }
+    }
+}
+
+impl Drop for ShareBack<'_> {
+    fn drop(&mut self) {
+        if !self.returned
+            && self.parent.returned()
+            && let Ok(share) = Arc::clone(&self.lane.0).try_acquire_owned()
+        {
+            self.parent.take_back(share);
         }
     }
 }
@@ -97,10 +172,7 @@ impl Lane {
                 });
             }
             None => match Arc::clone(&self.0).try_acquire_many_owned(shares(alone)) {
-                Ok(permit) => Hold {
-                    alone,
-                    permit: Mutex::new(Some(permit)),
-                },
+                Ok(permit) => Hold::holding(alone, Some(permit)),
                 Err(_) => {
                     return Err(Waiting {
                         alone,
@@ -120,26 +192,17 @@ impl Lane {
         let Waiting { alone, parent } = waiting;
         let Some(parent) = parent else {
             return Entered {
-                hold: Hold {
-                    alone,
-                    permit: Mutex::new(self.take(shares(alone)).await),
-                },
+                hold: Hold::holding(alone, self.take(shares(alone)).await),
                 share_back: None,
             };
         };
         // A call that must run alone under a parent's share: hand the share back while this
-        // call waits for the whole lane.
-        drop(lock(&parent.permit).take());
+        // call waits for the whole lane (given back if it stops waiting).
+        let share_back = ShareBack::lend(self, parent);
         let permit = self.take(SHARES).await;
         Entered {
-            hold: Hold {
-                alone: true,
-                permit: Mutex::new(permit),
-            },
-            share_back: Some(ShareBack {
-                lane: self.clone(),
-                parent,
-            }),
+            hold: Hold::holding(true, permit),
+            share_back: Some(share_back),
         }
     }
 
@@ -156,4 +219,100 @@ fn shares(alone: bool) -> u32 {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::pin;
+    use std::task::Poll;
+
+    use futures::{FutureExt, poll};
+
+    use super::*;
+
+    /// A call that enters at once: a top-level one, or a nested one that does not wait.
+    fn enter<'a>(lane: &Lane, alone: bool, parent: Option<&'a Hold>) -> Entered<'a> {
+        match lane.try_enter(alone, parent) {
+            Ok(entered) => entered,
+            Err(waiting) => (lane.wait(waiting).now_or_never()).expect("the call enters at once"),
+        }
+    }
+
+    /// The waiting of a nested call that runs alone under `parent`.
+    fn waiting<'a>(lane: &Lane, parent: &'a Hold) -> Waiting<'a> {
+        match lane.try_enter(true, Some(parent)) {
+            Ok(_) => panic!("a call that runs alone under a share waits for the whole lane"),
+            Err(waiting) => waiting,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_share_taken_again_while_a_sibling_waits_is_let_go() {
+        let lane = Lane::default();
+        let p = enter(&lane, false, None).hold;
+        let q = enter(&lane, false, None).hold;
+        // A runs alone under P, C under Q: A gets the lane when Q hands its share back.
+        let mut a = pin!(lane.wait(waiting(&lane, &p)));
+        assert!(poll!(a.as_mut()).is_pending());
+        let mut c = pin!(lane.wait(waiting(&lane, &q)));
+        assert!(poll!(c.as_mut()).is_pending());
+        let Poll::Ready(a) = poll!(a.as_mut()) else {
+            panic!("A has the lane")
+        };
+        a.hold.release();
+        // A takes P's share again behind C, which has the lane now.
+        let mut a_back = pin!(a.share_back.unwrap().take_again());
+        assert!(poll!(a_back.as_mut()).is_pending());
+        let Poll::Ready(c) = poll!(c.as_mut()) else {
+            panic!("C has the lane")
+        };
+        c.hold.release();
+        c.share_back.unwrap().take_again().await;
+        // A's share is granted; before A takes it, B (alone under P too) starts to wait.
+        let mut b = pin!(lane.wait(waiting(&lane, &p)));
+        assert!(poll!(b.as_mut()).is_pending());
+        a_back.await;
+        // P does not keep the share A took: B waits only for Q.
+        q.release();
+        assert!(poll!(b.as_mut()).is_ready(), "B waits for its own parent");
+    }
+
+    #[tokio::test]
+    async fn a_nested_call_stopped_while_it_waits_gives_the_share_back() {
+        let lane = Lane::default();
+        let p = enter(&lane, false, None).hold;
+        let q = enter(&lane, false, None).hold;
+        let mut a = Box::pin(lane.wait(waiting(&lane, &p)));
+        assert!(poll!(a.as_mut()).is_pending());
+        drop(a);
+        q.release();
+        // P runs on, holding its share again: a call that runs alone waits for it.
+        assert!(lane.try_enter(true, None).is_err());
+        p.release();
+        assert!(lane.try_enter(true, None).is_ok());
+    }
+
+    #[tokio::test]
+    async fn two_nested_calls_hand_the_share_back_once() {
+        let lane = Lane::default();
+        let p = enter(&lane, false, None).hold;
+        let mut a = pin!(lane.wait(waiting(&lane, &p)));
+        let mut b = pin!(lane.wait(waiting(&lane, &p)));
+        let Poll::Ready(a) = poll!(a.as_mut()) else {
+            panic!("A has the lane")
+        };
+        assert!(poll!(b.as_mut()).is_pending());
+        a.hold.release();
+        a.share_back.unwrap().take_again().await;
+        // B still needs the share handed back, so A did not take it.
+        let Poll::Ready(b) = poll!(b.as_mut()) else {
+            panic!("B has the lane")
+        };
+        b.hold.release();
+        b.share_back.unwrap().take_again().await;
+        // The last one took it again: P holds its share until it ends.
+        assert!(lane.try_enter(true, None).is_err());
+        p.release();
+        assert!(lane.try_enter(true, None).is_ok());
+    }
 }
