@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use pi_runtime::agent::Agent;
 use pi_runtime::codemode::CodemodeTool;
 use pi_runtime::provider::faux::{FauxModel, FauxResponse};
-use pi_runtime::{ExecutionMode, FnTool, Message, ToolDefinition, ToolResult};
+use pi_runtime::{ExecutionMode, FnTool, Message, ToolCall, ToolDefinition, ToolResult};
 use serde_json::json;
 
 /// When each call of a tool ran: (tool, start, end).
@@ -149,6 +149,58 @@ async fn a_script_calling_a_sequential_tool_twice_at_once_takes_turns() {
     .await;
     assert_alone(&spans);
     assert_eq!(spans.lock().unwrap().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sequential_tool_two_calls_deep_waits_for_the_batch_not_for_its_caller() {
+    // The script calls `relay` (parallel), which calls `alone` through its own context: the
+    // share `alone` must wait for is the code-mode call's, two levels up.
+    let spans = Spans::default();
+    let relay = FnTool::new(
+        "relay",
+        "Calls the sequential tool.",
+        json!({"type": "object"}),
+        |_, ctx| async move {
+            let result = ctx.call_tool(ToolCall::new("r1", "alone", json!({}))).await;
+            Ok(result)
+        },
+    );
+    let tools: Vec<Arc<dyn ToolDefinition>> = vec![
+        Arc::new(timed(
+            "slow",
+            Duration::from_millis(300),
+            ExecutionMode::Parallel,
+            &spans,
+        )),
+        Arc::new(timed(
+            "alone",
+            Duration::from_millis(100),
+            ExecutionMode::Sequential,
+            &spans,
+        )),
+        Arc::new(relay),
+        Arc::new(CodemodeTool::new()),
+    ];
+    let script = "await tools.relay({}); return 'ok';";
+    let model = FauxModel::new()
+        .respond(
+            FauxResponse::tool_call("c1", "slow", json!({})).and_tool_call(
+                "c2",
+                "codemode",
+                json!({"code": script}),
+            ),
+        )
+        .respond(FauxResponse::text("done"));
+    let agent = Agent::builder().model(model).tools(tools).build().unwrap();
+    let run = tokio::time::timeout(Duration::from_secs(20), agent.prompt("go"))
+        .await
+        .expect("the nested call does not wait for the call it is nested in")
+        .unwrap();
+    for result in run.iter().filter_map(Message::as_tool_result) {
+        assert!(!result.is_error, "{}", result.text());
+    }
+    assert_alone(&spans);
+    assert_eq!(spans.lock().unwrap().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

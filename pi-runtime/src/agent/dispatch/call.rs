@@ -105,8 +105,18 @@ pub(super) struct CallScope {
 struct NestedCaller {
     scope: Arc<CallScope>,
     hold: Hold,
+    /// The caller this call inherited its hold from (it holds nothing itself): the one whose
+    /// hold its nested calls run under too, however deep.
+    inherited_from: Option<Arc<NestedCaller>>,
     /// The call's link to its run, in a run's batch.
     link: Option<RunLink>,
+}
+
+impl NestedCaller {
+    /// The caller whose hold this call's nested calls run under.
+    fn holder(self: &Arc<Self>) -> &Arc<NestedCaller> {
+        self.inherited_from.as_ref().unwrap_or(self)
+    }
 }
 
 impl ToolCaller for NestedCaller {
@@ -123,7 +133,7 @@ impl ToolCaller for NestedCaller {
                     let link = (self.link.as_ref())
                         .filter(|_| links)
                         .map(|link| link.nested(&call.id));
-                    execute_in(ready, &call, scope, Some(&self.hold), link, |_| {
+                    execute_in(ready, &call, scope, Some(self.holder()), link, |_| {
                         std::future::ready(())
                     })
                     .await
@@ -353,7 +363,7 @@ where
     execute_in(ready, call, scope, None, link, on_update)
 }
 
-/// [`execute`] a call, nested in the call that holds `parent` if it is a nested one. The
+/// [`execute`] a call, nested in the call of `parent` if it is a nested one. The
 /// call holds its lane while it runs: all of it for a sequential tool (or any tool, when the
 /// agent runs sequentially), else a share.
 ///
@@ -368,7 +378,7 @@ fn execute_in<'a, U, UF>(
     ready: Ready<'a>,
     call: &'a ToolCall,
     scope: &'a Arc<CallScope>,
-    parent: Option<&'a Hold>,
+    parent: Option<&'a Arc<NestedCaller>>,
     link: Option<RunLink>,
     mut on_update: U,
 ) -> impl Future<Output = CallOutcome> + 'a
@@ -384,7 +394,11 @@ where
         let alone = scope.execution == ExecutionMode::Sequential
             || registration.tool().execution_mode() == ExecutionMode::Sequential;
         let lane = &scope.limits.lane;
-        let Entered { hold, share_back } = match lane.try_enter(alone, parent) {
+        let Entered {
+            hold,
+            share_back,
+            inherited,
+        } = match lane.try_enter(alone, parent.map(|parent| &parent.hold)) {
             Ok(entered) => entered,
             Err(waiting) => tokio::select! {
                 biased;
@@ -396,6 +410,7 @@ where
         let caller = Arc::new(NestedCaller {
             scope: Arc::clone(scope),
             hold,
+            inherited_from: parent.filter(|_| inherited).map(Arc::clone),
             link,
         });
         let outcome = 'call: {

@@ -5,7 +5,9 @@
 //! runs alone it takes nothing, and under a parent that holds a share it runs on that share,
 //! unless it must run alone itself: then the parent's share is handed back while the nested
 //! call waits for, and holds, the whole lane, and taken again after it. That hand-back is
-//! what keeps two parents that both nest a sequential call from waiting for each other.
+//! what keeps two parents that both nest a sequential call from waiting for each other. A
+//! call nested deeper inherits the same hold, so the share handed back for it is the one its
+//! ancestor holds.
 //!
 //! A parent may nest several such calls at once (a script's `Promise.all`). The share is
 //! handed back once, for all of them, and taken again only when the last is done; a share
@@ -144,6 +146,9 @@ impl Drop for ShareBack<'_> {
 pub(crate) struct Entered<'a> {
     pub(crate) hold: Hold,
     pub(crate) share_back: Option<ShareBack<'a>>,
+    /// The call runs under its parent's hold, holding nothing itself: its own nested calls
+    /// run under (and borrow from) its parent's too.
+    pub(crate) inherited: bool,
 }
 
 /// A call that may not run yet, from [`Lane::try_enter`]: what it waits for.
@@ -163,8 +168,8 @@ impl Lane {
         alone: bool,
         parent: Option<&'a Hold>,
     ) -> Result<Entered<'a>, Waiting<'a>> {
-        let hold = match parent {
-            Some(parent) if parent.alone || !alone => Hold::inherited(parent.alone),
+        let (hold, inherited) = match parent {
+            Some(parent) if parent.alone || !alone => (Hold::inherited(parent.alone), true),
             Some(parent) => {
                 return Err(Waiting {
                     alone,
@@ -172,7 +177,7 @@ impl Lane {
                 });
             }
             None => match Arc::clone(&self.0).try_acquire_many_owned(shares(alone)) {
-                Ok(permit) => Hold::holding(alone, Some(permit)),
+                Ok(permit) => (Hold::holding(alone, Some(permit)), false),
                 Err(_) => {
                     return Err(Waiting {
                         alone,
@@ -184,6 +189,7 @@ impl Lane {
         Ok(Entered {
             hold,
             share_back: None,
+            inherited,
         })
     }
 
@@ -194,6 +200,7 @@ impl Lane {
             return Entered {
                 hold: Hold::holding(alone, self.take(shares(alone)).await),
                 share_back: None,
+                inherited: false,
             };
         };
         // A call that must run alone under a parent's share: hand the share back while this
@@ -203,6 +210,7 @@ impl Lane {
         Entered {
             hold: Hold::holding(true, permit),
             share_back: Some(share_back),
+            inherited: false,
         }
     }
 
