@@ -221,10 +221,7 @@ impl<'a> Explainer<'a> {
             }
         }
         for (key, member) in map {
-            let mut matched = keywords
-                .properties
-                .as_ref()
-                .is_some_and(|p| p.contains_key(key));
+            let mut matched = keywords.property(key).is_some();
             for pattern in &keywords.pattern_properties {
                 if pattern.matches(key) {
                     matched = true;
@@ -419,25 +416,21 @@ impl<'a> Explainer<'a> {
         else {
             return 0;
         };
-        keywords
-            .properties
-            .as_ref()
-            .map_or(0, |p| map.keys().filter(|key| p.contains_key(*key)).count())
+        map.keys()
+            .filter(|key| keywords.property(key).is_some())
+            .count()
     }
 
     /// A tagged union: a property of the first branch that carries a distinct primitive
     /// `const` in every branch. Returns the key and the constants in branch order.
     fn tag(&self, branches: &[NodeId]) -> Option<(&'a str, Vec<&'a Value>)> {
         let tree = self.tree;
-        let branch_properties = |branch: NodeId| {
-            tree.keywords(tree.through_refs(branch))
-                .and_then(|k| k.properties.as_ref())
-        };
-        let first = branch_properties(*branches.first()?)?;
+        let branch_keywords = |branch: NodeId| tree.keywords(tree.through_refs(branch));
+        let first = branch_keywords(*branches.first()?)?.properties.as_ref()?;
         first.keys().find_map(|key| {
             let mut tags: Vec<&'a Value> = Vec::with_capacity(branches.len());
             for &branch in branches {
-                let property = *branch_properties(branch)?.get(key)?;
+                let property = branch_keywords(branch)?.property(key)?;
                 let constant = tree
                     .keywords(tree.through_refs(property))?
                     .constant
@@ -506,10 +499,7 @@ impl<'a> Explainer<'a> {
             return true;
         }
         for key in map.keys() {
-            let declared = keywords
-                .properties
-                .as_ref()
-                .is_some_and(|p| p.contains_key(key));
+            let declared = keywords.property(key).is_some();
             if declared || keywords.pattern_properties.iter().any(|p| p.matches(key)) {
                 into.insert(key);
             }

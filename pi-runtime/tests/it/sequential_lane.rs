@@ -35,8 +35,21 @@ fn timed(name: &'static str, time: Duration, mode: ExecutionMode, spans: &Spans)
     .with_mode(mode)
 }
 
-/// Run one batch of `calls` (id, tool, arguments) at once, with `slow` (parallel) and
-/// `alone` (sequential) beside code mode; every call's result must be a success.
+/// A parallel tool that calls `alone` through its own context.
+fn relay() -> FnTool {
+    FnTool::new(
+        "relay",
+        "Calls the sequential tool.",
+        json!({"type": "object"}),
+        |_, ctx| async move {
+            let result = ctx.call_tool(ToolCall::new("r1", "alone", json!({}))).await;
+            Ok(result)
+        },
+    )
+}
+
+/// Run one batch of `calls` (id, tool, arguments) at once, with `slow` (parallel), `alone`
+/// (sequential) and `relay` beside code mode; every call's result must be a success.
 async fn batch(calls: &[(&str, &str, serde_json::Value)], spans: &Spans) {
     let tools: Vec<Arc<dyn ToolDefinition>> = vec![
         Arc::new(timed(
@@ -51,6 +64,7 @@ async fn batch(calls: &[(&str, &str, serde_json::Value)], spans: &Spans) {
             ExecutionMode::Sequential,
             spans,
         )),
+        Arc::new(relay()),
         Arc::new(CodemodeTool::new()),
     ];
     let (id, tool, args) = &calls[0];
@@ -156,49 +170,15 @@ async fn a_sequential_tool_two_calls_deep_waits_for_the_batch_not_for_its_caller
     // The script calls `relay` (parallel), which calls `alone` through its own context: the
     // share `alone` must wait for is the code-mode call's, two levels up.
     let spans = Spans::default();
-    let relay = FnTool::new(
-        "relay",
-        "Calls the sequential tool.",
-        json!({"type": "object"}),
-        |_, ctx| async move {
-            let result = ctx.call_tool(ToolCall::new("r1", "alone", json!({}))).await;
-            Ok(result)
-        },
-    );
-    let tools: Vec<Arc<dyn ToolDefinition>> = vec![
-        Arc::new(timed(
-            "slow",
-            Duration::from_millis(300),
-            ExecutionMode::Parallel,
-            &spans,
-        )),
-        Arc::new(timed(
-            "alone",
-            Duration::from_millis(100),
-            ExecutionMode::Sequential,
-            &spans,
-        )),
-        Arc::new(relay),
-        Arc::new(CodemodeTool::new()),
-    ];
     let script = "await tools.relay({}); return 'ok';";
-    let model = FauxModel::new()
-        .respond(
-            FauxResponse::tool_call("c1", "slow", json!({})).and_tool_call(
-                "c2",
-                "codemode",
-                json!({"code": script}),
-            ),
-        )
-        .respond(FauxResponse::text("done"));
-    let agent = Agent::builder().model(model).tools(tools).build().unwrap();
-    let run = tokio::time::timeout(Duration::from_secs(20), agent.prompt("go"))
-        .await
-        .expect("the nested call does not wait for the call it is nested in")
-        .unwrap();
-    for result in run.iter().filter_map(Message::as_tool_result) {
-        assert!(!result.is_error, "{}", result.text());
-    }
+    batch(
+        &[
+            ("c1", "slow", json!({})),
+            ("c2", "codemode", json!({"code": script})),
+        ],
+        &spans,
+    )
+    .await;
     assert_alone(&spans);
     assert_eq!(spans.lock().unwrap().len(), 2);
 }
