@@ -2,6 +2,7 @@
 
 pub(crate) mod request;
 pub(crate) mod stream;
+mod wire;
 
 use serde_json::Value;
 

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::wire;
 use crate::json::{PartialJsonParser, parse_tool_call_arguments};
 use crate::message::{StopReason, ToolCall, Usage};
 use crate::provider::wire::StreamParser;
@@ -210,7 +211,7 @@ impl StreamParser for EventParser {
             named if !MESSAGE_EVENTS.contains(&named) => return Ok(()),
             _ => {}
         }
-        match serde_json::from_str::<wire::Event<'_>>(data) {
+        match wire::Event::parse(data) {
             Ok(event) => self.apply(out, event, data),
             // Like pi, retry the payload with the repair of a call's final arguments (a raw
             // control character or a bad escape inside a string).
@@ -259,156 +260,4 @@ fn map_stop_reason(
         "sensitive" => Err("Provider stopped with: sensitive".to_owned()),
         other => return Err(format!("Unhandled stop reason: {other}")),
     })
-}
-
-/// The event fields this parser reads; everything else is skipped unparsed. Strings borrow
-/// from the event data unless they hold escapes.
-mod wire {
-    use std::borrow::Cow;
-
-    use serde::Deserialize;
-    use serde_json::Value;
-
-    use crate::message::Usage;
-
-    /// One Messages stream event, named by its `type`.
-    #[derive(Debug, Deserialize)]
-    #[serde(tag = "type", rename_all = "snake_case")]
-    pub(super) enum Event<'a> {
-        MessageStart {
-            #[serde(borrow)]
-            message: MessageStart<'a>,
-        },
-        ContentBlockStart {
-            index: u64,
-            #[serde(borrow)]
-            content_block: Block<'a>,
-        },
-        ContentBlockDelta {
-            index: u64,
-            #[serde(borrow)]
-            delta: BlockDelta<'a>,
-        },
-        ContentBlockStop {
-            index: u64,
-        },
-        MessageDelta {
-            #[serde(borrow)]
-            delta: MessageDelta<'a>,
-            #[serde(default)]
-            usage: Option<WireUsage>,
-        },
-        MessageStop,
-        Error,
-        #[serde(other)]
-        Other,
-    }
-
-    #[derive(Debug, Deserialize)]
-    pub(super) struct MessageStart<'a> {
-        #[serde(borrow, default)]
-        pub(super) id: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
-        pub(super) model: Option<Cow<'a, str>>,
-        #[serde(default)]
-        pub(super) usage: Option<WireUsage>,
-    }
-
-    #[derive(Debug, Deserialize)]
-    #[serde(tag = "type", rename_all = "snake_case")]
-    pub(super) enum Block<'a> {
-        Text {
-            #[serde(borrow, default)]
-            text: Cow<'a, str>,
-        },
-        Thinking {
-            #[serde(borrow, default)]
-            thinking: Cow<'a, str>,
-            #[serde(borrow, default)]
-            signature: Cow<'a, str>,
-        },
-        RedactedThinking {
-            #[serde(borrow, default)]
-            data: Cow<'a, str>,
-        },
-        ToolUse {
-            #[serde(borrow, default)]
-            id: Cow<'a, str>,
-            #[serde(borrow, default)]
-            name: Cow<'a, str>,
-            #[serde(default)]
-            input: Option<Value>,
-        },
-        #[serde(other)]
-        Other,
-    }
-
-    #[derive(Debug, Deserialize)]
-    #[serde(tag = "type", rename_all = "snake_case")]
-    pub(super) enum BlockDelta<'a> {
-        TextDelta {
-            #[serde(borrow, default)]
-            text: Cow<'a, str>,
-        },
-        ThinkingDelta {
-            #[serde(borrow, default)]
-            thinking: Cow<'a, str>,
-        },
-        SignatureDelta {
-            #[serde(borrow, default)]
-            signature: Cow<'a, str>,
-        },
-        InputJsonDelta {
-            #[serde(borrow, default)]
-            partial_json: Cow<'a, str>,
-        },
-        #[serde(other)]
-        Other,
-    }
-
-    #[derive(Debug, Deserialize)]
-    pub(super) struct MessageDelta<'a> {
-        #[serde(borrow, default)]
-        pub(super) stop_reason: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
-        pub(super) stop_details: Option<StopDetails<'a>>,
-    }
-
-    #[derive(Debug, Deserialize)]
-    pub(super) struct StopDetails<'a> {
-        #[serde(borrow, default)]
-        pub(super) explanation: Option<Cow<'a, str>>,
-    }
-
-    /// Token counts; absent (or `null`) ones keep their earlier value, since proxies leave
-    /// `input_tokens` out of `message_delta`.
-    #[derive(Debug, Deserialize)]
-    pub(super) struct WireUsage {
-        #[serde(default)]
-        input_tokens: Option<u64>,
-        #[serde(default)]
-        output_tokens: Option<u64>,
-        #[serde(default)]
-        cache_read_input_tokens: Option<u64>,
-        #[serde(default)]
-        cache_creation_input_tokens: Option<u64>,
-    }
-
-    impl WireUsage {
-        /// Anthropic sends no total: it is the sum of the parts.
-        pub(super) fn update(&self, usage: &mut Usage) {
-            let counts = [
-                (self.input_tokens, &mut usage.input),
-                (self.output_tokens, &mut usage.output),
-                (self.cache_read_input_tokens, &mut usage.cache_read),
-                (self.cache_creation_input_tokens, &mut usage.cache_write),
-            ];
-            for (count, slot) in counts {
-                if let Some(count) = count {
-                    *slot = count;
-                }
-            }
-            usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
-        }
-    }
 }
