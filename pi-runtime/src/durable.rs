@@ -87,8 +87,9 @@ use serde_json::Value;
 
 use crate::agent::approval::{ApprovalDecision, Decision, PendingCall};
 use crate::agent::dispatch::RunLimits;
-use crate::agent::journal::{self, AbortOnDrop, Journal, JournalError, Recorded, TimeLimit, Work};
-use crate::agent::nested_journal::{StepRequest, serve_with};
+use crate::agent::journal::{self, AbortOnDrop, Journal, TimeLimit, Work};
+use crate::agent::nested_journal::serve_with;
+use crate::agent::step::{JournalError, Recorded, StepRequest};
 use crate::agent::{AgentDefinition, Prompt, RunOutcome};
 use crate::message::{Message, now_ms};
 

@@ -1,5 +1,6 @@
 //! What an agent is configured with, and the part of it shared with a running loop.
 
+use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
@@ -9,7 +10,6 @@ use super::approval::PauseLedger;
 use super::dispatch::Policies;
 use super::error::AgentError;
 use super::guardrail::Guardrails;
-use super::handoff::HistoryFilter;
 use super::hooks::Hooks;
 use super::sink::{Bus, lock};
 use super::state::{Conversation, QueueMode};
@@ -20,6 +20,30 @@ use crate::stream::{LanguageModel, ThinkingLevel, ToolChoice};
 use crate::tool::{
     ExecutionMode, RegistryError, RunContext, ToolDefinition, ToolRegistry, ToolSwitch,
 };
+
+/// What an agent is shown of the transcript, given all of it.
+#[derive(Clone)]
+pub(crate) struct HistoryFilter(Arc<Shown>);
+
+/// The filter's function.
+type Shown = dyn Fn(&[Message]) -> Vec<Message> + Send + Sync;
+
+impl HistoryFilter {
+    pub(crate) fn new(filter: impl Fn(&[Message]) -> Vec<Message> + Send + Sync + 'static) -> Self {
+        HistoryFilter(Arc::new(filter))
+    }
+
+    /// What the agent is shown of `transcript`.
+    pub(crate) fn shown(&self, transcript: &[Message]) -> Vec<Message> {
+        (self.0)(transcript)
+    }
+}
+
+impl fmt::Debug for HistoryFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("HistoryFilter")
+    }
+}
 
 /// An agent's configuration. Runs read a snapshot per turn, so changes made while a run is
 /// in progress apply from its next model request.

@@ -5,7 +5,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::approval::PendingCall;
-use super::guardrail::GuardrailStage;
 
 /// Why a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,4 +69,15 @@ impl RunEnd {
     pub fn is_success(&self) -> bool {
         matches!(self, RunEnd::Completed | RunEnd::Terminated)
     }
+}
+
+/// Which check tripped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum GuardrailStage {
+    /// An [`InputGuardrail`](super::guardrail::InputGuardrail): the run's input.
+    Input,
+    /// An [`OutputGuardrail`](super::guardrail::OutputGuardrail): an answer.
+    Output,
 }

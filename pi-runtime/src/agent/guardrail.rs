@@ -47,8 +47,8 @@ use std::future::Future;
 use std::sync::{Arc, LazyLock};
 
 use futures::future::{BoxFuture, join_all};
-use serde::{Deserialize, Serialize};
 
+pub use super::end::GuardrailStage;
 use super::end::RunEnd;
 use super::panics::guarded;
 use crate::message::{AssistantMessage, Message};
@@ -74,17 +74,6 @@ impl Verdict {
             reason: reason.into(),
         }
     }
-}
-
-/// Which check tripped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub enum GuardrailStage {
-    /// An [`InputGuardrail`]: the run's input.
-    Input,
-    /// An [`OutputGuardrail`]: an answer.
-    Output,
 }
 
 /// What an input guardrail checks.

@@ -31,37 +31,16 @@
 //! [`RunOutcome::agent`]: super::RunOutcome::agent
 
 use std::fmt;
-use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::config::AgentDefinition;
+use super::config::{AgentDefinition, HistoryFilter};
 use super::dispatch::RunLink;
 use crate::message::Message;
 use crate::tool::{
     AgentTool, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSettings,
 };
-
-/// What an agent is shown of the transcript, given all of it.
-#[derive(Clone)]
-pub(crate) struct HistoryFilter(Arc<Shown>);
-
-/// The filter's function.
-type Shown = dyn Fn(&[Message]) -> Vec<Message> + Send + Sync;
-
-impl HistoryFilter {
-    /// What the agent is shown of `transcript`.
-    pub(crate) fn shown(&self, transcript: &[Message]) -> Vec<Message> {
-        (self.0)(transcript)
-    }
-}
-
-impl fmt::Debug for HistoryFilter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("HistoryFilter")
-    }
-}
 
 /// A tool that hands the conversation to another agent: made by
 /// [`AgentDefinition::handoff`] (see the [module docs](self)). It takes no arguments.
@@ -112,7 +91,7 @@ impl Handoff {
     where
         F: Fn(&[Message]) -> Vec<Message> + Send + Sync + 'static,
     {
-        self.to = self.to.with_history(HistoryFilter(Arc::new(filter)));
+        self.to = self.to.with_history(HistoryFilter::new(filter));
         self
     }
 

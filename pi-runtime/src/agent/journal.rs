@@ -16,28 +16,12 @@
 use std::sync::{Mutex, PoisonError};
 
 use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
 use super::approval::{ApprovalDecision, PendingCall};
 use super::dispatch::RunLimits;
-use super::nested_journal::StepRequest;
-
-/// A step that cannot be recorded or replayed: the run cannot go on.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct JournalError(pub(crate) String);
-
-/// What a step recorded: its value, whether the run's signal had fired by its end, and the
-/// failed nested calls (per tool) counted while it ran, which a replay counts again.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Recorded {
-    pub(crate) value: Value,
-    pub(crate) stopped: bool,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) nested: Vec<(String, u32)>,
-}
+use super::step::{JournalError, Recorded, StepRequest};
 
 /// A step's work, run at most once unless the process dies while it runs.
 pub(crate) type Work<'a> = BoxFuture<'a, Value>;

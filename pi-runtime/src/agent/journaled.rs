@@ -20,12 +20,12 @@ use super::failure::CallFailure;
 use super::handle::resume::{go_on, tool_lookup};
 use super::handle::runs::{Inherited, outcome};
 use super::handle::{Agent, RunGuard};
-use super::journal::{Journal, JournalError, Work};
+use super::journal::{Journal, Work};
 use super::machine::{CallOutcome, Effect, ReadyCall, RunState, instant_at};
-use super::nested_journal::JournalLink;
 use super::outcome::RunOutcome;
 use super::prompt::Prompt;
 use super::run::{Driver, failed_message};
+use super::step::JournalError;
 use super::telemetry;
 use crate::message::{AssistantMessage, Message, StopReason};
 
@@ -208,7 +208,7 @@ async fn execute(
     for call in calls {
         let index = call.index();
         let name = format!("tool call {}", call.call().call().id);
-        let (span, job) = driver.job(state, call, updates.clone(), None);
+        let (span, job) = driver.job(state, call, updates.clone());
         let work = async move { serde_json::to_value(job.await).unwrap_or(Value::Null) };
         indices.push(index);
         steps.push((name, Box::pin(work.instrument(span))));
@@ -253,8 +253,8 @@ async fn execute(
 }
 
 /// Execute `call`, whose tool runs a sub-agent, outside any step: the sub-agent's own steps
-/// are steps of `journal` (named `<call id>/...`), served here while it runs, and its events
-/// are delivered as they come.
+/// are steps of `journal` (named `<call id>/...`), asked for through the call's link and
+/// served here while it runs, and its events are delivered as they come.
 async fn run_sub_agent(
     driver: &mut Driver<'_>,
     state: &mut RunState,
@@ -263,22 +263,21 @@ async fn run_sub_agent(
 ) {
     let index = call.index();
     let (updates, mut reports) = mpsc::unbounded_channel();
-    let (requests, mut asked) = mpsc::unbounded_channel();
-    let run_key = (driver.limits.run_key.clone()).unwrap_or_else(|| Arc::from("run"));
-    let link = JournalLink { requests, run_key };
-    let (span, job) = driver.job(state, call, updates, Some(link));
+    let (span, job) = driver.job(state, call, updates);
     let mut job = pin!(job.instrument(span));
     let mut serving = FuturesUnordered::new();
     let outcome = loop {
         tokio::select! {
             outcome = &mut job => break outcome,
-            Some(request) = asked.recv() => serving.push(journal.serve(request)),
             Some(()) = serving.next(), if !serving.is_empty() => {}
-            Some(report) = reports.recv() => {
-                if take_progress(driver, state, report) {
-                    driver.deliver(state).await;
+            Some(report) = reports.recv() => match report {
+                JobReport::Step(request) => serving.push(journal.serve(request)),
+                report => {
+                    if take_progress(driver, state, report) {
+                        driver.deliver(state).await;
+                    }
                 }
-            }
+            },
         }
     };
     while let Ok(report) = reports.try_recv() {
@@ -299,6 +298,9 @@ fn take_progress(driver: &mut Driver<'_>, state: &mut RunState, report: JobRepor
         // A journal step's record holds no sub-agent's state: the call's own result (its
         // sub-agent cannot wait for approval here) stands, and nothing it held runs.
         JobReport::Paused(..) | JobReport::Done(..) => return false,
+        // A call inside a step cannot have steps of its own (only a sub-agent's call asks,
+        // and it runs outside any step); unanswered, the asking call fails.
+        JobReport::Step(_) => return false,
     }
     true
 }

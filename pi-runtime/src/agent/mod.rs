@@ -79,6 +79,7 @@ mod prompt;
 mod run;
 mod sink;
 mod state;
+pub(crate) mod step;
 pub mod subagent;
 mod telemetry;
 #[cfg(test)]

@@ -3,62 +3,38 @@
 //! The call that runs the sub-agent is not a step itself (a step cannot hold steps), so a
 //! crash anywhere in the sub-agent replays its recorded steps and runs only the rest.
 //!
-//! The sub-agent's work never leaves its task: a step request asks the journal above to
-//! open the step, which either replays the record (the work never runs) or asks for the
-//! work's record, and answers with the step's record either way.
+//! The sub-agent's work never leaves its task: a step request, sent through the call's link
+//! to the driver above, asks its journal to open the step, which either replays the record
+//! (the work never runs) or asks for the work's record, and answers with the step's record
+//! either way.
 #![cfg_attr(not(feature = "restate"), allow(dead_code))]
 
 use std::future::Future;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::approval::{ApprovalDecision, PendingCall};
-use super::dispatch::RunLimits;
-use super::journal::{Journal, JournalError, Recorded, TimeLimit, Work, record, replay};
-
-/// A sub-agent's request for one step of the journal above.
-pub(crate) struct StepRequest {
-    /// The step's name in the journal above.
-    pub(crate) name: String,
-    /// Sent when the step runs for real: the sub-agent answers with its work's record.
-    pub(crate) run: oneshot::Sender<oneshot::Sender<Recorded>>,
-    /// The step's record, replayed or just made.
-    pub(crate) done: oneshot::Sender<Result<Recorded, JournalError>>,
-}
-
-impl StepRequest {
-    /// The same request, one level further up: its name gets `prefix` in front.
-    pub(crate) fn under(mut self, prefix: &str) -> Self {
-        self.name = format!("{prefix}{}", self.name);
-        self
-    }
-}
-
-/// Where a durable run's calls that run sub-agents ask for their steps, and the key of
-/// that run.
-#[derive(Clone)]
-pub(crate) struct JournalLink {
-    pub(crate) requests: mpsc::UnboundedSender<StepRequest>,
-    pub(crate) run_key: std::sync::Arc<str>,
-}
+use super::dispatch::{RunLimits, RunLink};
+use super::journal::{Journal, TimeLimit, Work, record, replay};
+use super::step::{JournalError, Recorded, StepRequest};
 
 /// The journal of a sub-agent's run: each step is a step of the journal above, asked for
-/// through `requests` and named `<prefix><name>`.
+/// through the link of the call that runs the sub-agent and named `<prefix><name>`.
 pub(crate) struct NestedJournal {
     prefix: String,
-    requests: mpsc::UnboundedSender<StepRequest>,
+    link: RunLink,
     /// The sub-agent's own time limit, fired once a step runs for real (as the journal
     /// above fires its run's).
     time_limit: TimeLimit,
 }
 
 impl NestedJournal {
-    pub(crate) fn new(prefix: String, requests: mpsc::UnboundedSender<StepRequest>) -> Self {
+    pub(crate) fn new(prefix: String, link: RunLink) -> Self {
         NestedJournal {
             prefix,
-            requests,
+            link,
             time_limit: TimeLimit::default(),
         }
     }
@@ -73,7 +49,7 @@ impl NestedJournal {
         let (run, running) = oneshot::channel();
         let (done, finished) = oneshot::channel();
         let request = StepRequest { name, run, done };
-        (self.requests.send(request.under(&self.prefix)))
+        (self.link.ask_step(request.under(&self.prefix)))
             .map_err(|_| JournalError("the run above the sub-agent is gone".to_owned()))?;
         // A replayed step drops `run` unanswered: the work never runs.
         if let Ok(answer) = running.await {
@@ -130,8 +106,8 @@ impl Journal for NestedJournal {
     fn serve<'a>(&'a self, request: StepRequest) -> BoxFuture<'a, ()> {
         // A grandchild's step is a step of this journal's own journal above.
         let request = request.under(&self.prefix);
-        if let Err(unsent) = self.requests.send(request) {
-            let _ = (unsent.0.done).send(Err(JournalError(
+        if let Err(unsent) = self.link.ask_step(request) {
+            let _ = (unsent.done).send(Err(JournalError(
                 "the run above the sub-agent is gone".to_owned(),
             )));
         }

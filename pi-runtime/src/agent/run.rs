@@ -19,8 +19,6 @@ use super::failure::{CallFailure, REQUEST_ABORTED};
 use super::guardrail::{GuardrailInput, GuardrailOutput, Guardrails};
 use super::hooks::{FinishedTurn, RequestPlan, TurnControl};
 use super::machine::{CallOutcome, Effect, ReadyCall, RunState, ToolNote};
-#[cfg(any(test, feature = "restate"))]
-use super::nested_journal::JournalLink;
 use super::panics::{guarded, panic_message};
 use super::telemetry;
 use super::turn_tools::TurnTools;
@@ -286,6 +284,9 @@ impl<'a> Driver<'a> {
                 JobReport::Nested(index, event) => state.nested(index, event),
                 JobReport::Paused(index, child) => state.sub_agent_paused(index, *child),
                 JobReport::HandOff(to) => self.hand_off(state, &to),
+                // Only a durable run's calls ask for steps; unanswered, the asking call
+                // fails.
+                JobReport::Step(_) => {}
                 JobReport::Done(index, outcome) => {
                     self.report_nested(state);
                     state.executed(index, outcome);
@@ -301,26 +302,23 @@ impl<'a> Driver<'a> {
         self.deliver(state).await;
     }
 
-    /// The execution of `call` in its span, as a future a journal step can own.
+    /// The execution of `call` in its span, as a future another driver can own (a durable
+    /// run's step).
     #[cfg(any(test, feature = "restate"))]
     pub(crate) fn job(
         &mut self,
         state: &RunState,
         call: ReadyCall,
         updates: tokio::sync::mpsc::UnboundedSender<JobReport>,
-        journal: Option<JournalLink>,
     ) -> (Span, futures::future::BoxFuture<'static, CallOutcome>) {
         let response = Arc::clone(call.call().response());
         let span = self.span(state, &response, call.index());
-        let job = self
-            .batch(state, &response)
-            .calls
-            .job(call, updates, journal);
+        let job = self.batch(state, &response).calls.job(call, updates);
         (span, job)
     }
 
-    /// Whether `call`'s tool keeps a journal of its own (a sub-agent, whose steps are
-    /// steps of the run's journal), so that its execution must not be one step.
+    /// Whether `call`'s tool records its own steps in a durable run (a sub-agent, whose
+    /// steps are steps of the run's), so that its execution must not be one step.
     #[cfg(any(test, feature = "restate"))]
     pub(crate) fn journals_itself(&mut self, state: &RunState, call: &ReadyCall) -> bool {
         let response = Arc::clone(call.call().response());

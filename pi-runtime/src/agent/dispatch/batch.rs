@@ -18,14 +18,11 @@ use tokio::time::{Sleep, sleep};
 use tracing::{Instrument, Span};
 
 use super::call::{self, CallScope, Preflight, Ready};
-use super::link::RunLink;
+use super::link::{JobReport, RunLink};
 use super::policy::acquire;
 use crate::agent::failure::{self, CallFailure};
-use crate::agent::machine::{CallOutcome, Preflighted, ReadyCall, RunState};
-use crate::agent::nested_journal::JournalLink;
-use crate::agent::{AgentDefinition, AgentEvent};
+use crate::agent::machine::{CallOutcome, Preflighted, ReadyCall};
 use crate::message::ToolCall;
-use crate::tool::ToolResult;
 
 /// One response's batch, as the driver runs it: the scope its calls share, and the cap on
 /// how many of them execute at once.
@@ -34,18 +31,6 @@ pub(crate) struct BatchCalls {
     /// The agent's cap on calls of one batch running at once; tokio's semaphore is fair, so
     /// waiting calls start in source order.
     permits: Option<Arc<Semaphore>>,
-}
-
-/// What a running call reports to the driver, which alone hands it to the state.
-pub(crate) enum JobReport {
-    Update(usize, ToolResult),
-    /// An event of the call's sub-agent, already tagged with its path.
-    Nested(usize, AgentEvent),
-    /// The call's sub-agent paused for approval as this state; the call's end follows.
-    Paused(usize, Box<RunState>),
-    /// The call hands the conversation to this agent.
-    HandOff(Box<AgentDefinition>),
-    Done(usize, CallOutcome),
 }
 
 impl BatchCalls {
@@ -66,19 +51,19 @@ impl BatchCalls {
         }
     }
 
-    /// The execution of `call`, boxed for a journal step to own (see [`run_job`]).
+    /// The execution of `call`, boxed for a driver to own (a durable run's step; see
+    /// [`run_job`]).
     #[cfg(any(test, feature = "restate"))]
     pub(crate) fn job(
         &self,
         call: ReadyCall,
         updates: mpsc::UnboundedSender<JobReport>,
-        journal: Option<JournalLink>,
     ) -> BoxFuture<'static, CallOutcome> {
         let (scope, permits) = (Arc::clone(&self.scope), self.permits.clone());
-        Box::pin(run_job(scope, permits, call, updates, journal))
+        Box::pin(run_job(scope, permits, call, updates))
     }
 
-    /// Whether the offered tool `name` keeps a journal of its own (see
+    /// Whether the offered tool `name` records its own steps in a durable run (see
     /// [`ToolSettings::journals_itself`](crate::tool::ToolSettings)).
     #[cfg(any(test, feature = "restate"))]
     pub(crate) fn journals_itself(&self, name: &str) -> bool {
@@ -110,7 +95,7 @@ impl BatchCalls {
             let (started, next_may_start) = oneshot::channel();
             let (scope, permits) = (Arc::clone(&self.scope), self.permits.clone());
             let job = InOrder {
-                run: run_job(scope, permits, call, tx.clone(), None),
+                run: run_job(scope, permits, call, tx.clone()),
                 index,
                 reports: tx.clone(),
                 may_start: previous_started.replace(next_may_start),
@@ -137,7 +122,6 @@ fn run_job(
     permits: Option<Arc<Semaphore>>,
     call: ReadyCall,
     updates: mpsc::UnboundedSender<JobReport>,
-    journal: Option<JournalLink>,
 ) -> impl Future<Output = CallOutcome> + Send + 'static {
     async move {
         let index = call.index();
@@ -148,8 +132,10 @@ fn run_job(
         };
         // Only a tool that reports to its run (a sub-agent, a handoff) gets a link: the other
         // calls make none.
-        let link = (registration.settings().links_to_run)
-            .then(|| RunLink::new(index, &updates, &scope.messages, call.resume, journal));
+        let link = (registration.settings().links_to_run).then(|| {
+            let durable = scope.limits.run_key.clone();
+            RunLink::new(index, &updates, &scope.messages, call.resume, durable)
+        });
         let ready = Ready {
             registration,
             args: call.args,

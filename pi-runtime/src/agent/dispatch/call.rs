@@ -18,9 +18,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::lane::{Entered, Hold, Lane};
+use super::lane::{Entered, Hold};
+use super::limits::RunLimits;
 use super::link::RunLink;
-use super::policy::{NestedFailures, Policies};
+use super::policy::Policies;
 use super::worker;
 use crate::agent::approval::{self, Approval};
 use crate::agent::failure::{self, BLOCKED, CallFailure, OPERATION_ABORTED};
@@ -33,50 +34,13 @@ use crate::args::ValidationError;
 use crate::message::{AssistantMessage, ContentBlock, Message, ToolCall};
 use crate::tool::context::ToolCaller;
 use crate::tool::{
-    ConversationTools, ExecutionMode, Registration, RunContext, Tool, ToolContext, ToolError,
-    ToolErrorKind, ToolResult,
+    ConversationTools, ExecutionMode, Registration, Tool, ToolContext, ToolError, ToolErrorKind,
+    ToolResult,
 };
 
 /// How long a running tool may ignore the run's cancellation before the loop stops waiting
 /// for it: a run must end even when a tool never looks at its signal.
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(1);
-
-/// When a run stops its calls: its cancellation signal, and the time limit that fires it.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct RunLimits {
-    pub(crate) signal: CancellationToken,
-    /// When the run's time limit cancels the signal, if it has one.
-    pub(crate) deadline: Option<Instant>,
-    /// The time limit that set `deadline`, when it is not the agent's own (a sub-agent's
-    /// run gets what is left of its parent's), for the run's end to report.
-    pub(crate) time_limit: Option<Duration>,
-    /// The run's context, handed to every call (nested ones too) and hook.
-    pub(crate) context: Option<RunContext>,
-    /// A durable run's key: with a call's id, the idempotency key its tool gets.
-    pub(crate) run_key: Option<Arc<str>>,
-    /// Where the run's calls that leave no result message count their failures toward the
-    /// retry budgets; `None` outside a run (a server's calls, `run_tool_call` between runs).
-    pub(crate) nested_failures: Option<Arc<NestedFailures>>,
-    /// Keeps a sequential tool's calls apart from every other call of the run (or server).
-    pub(crate) lane: Lane,
-    /// What serves the run's calls to a remote caller (an MCP server's connected client),
-    /// handed to each call's context; `None` in an agent's run.
-    pub(crate) served_by: Option<Arc<dyn Any + Send + Sync>>,
-}
-
-impl RunLimits {
-    /// End the run by `parent` at the latest (a sub-agent's run, by its call's deadline):
-    /// when that comes first, it is the run's deadline, and what is left of it the time
-    /// limit the run's end reports.
-    pub(crate) fn end_by(&mut self, parent: Option<Instant>) {
-        if let Some(parent) = parent
-            && self.deadline.is_none_or(|own| parent < own)
-        {
-            self.deadline = Some(parent);
-            self.time_limit = Some(parent.saturating_duration_since(Instant::now()));
-        }
-    }
-}
 
 /// What every call of one batch shares, in one `Arc` that each spawned job and each
 /// running tool's context holds. Made only by the [`Dispatcher`](super::Dispatcher).

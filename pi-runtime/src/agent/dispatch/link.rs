@@ -5,12 +5,26 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::mpsc;
 
-use super::batch::JobReport;
-use crate::agent::machine::{NestedResume, RunState};
-use crate::agent::nested_journal::JournalLink;
+use crate::agent::machine::{CallOutcome, NestedResume, RunState};
+use crate::agent::step::StepRequest;
 use crate::agent::{AgentDefinition, AgentEvent};
 use crate::message::Message;
-use crate::tool::ToolContext;
+use crate::tool::{ToolContext, ToolResult};
+
+/// What a running call reports to the driver, which alone hands it to the state.
+pub(crate) enum JobReport {
+    Update(usize, ToolResult),
+    /// An event of the call's sub-agent, already tagged with its path.
+    Nested(usize, AgentEvent),
+    /// The call's sub-agent paused for approval as this state; the call's end follows.
+    Paused(usize, Box<RunState>),
+    /// The call hands the conversation to this agent.
+    HandOff(Box<AgentDefinition>),
+    /// In a durable run, the call's sub-agent asks for one of its steps, to be a step of the
+    /// run's journal.
+    Step(StepRequest),
+    Done(usize, CallOutcome),
+}
 
 /// One running call's link to its run, reached from the call's context
 /// ([`RunLink::of`]). A call nested in it (a script's call) gets a link of its own, under
@@ -31,8 +45,10 @@ pub(crate) struct RunLink {
     /// For a call going on from its sub-agent's pause: the sub-agent's state and the
     /// decisions, taken once.
     resume: Option<Arc<Mutex<Option<NestedResume>>>>,
-    /// In a durable run: where a sub-agent the call runs asks for its journal's steps.
-    journal: Option<JournalLink>,
+    /// A durable run's key, for a call of its batch: the call's sub-agent records its steps
+    /// in the run's journal, asking the driver for each ([`JobReport::Step`]). `None`
+    /// elsewhere, and for a nested call, which is inside its parent's step.
+    durable: Option<Arc<str>>,
 }
 
 impl RunLink {
@@ -43,13 +59,14 @@ impl RunLink {
         context.caller()?.link()?.downcast_ref()
     }
 
-    /// The link of the batch's call `index`, resuming its sub-agent with `resume` if given.
-    pub(crate) fn new(
+    /// The link of the batch's call `index`, resuming its sub-agent with `resume` if given;
+    /// `durable`, the key of the run if it is a durable one.
+    pub(super) fn new(
         index: usize,
         reports: &mpsc::UnboundedSender<JobReport>,
         transcript: &Arc<[Message]>,
         resume: Option<Box<NestedResume>>,
-        journal: Option<JournalLink>,
+        durable: Option<Arc<str>>,
     ) -> Self {
         RunLink {
             index,
@@ -57,7 +74,7 @@ impl RunLink {
             reports: reports.downgrade(),
             transcript: Arc::clone(transcript),
             resume: resume.map(|resume| Arc::new(Mutex::new(Some(*resume)))),
-            journal,
+            durable,
         }
     }
 
@@ -70,7 +87,7 @@ impl RunLink {
             transcript: Arc::clone(&self.transcript),
             resume: None,
             // A script's call is inside its parent's step: it cannot have steps of its own.
-            journal: None,
+            durable: None,
         }
     }
 
@@ -89,9 +106,24 @@ impl RunLink {
         ));
     }
 
-    /// In a durable run, where a sub-agent the call runs asks for its journal's steps.
-    pub(crate) fn journal(&self) -> Option<&JournalLink> {
-        self.journal.as_ref()
+    /// The key of the durable run whose journal records the steps of a sub-agent this call
+    /// runs; `None` where the call cannot have steps.
+    pub(crate) fn durable_key(&self) -> Option<&Arc<str>> {
+        self.durable.as_ref()
+    }
+
+    /// Ask the driver for a step of the durable run's journal; the request back if the
+    /// call ended (or the run was dropped), when nothing is listening.
+    pub(crate) fn ask_step(&self, request: StepRequest) -> Result<(), StepRequest> {
+        let Some(reports) = self.reports.upgrade() else {
+            return Err(request);
+        };
+        reports
+            .send(JobReport::Step(request))
+            .map_err(|unsent| match unsent.0 {
+                JobReport::Step(request) => request,
+                _ => unreachable!("the report sent is the step"),
+            })
     }
 
     /// The transcript before the response whose call this is.

@@ -11,6 +11,7 @@ mod batch;
 mod call;
 mod edits;
 mod lane;
+mod limits;
 mod link;
 mod policy;
 mod worker;
@@ -18,10 +19,10 @@ mod worker;
 use std::future::Future;
 use std::sync::Arc;
 
-pub(crate) use batch::{BatchCalls, JobReport};
-pub(crate) use call::RunLimits;
+pub(crate) use batch::BatchCalls;
 pub use call::validate_tool_call;
-pub(crate) use link::RunLink;
+pub(crate) use limits::RunLimits;
+pub(crate) use link::{JobReport, RunLink};
 pub(crate) use policy::Policies;
 pub use policy::ToolPolicies;
 

@@ -59,7 +59,6 @@ use serde_json::Value;
 use self::task::{Task, inherited};
 use super::dispatch::RunLink;
 use super::end::RunEnd;
-use super::nested_journal::JournalLink;
 #[cfg(any(test, feature = "restate"))]
 use super::nested_journal::NestedJournal;
 use super::outcome::RunOutcome;
@@ -210,8 +209,8 @@ impl SubAgent {
                 if let (Some(filter), Some(link)) = (&self.history, link) {
                     child.set_messages(filter(link.transcript()));
                 }
-                let started = match link.and_then(RunLink::journal) {
-                    Some(journal) => journaled(&child, task, call_id, journal, ctx).await,
+                let started = match link.filter(|link| link.durable_key().is_some()) {
+                    Some(link) => journaled(&child, task, call_id, link, ctx).await,
                     None => child.prompt_under(task, inherited(ctx)).await,
                 };
                 started.map_err(|error| format!("The {name} agent could not run: {error}"))
@@ -251,30 +250,32 @@ impl SubAgent {
     }
 }
 
-/// Run `child` on `task` under the durable run the call `call_id` belongs to: each of its
-/// steps is a step of that run's journal, named `<call id>/...`.
+/// Run `child` on `task` under the durable run the call `call_id` belongs to (its `link`
+/// names the run): each of its steps is a step of that run's journal, named
+/// `<call id>/...`.
 #[cfg(any(test, feature = "restate"))]
 async fn journaled(
     child: &Agent,
     task: Prompt,
     call_id: &str,
-    journal: &JournalLink,
+    link: &RunLink,
     ctx: &ToolContext,
 ) -> Result<RunOutcome, AgentError> {
-    let steps = NestedJournal::new(format!("{call_id}/"), journal.requests.clone());
-    let run_key: Arc<str> = Arc::from(format!("{}/{call_id}", journal.run_key));
+    let run_key = link.durable_key().map_or("run", |key| &**key);
+    let run_key: Arc<str> = Arc::from(format!("{run_key}/{call_id}"));
+    let steps = NestedJournal::new(format!("{call_id}/"), link.clone());
     child
         .prompt_journaled_under(task, &steps, run_key, now_ms(), inherited(ctx))
         .await
 }
 
-/// Without durable runs no call has a journal link; this is never reached.
+/// Without durable runs no call is a durable run's; this is never reached.
 #[cfg(not(any(test, feature = "restate")))]
 async fn journaled(
     child: &Agent,
     task: Prompt,
     _call_id: &str,
-    _journal: &JournalLink,
+    _link: &RunLink,
     ctx: &ToolContext,
 ) -> Result<RunOutcome, AgentError> {
     child.prompt_under(task, inherited(ctx)).await
