@@ -7,8 +7,6 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::state::RunState;
-use crate::agent::approval::{ApprovalDecision, PendingCall};
 use crate::agent::failure::CallFailure;
 use crate::message::{AssistantMessage, ToolCall, ToolResultMessage, now_ms};
 use crate::tool::ToolResult;
@@ -47,34 +45,6 @@ impl CallRef {
     /// The response the call belongs to.
     pub fn response(&self) -> &Arc<AssistantMessage> {
         &self.response
-    }
-}
-
-/// A call that passed its preflight and may execute, with the arguments it executes with
-/// (prepared, validated, and as `before_tool_call` or an approval left them).
-#[derive(Debug, Clone)]
-pub struct ReadyCall {
-    pub(crate) call: CallRef,
-    pub(crate) args: Value,
-    /// For a call whose sub-agent paused for approval, its state and the decisions about
-    /// its pending calls: the call goes on from there instead of starting over.
-    pub(crate) resume: Option<Box<NestedResume>>,
-}
-
-impl ReadyCall {
-    /// The call's place in its batch.
-    pub fn index(&self) -> usize {
-        self.call.index
-    }
-
-    /// The call.
-    pub fn call(&self) -> &CallRef {
-        &self.call
-    }
-
-    /// The arguments to execute it with.
-    pub fn args(&self) -> &Value {
-        &self.args
     }
 }
 
@@ -211,26 +181,4 @@ impl BatchPlan {
 pub(crate) struct CallRecord {
     pub(crate) terminate: bool,
     pub(crate) failure: Option<CallFailure>,
-}
-
-/// A sub-agent's run, paused for approval inside a call of the batch: the call waits with
-/// the batch (see [`subagent`](crate::agent::subagent)).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct NestedPause {
-    /// The sub-agent's pending calls, their paths starting at the call that runs it.
-    pub(crate) pending: Vec<PendingCall>,
-    /// The sub-agent's paused state, signed with the run state that holds it.
-    #[serde(with = "super::state::boxed")]
-    pub(crate) state: Box<RunState>,
-}
-
-/// A sub-agent's paused run and the decisions about its pending calls, their paths
-/// starting inside the sub-agent: what its call resumes with.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct NestedResume {
-    #[serde(with = "super::state::boxed")]
-    pub(crate) state: Box<RunState>,
-    pub(crate) decisions: Vec<ApprovalDecision>,
 }

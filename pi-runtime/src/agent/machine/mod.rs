@@ -65,14 +65,13 @@
 //! ```
 
 mod announce;
-mod batch;
 mod call;
 pub(crate) mod held;
 pub(crate) mod state;
 
-pub(crate) use batch::ToolNote;
-pub(crate) use call::NestedResume;
-pub use call::{BatchPlan, CallOutcome, CallRef, Preflighted, ReadyCall};
+pub use call::{BatchPlan, CallOutcome, CallRef, Preflighted};
+pub use state::batch::ReadyCall;
+pub(crate) use state::batch::{NestedResume, ToolNote};
 pub(crate) use state::{RunState, StateLimits, deadline_after, instant_at};
 
 use std::sync::Arc;

@@ -1,14 +1,16 @@
 //! [`RunState`]: everything a run has decided so far, and what it needs next.
 
+pub(super) mod batch;
+
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use self::batch::{Batch, Finished, NestedPause, Step, ToolNote};
 use super::Effect;
 use super::announce::Announce;
-use super::batch::{Batch, Finished, Step, ToolNote};
-use super::call::{BatchPlan, CallOutcome, CallRecord, CallRef, NestedPause, Preflighted};
+use super::call::{BatchPlan, CallOutcome, CallRecord, CallRef, Preflighted};
 use super::held::{self, Decided, HeldCall};
 use crate::agent::AgentEvent;
 use crate::agent::approval::{ApprovalDecision, ApprovalError, PendingCall, new_pause_id};
