@@ -46,6 +46,7 @@ mod e2e_parallel_edits;
 mod e2e_self_correction;
 mod guardrails;
 mod handoffs;
+mod import_circles;
 mod macro_extractors;
 mod macro_lints;
 mod macro_params;
