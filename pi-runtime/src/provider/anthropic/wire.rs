@@ -6,7 +6,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{Error as _, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
@@ -98,29 +98,20 @@ impl<'de, T: Tagged<'de>> Visitor<'de> for TagFirst<T> {
     }
 }
 
-/// Read the rest of a tagged map as `T`, which must not hold the tag again (the derive
-/// refuses a repeated `type`).
-fn rest<'de, T: Deserialize<'de> + Repeats, A: MapAccess<'de>>(rest: A) -> Result<T, A::Error> {
-    let fields = T::deserialize(MapAccessDeserializer::new(rest))?;
-    if fields.repeats_tag() {
-        return Err(A::Error::duplicate_field("type"));
+/// A `type` key after the first, which the derive refuses (whatever its value, `null` too):
+/// reading one fails the direct read, and the event goes to the derive.
+#[derive(Default)]
+struct NoTagAgain;
+
+impl<'de> Deserialize<'de> for NoTagAgain {
+    fn deserialize<D: Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Err(D::Error::duplicate_field("type"))
     }
-    Ok(fields)
 }
 
-/// Whether a map read by [`rest`] held the tag again.
-trait Repeats {
-    fn repeats_tag(&self) -> bool;
-}
-
-/// A `type` key after the first: any value, `null` too, counts.
-#[derive(Debug, Default)]
-struct TagAgain(bool);
-
-impl<'de> Deserialize<'de> for TagAgain {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        IgnoredAny::deserialize(deserializer).map(|_| TagAgain(true))
-    }
+/// Read the rest of a tagged map, after its tag, as `T`.
+fn rest<'de, T: Deserialize<'de>, A: MapAccess<'de>>(rest: A) -> Result<T, A::Error> {
+    T::deserialize(MapAccessDeserializer::new(rest))
 }
 
 /// A `content_block_delta` after its tag.
@@ -130,13 +121,7 @@ struct DeltaEvent<'a> {
     #[serde(borrow)]
     delta: Direct<DirectDelta<'a>>,
     #[serde(rename = "type", default)]
-    tag_again: TagAgain,
-}
-
-impl Repeats for DeltaEvent<'_> {
-    fn repeats_tag(&self) -> bool {
-        self.tag_again.0
-    }
+    _tag_again: NoTagAgain,
 }
 
 impl<'de: 'a, 'a> Tagged<'de> for DeltaEvent<'a> {
@@ -161,13 +146,7 @@ struct DeltaFields<'a> {
     #[serde(borrow, default)]
     partial_json: Cow<'a, str>,
     #[serde(rename = "type", default)]
-    tag_again: TagAgain,
-}
-
-impl Repeats for DeltaFields<'_> {
-    fn repeats_tag(&self) -> bool {
-        self.tag_again.0
-    }
+    _tag_again: NoTagAgain,
 }
 
 struct DirectDelta<'a>(BlockDelta<'a>);
