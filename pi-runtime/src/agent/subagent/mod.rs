@@ -209,8 +209,9 @@ impl SubAgent {
                 if let (Some(filter), Some(link)) = (&self.history, link) {
                     child.set_messages(filter(link.transcript()));
                 }
-                let started = match link.filter(|link| link.durable_key().is_some()) {
-                    Some(link) => journaled(&child, task, call_id, link, ctx).await,
+                let durable = link.and_then(|link| Some((link, link.durable_key()?)));
+                let started = match durable {
+                    Some(durable) => journaled(&child, task, call_id, durable, ctx).await,
                     None => child.prompt_under(task, inherited(ctx)).await,
                 };
                 started.map_err(|error| format!("The {name} agent could not run: {error}"))
@@ -250,18 +251,17 @@ impl SubAgent {
     }
 }
 
-/// Run `child` on `task` under the durable run the call `call_id` belongs to (its `link`
-/// names the run): each of its steps is a step of that run's journal, named
+/// Run `child` on `task` under the durable run `run_key` that the call `call_id` belongs
+/// to, through the call's `link`: each of its steps is a step of that run's journal, named
 /// `<call id>/...`.
 #[cfg(any(test, feature = "restate"))]
 async fn journaled(
     child: &Agent,
     task: Prompt,
     call_id: &str,
-    link: &RunLink,
+    (link, run_key): (&RunLink, &Arc<str>),
     ctx: &ToolContext,
 ) -> Result<RunOutcome, AgentError> {
-    let run_key = link.durable_key().map_or("run", |key| &**key);
     let run_key: Arc<str> = Arc::from(format!("{run_key}/{call_id}"));
     let steps = NestedJournal::new(format!("{call_id}/"), link.clone());
     child
@@ -275,7 +275,7 @@ async fn journaled(
     child: &Agent,
     task: Prompt,
     _call_id: &str,
-    _link: &RunLink,
+    _durable: (&RunLink, &Arc<str>),
     ctx: &ToolContext,
 ) -> Result<RunOutcome, AgentError> {
     child.prompt_under(task, inherited(ctx)).await
