@@ -115,72 +115,61 @@ fn assert_alone(spans: &Spans) {
     }
 }
 
+/// Run `calls` as one batch, check that no call of `alone` overlapped another, and count
+/// the calls recorded.
+async fn calls_beside_alone(calls: &[(&str, &str, serde_json::Value)]) -> usize {
+    let spans = Spans::default();
+    batch(calls, &spans).await;
+    assert_alone(&spans);
+    spans.lock().unwrap().len()
+}
+
 const SCRIPT: &str = "await tools.alone({}); return 'ok';";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_sequential_tool_called_from_a_script_never_overlaps_the_batch_beside_it() {
-    let spans = Spans::default();
-    batch(
-        &[
-            ("c1", "slow", json!({})),
-            ("c2", "codemode", json!({"code": SCRIPT})),
-            ("c3", "slow", json!({})),
-        ],
-        &spans,
-    )
+    let recorded = calls_beside_alone(&[
+        ("c1", "slow", json!({})),
+        ("c2", "codemode", json!({"code": SCRIPT})),
+        ("c3", "slow", json!({})),
+    ])
     .await;
-    assert_alone(&spans);
-    assert_eq!(spans.lock().unwrap().len(), 3);
+    assert_eq!(recorded, 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_scripts_calling_a_sequential_tool_take_turns() {
-    let spans = Spans::default();
-    batch(
-        &[
-            ("c1", "codemode", json!({"code": SCRIPT})),
-            ("c2", "codemode", json!({"code": SCRIPT})),
-            ("c3", "slow", json!({})),
-        ],
-        &spans,
-    )
+    let recorded = calls_beside_alone(&[
+        ("c1", "codemode", json!({"code": SCRIPT})),
+        ("c2", "codemode", json!({"code": SCRIPT})),
+        ("c3", "slow", json!({})),
+    ])
     .await;
-    assert_alone(&spans);
-    assert_eq!(spans.lock().unwrap().len(), 3);
+    assert_eq!(recorded, 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_script_calling_a_sequential_tool_twice_at_once_takes_turns() {
-    let spans = Spans::default();
     let script = "await Promise.all([tools.alone({}), tools.alone({})]); return 'ok';";
-    batch(
-        &[
-            ("c1", "slow", json!({})),
-            ("c2", "codemode", json!({"code": script})),
-        ],
-        &spans,
-    )
+    let recorded = calls_beside_alone(&[
+        ("c1", "slow", json!({})),
+        ("c2", "codemode", json!({"code": script})),
+    ])
     .await;
-    assert_alone(&spans);
-    assert_eq!(spans.lock().unwrap().len(), 3);
+    assert_eq!(recorded, 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_sequential_tool_two_calls_deep_waits_for_the_batch_not_for_its_caller() {
     // The script calls `relay` (parallel), which calls `alone` through its own context: the
     // share `alone` must wait for is the code-mode call's, two levels up.
-    let spans = Spans::default();
     let script = "await tools.relay({}); return 'ok';";
-    batch(
-        &[
-            ("c1", "slow", json!({})),
-            ("c2", "codemode", json!({"code": script})),
-        ],
-        &spans,
-    )
+    let recorded = calls_beside_alone(&[
+        ("c1", "slow", json!({})),
+        ("c2", "codemode", json!({"code": script})),
+    ])
     .await;
-    assert_alone(&spans);
-    assert_eq!(spans.lock().unwrap().len(), 2);
+    assert_eq!(recorded, 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
